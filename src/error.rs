@@ -1,0 +1,171 @@
+//! The one error type of einsql.
+//!
+//! Every fallible operation in the engine returns [`Result<T>`]. Variants are
+//! grouped by the stage that raises them (file formats, SQL, catalog, storage,
+//! execution), and each message reads as a sentence a user can act on: it
+//! names the file and line, the table or column, or the unsupported construct,
+//! and suggests the closest known name where one exists ("did you mean").
+
+use std::path::PathBuf;
+
+/// Shorthand for results whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in einsql.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system error while reading or writing a file.
+    #[error("I/O error on '{}': {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A malformed input file: the file, the 1-based line, and the problem.
+    #[error("{}:{line}: {message}", path.display())]
+    FileFormat {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+
+    /// A file whose content is well-formed but cannot be represented.
+    #[error("'{}': {message}", path.display())]
+    Unsupported { path: PathBuf, message: String },
+
+    /// The SQL or einsum text does not parse.
+    #[error("Syntax error: {0}")]
+    Syntax(String),
+
+    /// A construct that einsql understands but does not support (yet).
+    #[error("Not supported: {0}")]
+    NotSupported(String),
+
+    /// A name that is not in the catalog, with the closest known name.
+    #[error("{kind} '{name}' does not exist{}", did_you_mean(suggestion))]
+    UnknownName {
+        kind: &'static str,
+        name: String,
+        suggestion: Option<String>,
+    },
+
+    /// A table that already exists.
+    #[error("Table '{0}' already exists")]
+    TableExists(String),
+
+    /// Values or columns of a type that does not fit where they are used.
+    #[error("Type error: {0}")]
+    Type(String),
+
+    /// A statement that is well-formed but invalid, e.g. a coordinate out of
+    /// range or a column listed twice.
+    #[error("Invalid input: {0}")]
+    Invalid(String),
+
+    /// Exact integer arithmetic that does not fit in 64 bits.
+    #[error("Integer overflow: {0}")]
+    Overflow(String),
+
+    /// A database directory whose catalog cannot be read.
+    #[error("Catalog error in '{}': {message}", path.display())]
+    Catalog { path: PathBuf, message: String },
+
+    /// An error reported by the Arrow library.
+    #[error("Arrow error: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+
+    /// An error reported by the Parquet library.
+    #[error("Parquet error: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+}
+
+fn did_you_mean(suggestion: &Option<String>) -> String {
+    match suggestion {
+        Some(s) => format!(" (did you mean '{s}'?)"),
+        None => String::new(),
+    }
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A malformed-file error at a 1-based `line` of `path`.
+    pub fn file_format(path: impl Into<PathBuf>, line: u64, message: impl Into<String>) -> Self {
+        Error::FileFormat {
+            path: path.into(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// An unknown name of `kind` ("Table", "Column", ...), suggesting the
+    /// closest of `candidates` when one is close enough to be a likely typo.
+    pub fn unknown<'a>(
+        kind: &'static str,
+        name: &str,
+        candidates: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        Error::UnknownName {
+            kind,
+            name: name.to_string(),
+            suggestion: closest_name(name, candidates),
+        }
+    }
+}
+
+/// The candidate closest to `name` by edit distance (case-insensitive), if it
+/// is within a third of the name's length (at least 1, at most 3 edits).
+pub fn closest_name<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let target = name.to_lowercase();
+    let limit = (target.chars().count() / 3).clamp(1, 3);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&target, &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
+}
+
+/// Levenshtein distance between two strings, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = substitution.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        let names = ["edges", "labels", "orders"];
+        assert_eq!(closest_name("edgse", names), Some("edges".to_string()));
+        assert_eq!(closest_name("LABELS", names), Some("labels".to_string()));
+        assert_eq!(closest_name("customers", names), None);
+    }
+
+    #[test]
+    fn unknown_name_message_has_hint() {
+        let err = Error::unknown("Table", "edgs", ["edges", "labels"]);
+        assert_eq!(
+            err.to_string(),
+            "Table 'edgs' does not exist (did you mean 'edges'?)"
+        );
+    }
+}

@@ -1,0 +1,16 @@
+//! einsql: an embedded database engine for sparse tensors.
+//!
+//! Tensors are stored as Arrow-backed K-relations (coordinate columns plus
+//! value columns) with fibertree indexes, and queried with SQL. The modules,
+//! in pipeline order:
+//!
+//! - [`io`]: Matrix Market, FROSTT `.tns`, Parquet and CSV readers and writers.
+//! - [`storage`]: tensors, fibertree indexes, statistics, the on-disk database.
+//! - [`sql`]: the SQL front-end (statements over the catalog).
+//! - [`Database`]: the public API that ties them together.
+
+pub mod error;
+pub mod io;
+pub mod storage;
+
+pub use error::{Error, Result};

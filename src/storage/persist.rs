@@ -1,0 +1,1 @@
+//! PLACEHOLDER (replaced by its owner before the first commit lands).

@@ -1,0 +1,695 @@
+//! Tensors as K-relations: the unit of storage.
+//!
+//! A [`Tensor`] is a table whose key columns are its dimensions and whose
+//! value columns are annotations sharing one support (the stored entries).
+//! It is kept as one Arrow [`RecordBatch`]: a non-null `Int64` coordinate
+//! column per dimension, then the value columns, sorted lexicographically in
+//! the stored dimension order with duplicate coordinates combined. A table
+//! without value columns is a bag: its annotation is the multiplicity of each
+//! row, kept in a hidden `Int64` column named [`MULTIPLICITY`]. String keys are
+//! dictionary-encoded per dimension (see [`Dictionary`]); results decode them.
+//!
+//! The fill value of every tensor is zero (`false` for booleans). Entries are
+//! the rows that were stored, so an explicit zero read from a file is an
+//! entry, as in SQL a row whose value is 0 is still a row.
+//!
+//! Every path that creates a tensor (file readers, `INSERT`, query results)
+//! goes through [`Coo`] and [`Tensor::from_coo`], which validates coordinates,
+//! sorts, combines duplicates with exact arithmetic and computes the
+//! statistics. Fibertree indexes over other dimension orders are built on
+//! demand by [`Tensor::index`] and cached with the tensor.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+};
+use arrow::datatypes::{DataType, Field, Schema};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::storage::fibertree::{FiberTree, IndexSpec};
+use crate::storage::statistics::Statistics;
+
+/// Name of the hidden value column that holds row multiplicities of a bag.
+pub const MULTIPLICITY: &str = "#multiplicity";
+
+/// The type of a value column (an annotation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ValueType {
+    /// Booleans (patterns); duplicates combine with OR.
+    Boolean,
+    /// Exact 64-bit integers; duplicates combine with checked addition.
+    Int64,
+    /// 64-bit floats; duplicates combine with addition.
+    Float64,
+}
+
+impl ValueType {
+    /// The Arrow type of a column of this value type.
+    pub fn arrow_type(self) -> DataType {
+        match self {
+            ValueType::Boolean => DataType::Boolean,
+            ValueType::Int64 => DataType::Int64,
+            ValueType::Float64 => DataType::Float64,
+        }
+    }
+
+    /// The SQL name of the type, as `DESCRIBE` shows it.
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            ValueType::Boolean => "BOOLEAN",
+            ValueType::Int64 => "BIGINT",
+            ValueType::Float64 => "DOUBLE",
+        }
+    }
+}
+
+/// A sorted, duplicate-free list of strings; a string's coordinate is its
+/// position, so coordinates order like the strings they stand for.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Dictionary {
+    strings: Vec<String>,
+    codes: hashbrown::HashMap<String, i64>,
+}
+
+impl Dictionary {
+    /// Builds the dictionary of `strings` and returns it with the coordinate
+    /// of every input string, in input order.
+    pub fn encode<'a>(strings: impl IntoIterator<Item = &'a str>) -> (Dictionary, Vec<i64>) {
+        let strings: Vec<&str> = strings.into_iter().collect();
+        let mut distinct: Vec<&str> = strings.clone();
+        distinct.par_sort_unstable();
+        distinct.dedup();
+        let dictionary = Dictionary::from_sorted(distinct.into_iter().map(str::to_string).collect());
+        let codes = strings.iter().map(|s| dictionary.codes[*s]).collect();
+        (dictionary, codes)
+    }
+
+    /// A dictionary over `strings`, which must be sorted and distinct.
+    pub fn from_sorted(strings: Vec<String>) -> Dictionary {
+        debug_assert!(strings.windows(2).all(|w| w[0] < w[1]));
+        let codes = strings.iter().cloned().zip(0..).collect();
+        Dictionary { strings, codes }
+    }
+
+    /// The coordinate of `s`, if it is in the dictionary.
+    pub fn code(&self, s: &str) -> Option<i64> {
+        self.codes.get(s).copied()
+    }
+
+    /// The string at coordinate `code`.
+    pub fn string(&self, code: i64) -> Option<&str> {
+        usize::try_from(code)
+            .ok()
+            .and_then(|c| self.strings.get(c))
+            .map(String::as_str)
+    }
+
+    /// The strings, in coordinate order.
+    pub fn strings(&self) -> &[String] {
+        &self.strings
+    }
+
+    /// Number of strings.
+    pub fn len(&self) -> usize {
+        self.strings.len()
+    }
+
+    /// Whether the dictionary has no strings.
+    pub fn is_empty(&self) -> bool {
+        self.strings.is_empty()
+    }
+}
+
+/// A dimension (key column) of a stored tensor.
+#[derive(Clone, Debug)]
+pub struct Dimension {
+    /// Column name.
+    pub name: String,
+    /// Number of coordinates: every stored coordinate is in `0..size`.
+    pub size: u64,
+    /// For string keys, the strings that coordinates stand for.
+    pub dictionary: Option<Arc<Dictionary>>,
+}
+
+/// A dimension of a tensor being built: its size may still be unknown.
+#[derive(Clone, Debug)]
+pub struct DimensionSpec {
+    /// Column name.
+    pub name: String,
+    /// The declared size (from a file header or the user); `None` takes
+    /// max coordinate + 1.
+    pub size: Option<u64>,
+    /// For string keys, the dictionary the coordinates index.
+    pub dictionary: Option<Arc<Dictionary>>,
+}
+
+impl DimensionSpec {
+    /// An integer dimension called `name` with an optional declared size.
+    pub fn new(name: impl Into<String>, size: Option<u64>) -> Self {
+        DimensionSpec {
+            name: name.into(),
+            size,
+            dictionary: None,
+        }
+    }
+}
+
+/// A value column (annotation) of a tensor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueColumn {
+    /// Column name.
+    pub name: String,
+    /// Value type.
+    pub ty: ValueType,
+}
+
+/// The values of one column of a tensor being built.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueData {
+    Boolean(Vec<bool>),
+    Int64(Vec<i64>),
+    Float64(Vec<f64>),
+}
+
+impl ValueData {
+    /// The type of these values.
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            ValueData::Boolean(_) => ValueType::Boolean,
+            ValueData::Int64(_) => ValueType::Int64,
+            ValueData::Float64(_) => ValueType::Float64,
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            ValueData::Boolean(v) => v.len(),
+            ValueData::Int64(v) => v.len(),
+            ValueData::Float64(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A column of a table as users see it, in declaration order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ColumnRef {
+    /// The dimension at this position of the stored order.
+    Key(usize),
+    /// The value column at this position.
+    Value(usize),
+}
+
+/// Entries of a tensor in coordinate (COO) form, in any order and possibly
+/// with duplicates: the input of [`Tensor::from_coo`].
+#[derive(Clone, Debug)]
+pub struct Coo {
+    /// The dimensions, in stored order.
+    pub dims: Vec<DimensionSpec>,
+    /// One coordinate vector per dimension, all of the same length.
+    pub coords: Vec<Vec<i64>>,
+    /// The value columns with their values; empty for a bag, whose rows
+    /// each count once.
+    pub values: Vec<(String, ValueData)>,
+    /// The order in which users see the columns; `None` lists the keys,
+    /// then the values.
+    pub column_order: Option<Vec<ColumnRef>>,
+}
+
+/// A stored tensor; see the module documentation.
+#[derive(Debug)]
+pub struct Tensor {
+    dims: Vec<Dimension>,
+    values: Vec<ValueColumn>,
+    column_order: Vec<ColumnRef>,
+    data: RecordBatch,
+    statistics: Statistics,
+    indexes: Mutex<HashMap<IndexSpec, Arc<FiberTree>>>,
+}
+
+impl Tensor {
+    /// Validates, sorts and combines `coo` into a tensor, and computes its
+    /// statistics.
+    ///
+    /// Errors: columns of unequal length, duplicate column names, negative
+    /// coordinates or coordinates outside a declared size, a coordinate
+    /// beyond a dimension's dictionary, and integer overflow when combining
+    /// duplicates.
+    pub fn from_coo(coo: Coo) -> Result<Tensor> {
+        let Coo {
+            dims: specs,
+            coords,
+            values,
+            column_order,
+        } = coo;
+        if coords.len() != specs.len() {
+            return Err(Error::Invalid(format!(
+                "{} coordinate columns given for {} dimensions",
+                coords.len(),
+                specs.len()
+            )));
+        }
+        let rows = coords
+            .first()
+            .map(Vec::len)
+            .or_else(|| values.first().map(|(_, v)| v.len()))
+            .unwrap_or(0);
+        check_names(&specs, &values)?;
+        for (spec, column) in specs.iter().zip(&coords) {
+            if column.len() != rows {
+                return Err(Error::Invalid(format!(
+                    "dimension '{}' has {} coordinates, expected {rows}",
+                    spec.name,
+                    column.len()
+                )));
+            }
+        }
+        for (name, column) in &values {
+            if column.len() != rows {
+                return Err(Error::Invalid(format!(
+                    "value column '{name}' has {} values, expected {rows}",
+                    column.len()
+                )));
+            }
+        }
+        let dims = specs
+            .into_iter()
+            .zip(&coords)
+            .map(|(spec, column)| resolve_dimension(spec, column))
+            .collect::<Result<Vec<_>>>()?;
+
+        let order = sorted_order(&coords, &dims);
+        let (coords, values) = combine_duplicates(coords, values, rows, order.as_deref())?;
+
+        let value_columns: Vec<ValueColumn> = values
+            .iter()
+            .map(|(name, data)| ValueColumn {
+                name: name.clone(),
+                ty: data.value_type(),
+            })
+            .collect();
+        let column_order = match column_order {
+            Some(order) => validate_column_order(order, dims.len(), value_columns.len())?,
+            None => (0..dims.len())
+                .map(ColumnRef::Key)
+                .chain((0..value_columns.len()).map(ColumnRef::Value))
+                .collect(),
+        };
+        let data = build_batch(&dims, coords, values)?;
+        let statistics = Statistics::compute(&dims, &data);
+        Ok(Tensor {
+            dims,
+            values: value_columns,
+            column_order,
+            data,
+            statistics,
+            indexes: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The dimensions, in stored order.
+    pub fn dims(&self) -> &[Dimension] {
+        &self.dims
+    }
+
+    /// The value columns; empty for a bag.
+    pub fn values(&self) -> &[ValueColumn] {
+        &self.values
+    }
+
+    /// Whether the tensor is a bag (no value columns; the annotation of an
+    /// entry is its multiplicity).
+    pub fn is_bag(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The columns in the order users see them.
+    pub fn column_order(&self) -> &[ColumnRef] {
+        &self.column_order
+    }
+
+    /// The name of a user-visible column.
+    pub fn column_name(&self, column: ColumnRef) -> &str {
+        match column {
+            ColumnRef::Key(d) => &self.dims[d].name,
+            ColumnRef::Value(v) => &self.values[v].name,
+        }
+    }
+
+    /// Number of stored entries.
+    pub fn nnz(&self) -> usize {
+        self.data.num_rows()
+    }
+
+    /// The stored batch: coordinate columns, then value columns (or the
+    /// multiplicity column of a bag), sorted and duplicate-free.
+    pub fn data(&self) -> &RecordBatch {
+        &self.data
+    }
+
+    /// The coordinates of dimension `d`, in stored order.
+    pub fn coords(&self, d: usize) -> &[i64] {
+        int64_values(self.data.column(d))
+    }
+
+    /// The stored annotation columns: the value columns, or the multiplicity
+    /// column of a bag.
+    pub fn annotation_columns(&self) -> &[ArrayRef] {
+        &self.data.columns()[self.dims.len()..]
+    }
+
+    /// The multiplicity of every entry of a bag; `None` for other tensors.
+    pub fn multiplicities(&self) -> Option<&[i64]> {
+        self.is_bag()
+            .then(|| int64_values(self.data.column(self.dims.len())))
+    }
+
+    /// The statistics computed when the tensor was stored.
+    pub fn statistics(&self) -> &Statistics {
+        &self.statistics
+    }
+
+    /// The fibertree index described by `spec`, built on first use and
+    /// cached with the tensor.
+    pub fn index(&self, spec: &IndexSpec) -> Result<Arc<FiberTree>> {
+        if let Some(tree) = self.lock_indexes().get(spec) {
+            return Ok(Arc::clone(tree));
+        }
+        // Build outside the lock so other queries are not blocked; if two
+        // build the same index, the first one stored wins.
+        let tree = Arc::new(FiberTree::build(self, spec)?);
+        Ok(Arc::clone(
+            self.lock_indexes().entry(spec.clone()).or_insert(tree),
+        ))
+    }
+
+    /// The specifications of the indexes built so far.
+    pub fn built_indexes(&self) -> Vec<IndexSpec> {
+        let mut specs: Vec<IndexSpec> = self.lock_indexes().keys().cloned().collect();
+        specs.sort();
+        specs
+    }
+
+    fn lock_indexes(&self) -> std::sync::MutexGuard<'_, HashMap<IndexSpec, Arc<FiberTree>>> {
+        // The cache holds only finished indexes, so a panic elsewhere cannot
+        // leave it inconsistent.
+        self.indexes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The rows of the table as SQL shows them: columns in declaration
+    /// order, string keys decoded, and each row of a bag repeated as many
+    /// times as its multiplicity.
+    pub fn to_record_batch(&self) -> Result<RecordBatch> {
+        let repeat: Option<Vec<u32>> = match self.multiplicities() {
+            Some(m) if m.iter().any(|&c| c != 1) => Some(expansion_indices(m)?),
+            _ => None,
+        };
+        let mut fields = Vec::with_capacity(self.column_order.len());
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.column_order.len());
+        for &column in &self.column_order {
+            let (array, nullable_name) = match column {
+                ColumnRef::Key(d) => (self.decoded_key(d), &self.dims[d].name),
+                ColumnRef::Value(v) => (
+                    Arc::clone(self.data.column(self.dims.len() + v)),
+                    &self.values[v].name,
+                ),
+            };
+            let array = match &repeat {
+                Some(indices) => arrow::compute::take(
+                    array.as_ref(),
+                    &arrow::array::UInt32Array::from(indices.clone()),
+                    None,
+                )?,
+                None => array,
+            };
+            fields.push(Field::new(nullable_name, array.data_type().clone(), false));
+            columns.push(array);
+        }
+        let rows = match &repeat {
+            Some(indices) => indices.len(),
+            None => self.nnz(),
+        };
+        Ok(RecordBatch::try_new_with_options(
+            Arc::new(Schema::new(fields)),
+            columns,
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?)
+    }
+
+    /// Dimension `d` as users see it: strings for dictionary-encoded keys,
+    /// the coordinates otherwise.
+    pub fn decoded_key(&self, d: usize) -> ArrayRef {
+        match &self.dims[d].dictionary {
+            Some(dictionary) => Arc::new(StringArray::from_iter_values(
+                self.coords(d)
+                    .iter()
+                    .map(|&c| dictionary.string(c).unwrap_or_default()),
+            )),
+            None => Arc::clone(self.data.column(d)),
+        }
+    }
+}
+
+/// The values of a non-null `Int64` column.
+fn int64_values(array: &ArrayRef) -> &[i64] {
+    array
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .map(|a| a.values().as_ref())
+        .unwrap_or(&[])
+}
+
+/// Row indices that repeat row `r` `multiplicities[r]` times.
+fn expansion_indices(multiplicities: &[i64]) -> Result<Vec<u32>> {
+    let total: i64 = multiplicities.iter().sum();
+    if total > i64::from(u32::MAX) {
+        return Err(Error::NotSupported(format!(
+            "listing {total} rows of a bag table at once"
+        )));
+    }
+    let mut indices = Vec::with_capacity(total as usize);
+    for (row, &count) in multiplicities.iter().enumerate() {
+        indices.extend(std::iter::repeat_n(row as u32, count as usize));
+    }
+    Ok(indices)
+}
+
+fn check_names(specs: &[DimensionSpec], values: &[(String, ValueData)]) -> Result<()> {
+    let mut seen = hashbrown::HashSet::new();
+    for name in specs.iter().map(|s| &s.name).chain(values.iter().map(|(n, _)| n)) {
+        if name == MULTIPLICITY {
+            return Err(Error::Invalid(format!("column name '{name}' is reserved")));
+        }
+        if !seen.insert(name.to_lowercase()) {
+            return Err(Error::Invalid(format!("column '{name}' is listed twice")));
+        }
+    }
+    Ok(())
+}
+
+fn validate_column_order(order: Vec<ColumnRef>, keys: usize, values: usize) -> Result<Vec<ColumnRef>> {
+    let mut expected: Vec<ColumnRef> = (0..keys)
+        .map(ColumnRef::Key)
+        .chain((0..values).map(ColumnRef::Value))
+        .collect();
+    let mut given = order.clone();
+    let rank = |c: &ColumnRef| match *c {
+        ColumnRef::Key(k) => k,
+        ColumnRef::Value(v) => keys + v,
+    };
+    given.sort_by_key(rank);
+    expected.sort_by_key(rank);
+    if given != expected {
+        return Err(Error::Invalid(
+            "the column order must list every column once".to_string(),
+        ));
+    }
+    Ok(order)
+}
+
+/// Checks the coordinates of one dimension and settles its size.
+fn resolve_dimension(spec: DimensionSpec, column: &[i64]) -> Result<Dimension> {
+    let (min, max) = column
+        .par_iter()
+        .fold(|| (i64::MAX, i64::MIN), |(lo, hi), &c| (lo.min(c), hi.max(c)))
+        .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+    if !column.is_empty() && min < 0 {
+        return Err(Error::Invalid(format!(
+            "dimension '{}' has the negative coordinate {min}; key columns hold coordinates \
+             0, 1, 2, ... (store other integers as a value column, or as strings)",
+            spec.name
+        )));
+    }
+    let observed = if column.is_empty() { 0 } else { max as u64 + 1 };
+    let size = match (&spec.dictionary, spec.size) {
+        (Some(dictionary), _) => {
+            let len = dictionary.len() as u64;
+            if observed > len {
+                return Err(Error::Invalid(format!(
+                    "dimension '{}' has coordinate {max} beyond its {len} dictionary strings",
+                    spec.name
+                )));
+            }
+            len
+        }
+        (None, Some(size)) => {
+            if observed > size {
+                return Err(Error::Invalid(format!(
+                    "dimension '{}' has coordinate {max}, outside its size {size}",
+                    spec.name
+                )));
+            }
+            size
+        }
+        (None, None) => observed,
+    };
+    Ok(Dimension {
+        name: spec.name,
+        size,
+        dictionary: spec.dictionary,
+    })
+}
+
+/// The permutation that sorts the entries lexicographically, or `None` when
+/// they are already strictly increasing (sorted and duplicate-free).
+fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension]) -> Option<Vec<usize>> {
+    let rows = coords.first().map_or(0, Vec::len);
+    let compare = |a: usize, b: usize| {
+        coords
+            .iter()
+            .map(|c| c[a].cmp(&c[b]))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    let increasing = (1..rows)
+        .into_par_iter()
+        .all(|r| compare(r - 1, r) == Ordering::Less);
+    if increasing {
+        return None;
+    }
+    // When the coordinates fit in 64 bits together, sort packed keys: much
+    // faster than comparing column by column.
+    let bits: Vec<u32> = dims
+        .iter()
+        .map(|d| u64::BITS - d.size.saturating_sub(1).leading_zeros())
+        .collect();
+    if bits.iter().sum::<u32>() <= 64 {
+        let mut keyed: Vec<(u64, usize)> = (0..rows)
+            .into_par_iter()
+            .map(|r| {
+                let key = coords
+                    .iter()
+                    .zip(&bits)
+                    .fold(0u64, |acc, (c, &b)| (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64);
+                (key, r)
+            })
+            .collect();
+        keyed.par_sort_unstable();
+        Some(keyed.into_iter().map(|(_, r)| r).collect())
+    } else {
+        let mut order: Vec<usize> = (0..rows).collect();
+        order.par_sort_unstable_by(|&a, &b| compare(a, b).then(a.cmp(&b)));
+        Some(order)
+    }
+}
+
+/// Applies `order` and combines runs of equal coordinates; bags get their
+/// multiplicity column here.
+fn combine_duplicates(
+    coords: Vec<Vec<i64>>,
+    values: Vec<(String, ValueData)>,
+    rows: usize,
+    order: Option<&[usize]>,
+) -> Result<(Vec<Vec<i64>>, Vec<(String, ValueData)>)> {
+    let values = if values.is_empty() {
+        vec![(MULTIPLICITY.to_string(), ValueData::Int64(vec![1; rows]))]
+    } else {
+        values
+    };
+    let Some(order) = order else {
+        return Ok((coords, values));
+    };
+    // Start of each run of equal coordinates, in sorted position.
+    let same = |a: usize, b: usize| coords.iter().all(|c| c[a] == c[b]);
+    let starts: Vec<usize> = (0..order.len())
+        .filter(|&p| p == 0 || !same(order[p - 1], order[p]))
+        .collect();
+    let runs: Vec<&[usize]> = starts
+        .iter()
+        .enumerate()
+        .map(|(k, &s)| &order[s..starts.get(k + 1).copied().unwrap_or(order.len())])
+        .collect();
+    let coords = coords
+        .into_par_iter()
+        .map(|c| runs.iter().map(|run| c[run[0]]).collect())
+        .collect();
+    let values = values
+        .into_iter()
+        .map(|(name, data)| {
+            let combined = match data {
+                ValueData::Boolean(v) => {
+                    ValueData::Boolean(runs.iter().map(|run| run.iter().any(|&r| v[r])).collect())
+                }
+                ValueData::Float64(v) => {
+                    ValueData::Float64(runs.iter().map(|run| run.iter().map(|&r| v[r]).sum()).collect())
+                }
+                ValueData::Int64(v) => ValueData::Int64(
+                    runs.iter()
+                        .map(|run| {
+                            run.iter().try_fold(0i64, |acc, &r| acc.checked_add(v[r])).ok_or_else(|| {
+                                Error::Overflow(format!(
+                                    "adding up duplicate entries of column '{name}'"
+                                ))
+                            })
+                        })
+                        .collect::<Result<_>>()?,
+                ),
+            };
+            Ok((name, combined))
+        })
+        .collect::<Result<_>>()?;
+    Ok((coords, values))
+}
+
+fn build_batch(
+    dims: &[Dimension],
+    coords: Vec<Vec<i64>>,
+    values: Vec<(String, ValueData)>,
+) -> Result<RecordBatch> {
+    let rows = coords
+        .first()
+        .map(Vec::len)
+        .or_else(|| values.first().map(|(_, v)| v.len()))
+        .unwrap_or(0);
+    let mut fields: Vec<Field> = dims
+        .iter()
+        .map(|d| Field::new(&d.name, DataType::Int64, false))
+        .collect();
+    let mut columns: Vec<ArrayRef> = coords
+        .into_iter()
+        .map(|c| Arc::new(Int64Array::from(c)) as ArrayRef)
+        .collect();
+    for (name, data) in values {
+        fields.push(Field::new(&name, data.value_type().arrow_type(), false));
+        columns.push(match data {
+            ValueData::Boolean(v) => Arc::new(BooleanArray::from(v)) as ArrayRef,
+            ValueData::Int64(v) => Arc::new(Int64Array::from(v)),
+            ValueData::Float64(v) => Arc::new(Float64Array::from(v)),
+        });
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        columns,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
+}
