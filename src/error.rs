@@ -122,7 +122,10 @@ impl Error {
 
 /// The candidate closest to `name` by edit distance (case-insensitive), if it
 /// is within a third of the name's length (at least 1, at most 3 edits).
-pub fn closest_name<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn closest_name<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     let target = name.to_lowercase();
     let limit = (target.chars().count() / 3).clamp(1, 3);
     candidates

@@ -84,7 +84,8 @@ impl Dictionary {
         let mut distinct: Vec<&str> = strings.clone();
         distinct.par_sort_unstable();
         distinct.dedup();
-        let dictionary = Dictionary::from_sorted(distinct.into_iter().map(str::to_string).collect());
+        let dictionary =
+            Dictionary::from_sorted(distinct.into_iter().map(str::to_string).collect());
         let codes = strings.iter().map(|s| dictionary.codes[*s]).collect();
         (dictionary, codes)
     }
@@ -219,7 +220,8 @@ pub struct Coo {
     /// One coordinate vector per dimension, all of the same length.
     pub coords: Vec<Vec<i64>>,
     /// The value columns with their values; empty for a bag, whose rows
-    /// each count once.
+    /// each count once. A bag may instead give its multiplicities as one
+    /// `Int64` column named [`MULTIPLICITY`] (each at least 1).
     pub values: Vec<(String, ValueData)>,
     /// The order in which users see the columns; `None` lists the keys,
     /// then the values.
@@ -293,6 +295,7 @@ impl Tensor {
 
         let value_columns: Vec<ValueColumn> = values
             .iter()
+            .filter(|(name, _)| name != MULTIPLICITY)
             .map(|(name, data)| ValueColumn {
                 name: name.clone(),
                 ty: data.value_type(),
@@ -315,6 +318,38 @@ impl Tensor {
             statistics,
             indexes: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The entries in coordinate form, ready to be extended and stored
+    /// again (sizes and dictionaries kept; a bag keeps its multiplicities).
+    pub fn to_coo(&self) -> Coo {
+        let dims = self
+            .dims
+            .iter()
+            .map(|d| DimensionSpec {
+                name: d.name.clone(),
+                size: Some(d.size),
+                dictionary: d.dictionary.clone(),
+            })
+            .collect();
+        let coords = (0..self.dims.len())
+            .map(|d| self.coords(d).to_vec())
+            .collect();
+        let names = self
+            .values
+            .iter()
+            .map(|v| v.name.clone())
+            .chain(self.is_bag().then(|| MULTIPLICITY.to_string()));
+        let values = names
+            .zip(self.annotation_columns())
+            .map(|(name, array)| (name, value_data(array)))
+            .collect();
+        Coo {
+            dims,
+            coords,
+            values,
+            column_order: Some(self.column_order.clone()),
+        }
     }
 
     /// The dimensions, in stored order.
@@ -469,6 +504,18 @@ fn int64_values(array: &ArrayRef) -> &[i64] {
         .unwrap_or(&[])
 }
 
+/// The values of a stored annotation column.
+fn value_data(array: &ArrayRef) -> ValueData {
+    let any = array.as_any();
+    if let Some(a) = any.downcast_ref::<Float64Array>() {
+        ValueData::Float64(a.values().to_vec())
+    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+        ValueData::Boolean(a.values().iter().collect())
+    } else {
+        ValueData::Int64(int64_values(array).to_vec())
+    }
+}
+
 /// Row indices that repeat row `r` `multiplicities[r]` times.
 fn expansion_indices(multiplicities: &[i64]) -> Result<Vec<u32>> {
     let total: i64 = multiplicities.iter().sum();
@@ -485,8 +532,22 @@ fn expansion_indices(multiplicities: &[i64]) -> Result<Vec<u32>> {
 }
 
 fn check_names(specs: &[DimensionSpec], values: &[(String, ValueData)]) -> Result<()> {
+    if let [(name, data)] = values
+        && name == MULTIPLICITY
+    {
+        return match data {
+            ValueData::Int64(m) if m.iter().all(|&c| c >= 1) => check_names(specs, &[]),
+            _ => Err(Error::Invalid(
+                "bag multiplicities must be integers of at least 1".to_string(),
+            )),
+        };
+    }
     let mut seen = hashbrown::HashSet::new();
-    for name in specs.iter().map(|s| &s.name).chain(values.iter().map(|(n, _)| n)) {
+    for name in specs
+        .iter()
+        .map(|s| &s.name)
+        .chain(values.iter().map(|(n, _)| n))
+    {
         if name == MULTIPLICITY {
             return Err(Error::Invalid(format!("column name '{name}' is reserved")));
         }
@@ -497,7 +558,11 @@ fn check_names(specs: &[DimensionSpec], values: &[(String, ValueData)]) -> Resul
     Ok(())
 }
 
-fn validate_column_order(order: Vec<ColumnRef>, keys: usize, values: usize) -> Result<Vec<ColumnRef>> {
+fn validate_column_order(
+    order: Vec<ColumnRef>,
+    keys: usize,
+    values: usize,
+) -> Result<Vec<ColumnRef>> {
     let mut expected: Vec<ColumnRef> = (0..keys)
         .map(ColumnRef::Key)
         .chain((0..values).map(ColumnRef::Value))
@@ -521,7 +586,10 @@ fn validate_column_order(order: Vec<ColumnRef>, keys: usize, values: usize) -> R
 fn resolve_dimension(spec: DimensionSpec, column: &[i64]) -> Result<Dimension> {
     let (min, max) = column
         .par_iter()
-        .fold(|| (i64::MAX, i64::MIN), |(lo, hi), &c| (lo.min(c), hi.max(c)))
+        .fold(
+            || (i64::MAX, i64::MIN),
+            |(lo, hi), &c| (lo.min(c), hi.max(c)),
+        )
         .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
     if !column.is_empty() && min < 0 {
         return Err(Error::Invalid(format!(
@@ -587,10 +655,9 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension]) -> Option<Vec<usize>> {
         let mut keyed: Vec<(u64, usize)> = (0..rows)
             .into_par_iter()
             .map(|r| {
-                let key = coords
-                    .iter()
-                    .zip(&bits)
-                    .fold(0u64, |acc, (c, &b)| (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64);
+                let key = coords.iter().zip(&bits).fold(0u64, |acc, (c, &b)| {
+                    (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64
+                });
                 (key, r)
             })
             .collect();
@@ -640,17 +707,21 @@ fn combine_duplicates(
                 ValueData::Boolean(v) => {
                     ValueData::Boolean(runs.iter().map(|run| run.iter().any(|&r| v[r])).collect())
                 }
-                ValueData::Float64(v) => {
-                    ValueData::Float64(runs.iter().map(|run| run.iter().map(|&r| v[r]).sum()).collect())
-                }
+                ValueData::Float64(v) => ValueData::Float64(
+                    runs.iter()
+                        .map(|run| run.iter().map(|&r| v[r]).sum())
+                        .collect(),
+                ),
                 ValueData::Int64(v) => ValueData::Int64(
                     runs.iter()
                         .map(|run| {
-                            run.iter().try_fold(0i64, |acc, &r| acc.checked_add(v[r])).ok_or_else(|| {
-                                Error::Overflow(format!(
-                                    "adding up duplicate entries of column '{name}'"
-                                ))
-                            })
+                            run.iter()
+                                .try_fold(0i64, |acc, &r| acc.checked_add(v[r]))
+                                .ok_or_else(|| {
+                                    Error::Overflow(format!(
+                                        "adding up duplicate entries of column '{name}'"
+                                    ))
+                                })
                         })
                         .collect::<Result<_>>()?,
                 ),
