@@ -75,7 +75,11 @@ fn inputs() -> impl Strategy<Value = Input> {
         })
         .prop_map(|(sizes, kind, raw)| {
             let skew = |r: u64, size: u64| {
-                let range = if r.is_multiple_of(3) { size } else { size.min(2) };
+                let range = if r.is_multiple_of(3) {
+                    size
+                } else {
+                    size.min(2)
+                };
                 ((r / 3) % range) as i64
             };
             let entries = raw
