@@ -10,7 +10,10 @@ fn rows(db: &Database, sql: &str) -> Vec<String> {
         let columns: Vec<_> = batch
             .columns()
             .iter()
-            .map(|c| arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &Default::default()).unwrap())
+            .map(|c| {
+                arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &Default::default())
+                    .unwrap()
+            })
             .collect();
         for row in 0..batch.num_rows() {
             out.push(
@@ -42,18 +45,25 @@ fn tables_survive_reopening() {
         )
         .unwrap();
         // A failed statement leaves the stored table as it was.
-        assert!(db.execute("INSERT INTO prices VALUES ('x', -1, 2.0)").is_err());
+        assert!(
+            db.execute("INSERT INTO prices VALUES ('x', -1, 2.0)")
+                .is_err()
+        );
     }
     let db = Database::open(&path).unwrap();
     assert_eq!(db.table_names(), ["edges", "prices"]);
-    assert_eq!(rows(&db, "SELECT * FROM prices"), ["ink 2 7.25", "pen 2 1.5"]);
+    assert_eq!(
+        rows(&db, "SELECT * FROM prices"),
+        ["ink 2 7.25", "pen 2 1.5"]
+    );
     assert_eq!(rows(&db, "SELECT * FROM edges"), ["0 1", "0 1", "1 0"]);
     let prices = db.table("prices").unwrap();
     assert_eq!(prices.dims()[0].name, "shop");
     assert_eq!(prices.dims()[0].size, 3);
 
     // Changes after reopening persist too.
-    db.execute("INSERT INTO prices VALUES ('cap', 0, 3.0)").unwrap();
+    db.execute("INSERT INTO prices VALUES ('cap', 0, 3.0)")
+        .unwrap();
     drop(db);
     let db = Database::open(&path).unwrap();
     assert_eq!(
@@ -67,7 +77,10 @@ fn one_process_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let first = Database::open(dir.path()).unwrap();
     let second = Database::open(dir.path());
-    assert!(second.is_err(), "a second open of the same directory must fail");
+    assert!(
+        second.is_err(),
+        "a second open of the same directory must fail"
+    );
     drop(first);
     Database::open(dir.path()).unwrap();
 }

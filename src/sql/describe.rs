@@ -71,7 +71,7 @@ pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> 
     let indexes: Vec<String> = tensor
         .built_indexes()
         .iter()
-        .map(ToString::to_string)
+        .map(|spec| spec.named(tensor.dims()))
         .collect();
     let mut result = QueryResult::rows(schema, vec![batch]);
     result.message = Some(format!(

@@ -1,20 +1,588 @@
-//! PLACEHOLDER (replaced by its owner before the first commit lands).
+//! Statistics of a stored tensor: what the optimizer's sparsity estimators
+//! read (Galley section 7.3.2).
+//!
+//! [`Statistics::compute`] runs once when a tensor is stored (from
+//! [`Tensor::from_coo`](crate::storage::Tensor::from_coo)). Besides the
+//! number of entries and the dimension sizes it keeps *degree statistics*
+//! D(X|Y): for disjoint sets of dimensions X (non-empty) and Y, the largest
+//! number of distinct X-projections among the stored entries that share one
+//! value of the Y dimensions. D(X|∅) is the number of distinct X-projections,
+//! so D(all dims|∅) is nnz. The chain-bound estimator combines them into an
+//! upper bound on the size of a query's result.
+//!
+//! Which pairs are kept: for a tensor of up to [`FULL_STATISTICS_DIMS`]
+//! dimensions, every pair of disjoint X ≠ ∅ and Y. For more dimensions, Y is
+//! ∅ or a single dimension, and X is every single dimension outside Y and all
+//! the dimensions outside Y together. Tensors of more than [`DimSet::CAPACITY`]
+//! dimensions or of 2³² entries or more keep only nnz and sizes.
+//!
+//! How: every needed set Z of dimensions gets a dense id per entry for its
+//! Z-projection (runs of the sorted batch for prefixes of the stored order,
+//! otherwise a direct-addressed table or a hash map over the ids of
+//! Z without its last dimension paired with that dimension's ids). Then
+//! D(X|Y) is, with Z = X ∪ Y, the largest number of distinct Z-ids that share
+//! one Y-id: two linear passes. Sets of equal size, and then all pairs, are
+//! computed in parallel.
 
-use arrow::array::RecordBatch;
+use std::fmt;
+
+use arrow::array::{Array, Int64Array, RecordBatch};
+use hashbrown::HashMap;
+use hashbrown::hash_map::Entry;
+use rayon::prelude::*;
 
 use crate::storage::Dimension;
 
-/// Statistics of a stored tensor.
+/// Tensors of up to this many dimensions get a degree statistic for every
+/// pair of disjoint dimension sets.
+pub const FULL_STATISTICS_DIMS: usize = 4;
+
+/// A set of dimensions of one tensor, by position in its stored order, as a
+/// bitset of at most [`DimSet::CAPACITY`] dimensions.
+///
+/// Displayed as `{0,2}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DimSet(u64);
+
+impl DimSet {
+    /// The largest number of dimensions a set can describe.
+    pub const CAPACITY: usize = 64;
+
+    /// The empty set.
+    pub const EMPTY: DimSet = DimSet(0);
+
+    /// The set of the given dimensions; `None` if one is not below
+    /// [`DimSet::CAPACITY`].
+    pub fn of(dims: &[usize]) -> Option<DimSet> {
+        dims.iter()
+            .try_fold(DimSet::EMPTY, |set, &d| Some(set.union(DimSet::single(d)?)))
+    }
+
+    /// The set holding only `d`; `None` if `d` is not below
+    /// [`DimSet::CAPACITY`].
+    pub fn single(d: usize) -> Option<DimSet> {
+        u32::try_from(d)
+            .ok()
+            .and_then(|d| 1u64.checked_shl(d))
+            .map(DimSet)
+    }
+
+    /// The dimensions `0..n`; `None` if `n` exceeds [`DimSet::CAPACITY`].
+    pub fn all(n: usize) -> Option<DimSet> {
+        match n {
+            64 => Some(DimSet(u64::MAX)),
+            n if n < 64 => Some(DimSet((1u64 << n) - 1)),
+            _ => None,
+        }
+    }
+
+    /// The set whose bit `d` says whether it holds dimension `d`.
+    pub fn from_bits(bits: u64) -> DimSet {
+        DimSet(bits)
+    }
+
+    /// The bits of the set (bit `d` for dimension `d`).
+    pub fn bits(self) -> u64 {
+        self.0
+    }
+
+    /// Number of dimensions in the set.
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether the set holds dimension `d`.
+    pub fn contains(self, d: usize) -> bool {
+        DimSet::single(d).is_some_and(|s| self.0 & s.0 != 0)
+    }
+
+    /// The dimensions in either set.
+    pub fn union(self, other: DimSet) -> DimSet {
+        DimSet(self.0 | other.0)
+    }
+
+    /// The dimensions of `self` that are not in `other`.
+    pub fn minus(self, other: DimSet) -> DimSet {
+        DimSet(self.0 & !other.0)
+    }
+
+    /// Whether the sets have no dimension in common.
+    pub fn is_disjoint(self, other: DimSet) -> bool {
+        self.0 & other.0 == 0
+    }
+
+    /// Whether the set is `{0, 1, ..., k-1}` for some `k` (a prefix of the
+    /// stored order; the empty set is one).
+    pub fn is_prefix(self) -> bool {
+        self.0 & self.0.wrapping_add(1) == 0
+    }
+
+    /// The largest dimension of the set.
+    pub fn last(self) -> Option<usize> {
+        (!self.is_empty()).then(|| 63 - self.0.leading_zeros() as usize)
+    }
+
+    /// The dimensions in increasing order.
+    pub fn iter(self) -> impl Iterator<Item = usize> {
+        (0..Self::CAPACITY).filter(move |&d| self.contains(d))
+    }
+
+    /// Every subset of the set (the empty set and the set itself included).
+    pub fn subsets(self) -> impl Iterator<Item = DimSet> {
+        // Counts down through the subsets of the mask; stops after the
+        // empty set.
+        let mut next = Some(self.0);
+        std::iter::from_fn(move || {
+            let current = next?;
+            next = (current != 0).then(|| (current - 1) & self.0);
+            Some(DimSet(current))
+        })
+    }
+}
+
+impl fmt::Display for DimSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{{")?;
+        for (k, d) in self.iter().enumerate() {
+            if k > 0 {
+                write!(f, ",")?;
+            }
+            write!(f, "{d}")?;
+        }
+        write!(f, "}}")
+    }
+}
+
+/// One degree statistic: D(`x`|`y`) = `degree`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DegreeStat {
+    /// The counted dimensions (non-empty).
+    pub x: DimSet,
+    /// The fixed dimensions, disjoint from `x`.
+    pub y: DimSet,
+    /// The largest number of distinct `x`-projections of stored entries
+    /// sharing one `y` value (0 for an empty tensor).
+    pub degree: u64,
+}
+
+/// Statistics of a stored tensor; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct Statistics {
-    pub nnz: u64,
+    nnz: u64,
+    sizes: Vec<u64>,
+    /// Sorted by `(y, x)`.
+    degrees: Vec<DegreeStat>,
 }
 
 impl Statistics {
-    /// Computes the statistics of a tensor's stored batch.
-    pub fn compute(_dims: &[Dimension], data: &RecordBatch) -> Statistics {
+    /// Computes the statistics of a tensor's stored batch: `dims` in stored
+    /// order, `data` with one `Int64` coordinate column per dimension first,
+    /// sorted and duplicate-free (the layout of [`Tensor`](crate::storage::Tensor)).
+    /// A batch whose coordinates do not follow that layout (not `Int64`, or
+    /// outside `0..size`) gets only nnz and sizes.
+    pub fn compute(dims: &[Dimension], data: &RecordBatch) -> Statistics {
+        let sizes: Vec<u64> = dims.iter().map(|d| d.size).collect();
+        let degrees = coordinate_columns(&sizes, data)
+            .map(|columns| degree_statistics(&columns, &sizes))
+            .unwrap_or_default();
         Statistics {
             nnz: data.num_rows() as u64,
+            sizes,
+            degrees,
+        }
+    }
+
+    /// Number of stored entries.
+    pub fn nnz(&self) -> u64 {
+        self.nnz
+    }
+
+    /// The size of every dimension, in stored order.
+    pub fn sizes(&self) -> &[u64] {
+        &self.sizes
+    }
+
+    /// D(`x`|`y`), if it is stored: `None` when `x` is empty, `x` and `y`
+    /// overlap, or the pair is not among those kept (see the module
+    /// documentation).
+    pub fn degree(&self, x: DimSet, y: DimSet) -> Option<u64> {
+        self.degrees
+            .binary_search_by_key(&(y, x), |s| (s.y, s.x))
+            .ok()
+            .and_then(|i| self.degrees.get(i))
+            .map(|s| s.degree)
+    }
+
+    /// All stored degree statistics, ordered by `y`, then `x` (as bitsets).
+    pub fn degrees(&self) -> impl Iterator<Item = DegreeStat> + '_ {
+        self.degrees.iter().copied()
+    }
+}
+
+/// The coordinate columns of `data`, if the batch follows the tensor layout
+/// and is small enough for 32-bit ids.
+fn coordinate_columns<'a>(sizes: &[u64], data: &'a RecordBatch) -> Option<Vec<&'a [i64]>> {
+    if sizes.len() > DimSet::CAPACITY
+        || data.num_columns() < sizes.len()
+        || u32::try_from(data.num_rows()).is_err()
+    {
+        return None;
+    }
+    let columns = data.columns()[..sizes.len()]
+        .iter()
+        .map(|c| {
+            c.as_any()
+                .downcast_ref::<Int64Array>()
+                .filter(|a| a.null_count() == 0)
+                .map(|a| a.values().as_ref())
+        })
+        .collect::<Option<Vec<&[i64]>>>()?;
+    let in_range = columns.par_iter().zip(sizes).all(|(column, &size)| {
+        column
+            .par_iter()
+            .all(|&c| u64::try_from(c).is_ok_and(|c| c < size))
+    });
+    in_range.then_some(columns)
+}
+
+/// The (X, Y) pairs kept for a tensor of `n` dimensions.
+fn statistic_pairs(n: usize) -> Vec<(DimSet, DimSet)> {
+    let Some(all) = DimSet::all(n) else {
+        return Vec::new();
+    };
+    let mut pairs = Vec::new();
+    if n <= FULL_STATISTICS_DIMS {
+        for y in all.subsets() {
+            let rest = all.minus(y);
+            pairs.extend(rest.subsets().filter(|x| !x.is_empty()).map(|x| (x, y)));
+        }
+    } else {
+        let singles = || all.iter().filter_map(DimSet::single);
+        for y in std::iter::once(DimSet::EMPTY).chain(singles()) {
+            let rest = all.minus(y);
+            pairs.extend(singles().filter(|x| x.is_disjoint(y)).map(|x| (x, y)));
+            if rest.len() > 1 {
+                pairs.push((rest, y));
+            }
+        }
+    }
+    pairs.sort_by_key(|&(x, y)| (y, x));
+    pairs
+}
+
+/// Dense ids of the distinct projections of the entries onto a set of
+/// dimensions.
+struct Projection {
+    /// The id of every entry's projection.
+    ids: Vec<u32>,
+    /// Number of distinct projections (ids are `0..distinct`).
+    distinct: u32,
+}
+
+fn degree_statistics(columns: &[&[i64]], sizes: &[u64]) -> Vec<DegreeStat> {
+    let pairs = statistic_pairs(columns.len());
+    let rows = columns.first().map_or(0, |c| c.len());
+
+    // Every set whose projection is needed, with what it is built from.
+    let mut needed: Vec<DimSet> = Vec::new();
+    let mut pending: Vec<DimSet> = pairs
+        .iter()
+        .flat_map(|&(x, y)| [x.union(y), y])
+        .filter(|z| !z.is_empty())
+        .collect();
+    while let Some(z) = pending.pop() {
+        if needed.contains(&z) {
+            continue;
+        }
+        needed.push(z);
+        if let Some((rest, last)) = split_last(z) {
+            pending.extend([rest, last]);
+        }
+    }
+    needed.sort_by_key(|z| (z.len(), *z));
+
+    let mut projections: HashMap<DimSet, Projection> = HashMap::new();
+    for size in 1..=columns.len() {
+        let computed: Vec<(DimSet, Projection)> = needed
+            .par_iter()
+            .filter(|z| z.len() == size)
+            .map(|&z| (z, project(z, columns, sizes, rows, &projections)))
+            .collect();
+        projections.extend(computed);
+    }
+
+    pairs
+        .par_iter()
+        .map(|&(x, y)| DegreeStat {
+            x,
+            y,
+            degree: degree(&projections, x.union(y), y),
+        })
+        .collect()
+}
+
+/// For a set that is neither a prefix of the stored order nor a single
+/// dimension: the set without its last dimension, and that dimension.
+fn split_last(z: DimSet) -> Option<(DimSet, DimSet)> {
+    if z.is_prefix() || z.len() == 1 {
+        return None;
+    }
+    let last = DimSet::single(z.last()?)?;
+    Some((z.minus(last), last))
+}
+
+fn project(
+    z: DimSet,
+    columns: &[&[i64]],
+    sizes: &[u64],
+    rows: usize,
+    done: &HashMap<DimSet, Projection>,
+) -> Projection {
+    if z.is_prefix() {
+        return prefix_runs(&columns[..z.len()], rows);
+    }
+    match split_last(z) {
+        Some((rest, last)) => {
+            // The parts are smaller sets, computed before `z`; compute them
+            // here if a caller did not.
+            let (owned_rest, owned_last);
+            let a = match done.get(&rest) {
+                Some(p) => p,
+                None => {
+                    owned_rest = project(rest, columns, sizes, rows, done);
+                    &owned_rest
+                }
+            };
+            let b = match done.get(&last) {
+                Some(p) => p,
+                None => {
+                    owned_last = project(last, columns, sizes, rows, done);
+                    &owned_last
+                }
+            };
+            let width = u64::from(b.distinct);
+            rank(rows, u64::from(a.distinct) * width, |e| {
+                u64::from(a.ids[e]) * width + u64::from(b.ids[e])
+            })
+        }
+        None => {
+            // A single dimension other than the first; its coordinates were
+            // checked to be in 0..size.
+            let d = z.last().unwrap_or(0);
+            let column = columns[d];
+            rank(rows, sizes[d], |e| column[e] as u64)
+        }
+    }
+}
+
+/// Ids of the projections onto a prefix of the stored order: the batch is
+/// sorted, so equal projections form runs.
+fn prefix_runs(columns: &[&[i64]], rows: usize) -> Projection {
+    let mut ids = Vec::with_capacity(rows);
+    let mut id = 0u32;
+    for e in 0..rows {
+        if e > 0 && columns.iter().any(|c| c[e] != c[e - 1]) {
+            id += 1;
+        }
+        ids.push(id);
+    }
+    Projection {
+        ids,
+        distinct: if rows == 0 { 0 } else { id + 1 },
+    }
+}
+
+/// Ids, in order of first appearance, of the keys `key(0..rows)`, all below
+/// `space`: a direct-addressed table when `space` is at most a few times
+/// `rows`, a hash map otherwise.
+fn rank(rows: usize, space: u64, key: impl Fn(usize) -> u64) -> Projection {
+    let mut ids = Vec::with_capacity(rows);
+    let mut distinct = 0u32;
+    let table_limit = 4 * rows as u64 + (1 << 16);
+    if space <= table_limit {
+        let mut table = vec![u32::MAX; space as usize];
+        for e in 0..rows {
+            if let Some(slot) = table.get_mut(key(e) as usize) {
+                if *slot == u32::MAX {
+                    *slot = distinct;
+                    distinct += 1;
+                }
+                ids.push(*slot);
+            }
+        }
+    } else {
+        let mut table: HashMap<u64, u32> = HashMap::with_capacity(rows.min(1 << 20));
+        for e in 0..rows {
+            let id = match table.entry(key(e)) {
+                Entry::Occupied(o) => *o.get(),
+                Entry::Vacant(v) => {
+                    distinct += 1;
+                    *v.insert(distinct - 1)
+                }
+            };
+            ids.push(id);
+        }
+    }
+    Projection { ids, distinct }
+}
+
+/// D(Z∖Y|Y): the largest number of distinct Z-projections sharing one
+/// Y-projection.
+fn degree(projections: &HashMap<DimSet, Projection>, z: DimSet, y: DimSet) -> u64 {
+    let Some(zp) = projections.get(&z) else {
+        return 0;
+    };
+    if y.is_empty() {
+        return u64::from(zp.distinct);
+    }
+    let Some(yp) = projections.get(&y) else {
+        return 0;
+    };
+    // The Y-id of each distinct Z-projection, then how many share each Y-id.
+    let mut y_of_z = vec![0u32; zp.distinct as usize];
+    for (&z_id, &y_id) in zp.ids.iter().zip(&yp.ids) {
+        if let Some(slot) = y_of_z.get_mut(z_id as usize) {
+            *slot = y_id;
+        }
+    }
+    let mut counts = vec![0u32; yp.distinct as usize];
+    for &y_id in &y_of_z {
+        if let Some(count) = counts.get_mut(y_id as usize) {
+            *count += 1;
+        }
+    }
+    counts.into_iter().max().map_or(0, u64::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::storage::{Coo, DimensionSpec, Tensor};
+
+    fn tensor(sizes: &[u64], entries: &[Vec<i64>]) -> Tensor {
+        let dims = sizes
+            .iter()
+            .enumerate()
+            .map(|(d, &s)| DimensionSpec::new(format!("d{d}"), Some(s)))
+            .collect();
+        let coords = (0..sizes.len())
+            .map(|d| entries.iter().map(|e| e[d]).collect())
+            .collect();
+        Tensor::from_coo(Coo {
+            dims,
+            coords,
+            values: Vec::new(),
+            column_order: None,
+        })
+        .expect("valid test tensor")
+    }
+
+    /// The obvious definition: group the distinct entries by their
+    /// Y-projection and count distinct X-projections per group.
+    fn brute_force(entries: &[Vec<i64>], x: DimSet, y: DimSet) -> u64 {
+        let distinct: BTreeSet<&Vec<i64>> = entries.iter().collect();
+        let mut groups: BTreeMap<Vec<i64>, BTreeSet<Vec<i64>>> = BTreeMap::new();
+        for e in distinct {
+            let project = |s: DimSet| s.iter().map(|d| e[d]).collect::<Vec<i64>>();
+            groups.entry(project(y)).or_default().insert(project(x));
+        }
+        groups.values().map(|g| g.len() as u64).max().unwrap_or(0)
+    }
+
+    fn set(dims: &[usize]) -> DimSet {
+        DimSet::of(dims).expect("small dimensions")
+    }
+
+    #[test]
+    fn three_by_three_by_hand() {
+        // 1 1 0
+        // 0 0 1
+        // 1 1 1
+        let entries = [
+            vec![0, 0],
+            vec![0, 1],
+            vec![1, 2],
+            vec![2, 0],
+            vec![2, 1],
+            vec![2, 2],
+        ];
+        let stats = tensor(&[3, 3], &entries).statistics().clone();
+        assert_eq!(stats.nnz(), 6);
+        assert_eq!(stats.sizes(), &[3, 3]);
+        let (i, j, none) = (set(&[0]), set(&[1]), DimSet::EMPTY);
+        assert_eq!(stats.degree(i, none), Some(3));
+        assert_eq!(stats.degree(j, none), Some(3));
+        assert_eq!(stats.degree(set(&[0, 1]), none), Some(6));
+        // Most entries in a row: row 2 has 3; in a column: columns 0..2 have 2.
+        assert_eq!(stats.degree(j, i), Some(3));
+        assert_eq!(stats.degree(i, j), Some(2));
+        assert_eq!(stats.degree(i, i), None);
+        assert_eq!(stats.degree(none, i), None);
+        assert_eq!(stats.degrees().count(), 5);
+    }
+
+    #[test]
+    fn empty_and_scalar_tensors() {
+        let stats = tensor(&[4, 5], &[]).statistics().clone();
+        assert_eq!(stats.nnz(), 0);
+        assert!(stats.degrees().all(|s| s.degree == 0));
+        assert_eq!(stats.degrees().count(), 5);
+        let scalar = tensor(&[], &[]).statistics().clone();
+        assert_eq!(scalar.degrees().count(), 0);
+    }
+
+    #[test]
+    fn wide_tensors_keep_the_documented_subset() {
+        let pairs = statistic_pairs(6);
+        // Y = ∅: 6 singles + all; Y = {y}: 5 singles + the other 5.
+        assert_eq!(pairs.len(), 7 + 6 * 6);
+        assert!(pairs.contains(&(set(&[1, 2, 3, 4, 5]), set(&[0]))));
+        assert!(pairs.contains(&(set(&[0, 1, 2, 3, 4, 5]), DimSet::EMPTY)));
+        assert_eq!(statistic_pairs(4).len(), 3usize.pow(4) - 2usize.pow(4));
+    }
+
+    #[test]
+    fn dim_sets() {
+        let s = set(&[0, 2, 5]);
+        assert_eq!(s.to_string(), "{0,2,5}");
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.last(), Some(5));
+        assert!(set(&[0, 1]).is_prefix() && !s.is_prefix());
+        assert_eq!(s.subsets().count(), 8);
+        assert_eq!(DimSet::single(64), None);
+        assert_eq!(DimSet::all(64).map(DimSet::len), Some(64));
+        assert_eq!(DimSet::all(65), None);
+    }
+
+    fn entries_strategy() -> impl Strategy<Value = (Vec<u64>, Vec<Vec<i64>>)> {
+        // Small sizes give many shared projections (direct-addressed ids);
+        // large ones take the hash-map path.
+        let size = prop_oneof![4 => 1u64..6, 1 => 1_000_000u64..2_000_000];
+        prop::collection::vec(size, 1..=5).prop_flat_map(|sizes| {
+            let entry: Vec<_> = sizes.iter().map(|&s| 0..s as i64).collect();
+            (Just(sizes), prop::collection::vec(entry, 0..40))
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn degrees_match_brute_force((sizes, entries) in entries_strategy()) {
+            let stats = tensor(&sizes, &entries).statistics().clone();
+            prop_assert_eq!(stats.nnz(), entries.iter().collect::<BTreeSet<_>>().len() as u64);
+            let pairs = statistic_pairs(sizes.len());
+            prop_assert_eq!(stats.degrees().count(), pairs.len());
+            for s in stats.degrees() {
+                prop_assert_eq!(s.degree, brute_force(&entries, s.x, s.y), "D({}|{})", s.x, s.y);
+            }
         }
     }
 }

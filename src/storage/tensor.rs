@@ -669,6 +669,9 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Option<
     }
 }
 
+/// Value columns with their names, as [`Coo::values`] holds them.
+type NamedValues = Vec<(String, ValueData)>;
+
 /// Applies `order` and combines runs of equal coordinates; bags get their
 /// multiplicity column here.
 fn combine_duplicates(
@@ -676,7 +679,7 @@ fn combine_duplicates(
     values: Vec<(String, ValueData)>,
     rows: usize,
     order: Option<&[usize]>,
-) -> Result<(Vec<Vec<i64>>, Vec<(String, ValueData)>)> {
+) -> Result<(Vec<Vec<i64>>, NamedValues)> {
     let values = if values.is_empty() {
         vec![(MULTIPLICITY.to_string(), ValueData::Int64(vec![1; rows]))]
     } else {
