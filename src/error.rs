@@ -122,7 +122,10 @@ impl Error {
 
 /// The candidate closest to `name` by edit distance (case-insensitive), if it
 /// is within a third of the name's length (at least 1, at most 3 edits).
-pub fn closest_name<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn closest_name<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     let target = name.to_lowercase();
     let limit = (target.chars().count() / 3).clamp(1, 3);
     candidates
@@ -133,19 +136,33 @@ pub fn closest_name<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
         .map(|(_, c)| c.to_string())
 }
 
-/// Levenshtein distance between two strings, by characters.
+/// Edit distance between two strings, by characters, where an insertion,
+/// a deletion, a substitution or a swap of two neighbours costs one (optimal
+/// string alignment), so that `edgse` is one edit from `edges`.
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = substitution.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+    // d[i][j]: distance between the first i chars of a and the first j of b.
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]

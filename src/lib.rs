@@ -14,3 +14,8 @@ pub mod io;
 pub mod storage;
 
 pub use error::{Error, Result};
+pub mod sql;
+
+mod database;
+
+pub use database::{Database, QueryResult};

@@ -29,3 +29,9 @@ impl FiberTree {
         unimplemented!()
     }
 }
+
+impl std::fmt::Display for IndexSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.order)
+    }
+}

@@ -7,6 +7,7 @@
 //! (the path every loader and SQL write takes); [`persist`] keeps a database
 //! directory of Parquet files and a catalog, with atomic writes.
 
+pub mod catalog;
 pub mod fibertree;
 pub mod from_arrow;
 pub mod persist;
@@ -14,6 +15,6 @@ pub mod statistics;
 pub mod tensor;
 
 pub use tensor::{
-    ColumnRef, Coo, Dictionary, Dimension, DimensionSpec, Tensor, ValueColumn, ValueData,
-    ValueType, MULTIPLICITY,
+    ColumnRef, Coo, Dictionary, Dimension, DimensionSpec, MULTIPLICITY, Tensor, ValueColumn,
+    ValueData, ValueType,
 };

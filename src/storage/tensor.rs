@@ -84,7 +84,8 @@ impl Dictionary {
         let mut distinct: Vec<&str> = strings.clone();
         distinct.par_sort_unstable();
         distinct.dedup();
-        let dictionary = Dictionary::from_sorted(distinct.into_iter().map(str::to_string).collect());
+        let dictionary =
+            Dictionary::from_sorted(distinct.into_iter().map(str::to_string).collect());
         let codes = strings.iter().map(|s| dictionary.codes[*s]).collect();
         (dictionary, codes)
     }
@@ -219,7 +220,8 @@ pub struct Coo {
     /// One coordinate vector per dimension, all of the same length.
     pub coords: Vec<Vec<i64>>,
     /// The value columns with their values; empty for a bag, whose rows
-    /// each count once.
+    /// each count once. A bag may instead give its multiplicities as one
+    /// `Int64` column named [`MULTIPLICITY`] (each at least 1).
     pub values: Vec<(String, ValueData)>,
     /// The order in which users see the columns; `None` lists the keys,
     /// then the values.
@@ -288,11 +290,12 @@ impl Tensor {
             .map(|(spec, column)| resolve_dimension(spec, column))
             .collect::<Result<Vec<_>>>()?;
 
-        let order = sorted_order(&coords, &dims);
+        let order = sorted_order(&coords, &dims, rows);
         let (coords, values) = combine_duplicates(coords, values, rows, order.as_deref())?;
 
         let value_columns: Vec<ValueColumn> = values
             .iter()
+            .filter(|(name, _)| name != MULTIPLICITY)
             .map(|(name, data)| ValueColumn {
                 name: name.clone(),
                 ty: data.value_type(),
@@ -315,6 +318,38 @@ impl Tensor {
             statistics,
             indexes: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The entries in coordinate form, ready to be extended and stored
+    /// again (sizes and dictionaries kept; a bag keeps its multiplicities).
+    pub fn to_coo(&self) -> Coo {
+        let dims = self
+            .dims
+            .iter()
+            .map(|d| DimensionSpec {
+                name: d.name.clone(),
+                size: Some(d.size),
+                dictionary: d.dictionary.clone(),
+            })
+            .collect();
+        let coords = (0..self.dims.len())
+            .map(|d| self.coords(d).to_vec())
+            .collect();
+        let names = self
+            .values
+            .iter()
+            .map(|v| v.name.clone())
+            .chain(self.is_bag().then(|| MULTIPLICITY.to_string()));
+        let values = names
+            .zip(self.annotation_columns())
+            .map(|(name, array)| (name, value_data(array)))
+            .collect();
+        Coo {
+            dims,
+            coords,
+            values,
+            column_order: Some(self.column_order.clone()),
+        }
     }
 
     /// The dimensions, in stored order.
@@ -469,6 +504,18 @@ fn int64_values(array: &ArrayRef) -> &[i64] {
         .unwrap_or(&[])
 }
 
+/// The values of a stored annotation column.
+fn value_data(array: &ArrayRef) -> ValueData {
+    let any = array.as_any();
+    if let Some(a) = any.downcast_ref::<Float64Array>() {
+        ValueData::Float64(a.values().to_vec())
+    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+        ValueData::Boolean(a.values().iter().collect())
+    } else {
+        ValueData::Int64(int64_values(array).to_vec())
+    }
+}
+
 /// Row indices that repeat row `r` `multiplicities[r]` times.
 fn expansion_indices(multiplicities: &[i64]) -> Result<Vec<u32>> {
     let total: i64 = multiplicities.iter().sum();
@@ -485,8 +532,22 @@ fn expansion_indices(multiplicities: &[i64]) -> Result<Vec<u32>> {
 }
 
 fn check_names(specs: &[DimensionSpec], values: &[(String, ValueData)]) -> Result<()> {
+    if let [(name, data)] = values
+        && name == MULTIPLICITY
+    {
+        return match data {
+            ValueData::Int64(m) if m.iter().all(|&c| c >= 1) => check_names(specs, &[]),
+            _ => Err(Error::Invalid(
+                "bag multiplicities must be integers of at least 1".to_string(),
+            )),
+        };
+    }
     let mut seen = hashbrown::HashSet::new();
-    for name in specs.iter().map(|s| &s.name).chain(values.iter().map(|(n, _)| n)) {
+    for name in specs
+        .iter()
+        .map(|s| &s.name)
+        .chain(values.iter().map(|(n, _)| n))
+    {
         if name == MULTIPLICITY {
             return Err(Error::Invalid(format!("column name '{name}' is reserved")));
         }
@@ -497,7 +558,11 @@ fn check_names(specs: &[DimensionSpec], values: &[(String, ValueData)]) -> Resul
     Ok(())
 }
 
-fn validate_column_order(order: Vec<ColumnRef>, keys: usize, values: usize) -> Result<Vec<ColumnRef>> {
+fn validate_column_order(
+    order: Vec<ColumnRef>,
+    keys: usize,
+    values: usize,
+) -> Result<Vec<ColumnRef>> {
     let mut expected: Vec<ColumnRef> = (0..keys)
         .map(ColumnRef::Key)
         .chain((0..values).map(ColumnRef::Value))
@@ -521,7 +586,10 @@ fn validate_column_order(order: Vec<ColumnRef>, keys: usize, values: usize) -> R
 fn resolve_dimension(spec: DimensionSpec, column: &[i64]) -> Result<Dimension> {
     let (min, max) = column
         .par_iter()
-        .fold(|| (i64::MAX, i64::MIN), |(lo, hi), &c| (lo.min(c), hi.max(c)))
+        .fold(
+            || (i64::MAX, i64::MIN),
+            |(lo, hi), &c| (lo.min(c), hi.max(c)),
+        )
         .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
     if !column.is_empty() && min < 0 {
         return Err(Error::Invalid(format!(
@@ -562,8 +630,7 @@ fn resolve_dimension(spec: DimensionSpec, column: &[i64]) -> Result<Dimension> {
 
 /// The permutation that sorts the entries lexicographically, or `None` when
 /// they are already strictly increasing (sorted and duplicate-free).
-fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension]) -> Option<Vec<usize>> {
-    let rows = coords.first().map_or(0, Vec::len);
+fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Option<Vec<usize>> {
     let compare = |a: usize, b: usize| {
         coords
             .iter()
@@ -587,10 +654,9 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension]) -> Option<Vec<usize>> {
         let mut keyed: Vec<(u64, usize)> = (0..rows)
             .into_par_iter()
             .map(|r| {
-                let key = coords
-                    .iter()
-                    .zip(&bits)
-                    .fold(0u64, |acc, (c, &b)| (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64);
+                let key = coords.iter().zip(&bits).fold(0u64, |acc, (c, &b)| {
+                    (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64
+                });
                 (key, r)
             })
             .collect();
@@ -640,17 +706,21 @@ fn combine_duplicates(
                 ValueData::Boolean(v) => {
                     ValueData::Boolean(runs.iter().map(|run| run.iter().any(|&r| v[r])).collect())
                 }
-                ValueData::Float64(v) => {
-                    ValueData::Float64(runs.iter().map(|run| run.iter().map(|&r| v[r]).sum()).collect())
-                }
+                ValueData::Float64(v) => ValueData::Float64(
+                    runs.iter()
+                        .map(|run| run.iter().map(|&r| v[r]).sum())
+                        .collect(),
+                ),
                 ValueData::Int64(v) => ValueData::Int64(
                     runs.iter()
                         .map(|run| {
-                            run.iter().try_fold(0i64, |acc, &r| acc.checked_add(v[r])).ok_or_else(|| {
-                                Error::Overflow(format!(
-                                    "adding up duplicate entries of column '{name}'"
-                                ))
-                            })
+                            run.iter()
+                                .try_fold(0i64, |acc, &r| acc.checked_add(v[r]))
+                                .ok_or_else(|| {
+                                    Error::Overflow(format!(
+                                        "adding up duplicate entries of column '{name}'"
+                                    ))
+                                })
                         })
                         .collect::<Result<_>>()?,
                 ),
@@ -692,4 +762,159 @@ fn build_batch(
         columns,
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn coo(dims: usize, coords: Vec<Vec<i64>>, values: Vec<(String, ValueData)>) -> Coo {
+        Coo {
+            dims: (0..dims)
+                .map(|d| DimensionSpec::new(format!("d{d}"), None))
+                .collect(),
+            coords,
+            values,
+            column_order: None,
+        }
+    }
+
+    /// Entries as (coordinates, value) in stored order.
+    fn entries(tensor: &Tensor) -> Vec<(Vec<i64>, i64)> {
+        let annotation = int64_values(&tensor.annotation_columns()[0]);
+        (0..tensor.nnz())
+            .map(|r| {
+                let key = (0..tensor.dims().len())
+                    .map(|d| tensor.coords(d)[r])
+                    .collect();
+                (key, annotation[r])
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Sorting and combining duplicates agrees with a BTreeMap model,
+        /// for integer values and for bags, whatever the packing path.
+        #[test]
+        fn from_coo_matches_a_map_model(
+            dims in 0usize..5,
+            rows in proptest::collection::vec((proptest::collection::vec(0i64..6, 5), -50i64..50), 0..60),
+            wide in any::<bool>(),
+        ) {
+            // `wide` puts a huge coordinate in, so the keys no longer pack in
+            // 64 bits and the comparison sort runs instead.
+            let mut coords: Vec<Vec<i64>> = (0..dims)
+                .map(|d| rows.iter().map(|(c, _)| c[d]).collect())
+                .collect();
+            if wide && dims >= 2 && !rows.is_empty() {
+                for column in &mut coords {
+                    column[0] = i64::MAX - 1;
+                }
+            }
+            let values: Vec<i64> = rows.iter().map(|(_, v)| *v).collect();
+            let mut model: BTreeMap<Vec<i64>, (i64, i64)> = BTreeMap::new();
+            for r in 0..rows.len() {
+                let key: Vec<i64> = coords.iter().map(|c| c[r]).collect();
+                let entry = model.entry(key).or_default();
+                entry.0 += values[r];
+                entry.1 += 1;
+            }
+            let valued = Tensor::from_coo(coo(
+                dims,
+                coords.clone(),
+                vec![("v".into(), ValueData::Int64(values.clone()))],
+            ))
+            .unwrap();
+            let expected: Vec<(Vec<i64>, i64)> =
+                model.iter().map(|(k, (v, _))| (k.clone(), *v)).collect();
+            prop_assert_eq!(entries(&valued), expected);
+
+            // A bag without dimensions has no column to count its rows by.
+            if dims == 0 {
+                return Ok(());
+            }
+            let bag = Tensor::from_coo(coo(dims, coords, Vec::new())).unwrap();
+            prop_assert!(bag.is_bag());
+            let expected: Vec<(Vec<i64>, i64)> =
+                model.iter().map(|(k, (_, n))| (k.clone(), *n)).collect();
+            prop_assert_eq!(entries(&bag), expected);
+            prop_assert_eq!(bag.to_record_batch().unwrap().num_rows(), rows.len());
+
+            // Through to_coo and back, nothing changes.
+            let again = Tensor::from_coo(bag.to_coo()).unwrap();
+            prop_assert_eq!(entries(&again), entries(&bag));
+        }
+    }
+
+    #[test]
+    fn sizes_are_declared_or_observed() {
+        let mut input = coo(2, vec![vec![3, 0], vec![1, 1]], Vec::new());
+        input.dims[1].size = Some(10);
+        let tensor = Tensor::from_coo(input.clone()).unwrap();
+        assert_eq!(tensor.dims()[0].size, 4);
+        assert_eq!(tensor.dims()[1].size, 10);
+        input.dims[1].size = Some(1);
+        let err = Tensor::from_coo(input).unwrap_err().to_string();
+        assert!(err.contains("coordinate 1, outside its size 1"), "{err}");
+    }
+
+    #[test]
+    fn rejects_negative_coordinates_and_overflow() {
+        let err = Tensor::from_coo(coo(1, vec![vec![2, -1]], Vec::new())).unwrap_err();
+        assert!(err.to_string().contains("negative coordinate -1"), "{err}");
+        let err = Tensor::from_coo(coo(
+            1,
+            vec![vec![0, 0]],
+            vec![("v".into(), ValueData::Int64(vec![i64::MAX, 1]))],
+        ))
+        .unwrap_err();
+        assert!(matches!(err, Error::Overflow(_)), "{err}");
+    }
+
+    #[test]
+    fn float_and_boolean_duplicates_combine() {
+        let tensor = Tensor::from_coo(coo(
+            1,
+            vec![vec![1, 0, 1]],
+            vec![
+                ("x".into(), ValueData::Float64(vec![0.5, 2.0, 0.25])),
+                ("b".into(), ValueData::Boolean(vec![false, false, true])),
+            ],
+        ))
+        .unwrap();
+        assert_eq!(tensor.nnz(), 2);
+        assert_eq!(
+            value_data(&tensor.annotation_columns()[0]),
+            ValueData::Float64(vec![2.0, 0.75])
+        );
+        assert_eq!(
+            value_data(&tensor.annotation_columns()[1]),
+            ValueData::Boolean(vec![false, true])
+        );
+    }
+
+    #[test]
+    fn scalars_have_one_entry() {
+        let tensor = Tensor::from_coo(coo(
+            0,
+            Vec::new(),
+            vec![("v".into(), ValueData::Int64(vec![2, 3, 4]))],
+        ))
+        .unwrap();
+        assert_eq!(tensor.nnz(), 1);
+        assert_eq!(entries(&tensor), vec![(vec![], 9)]);
+    }
+
+    #[test]
+    fn dictionaries_order_like_their_strings() {
+        let (dictionary, codes) = Dictionary::encode(["pear", "apple", "pear", "fig"]);
+        assert_eq!(dictionary.strings(), ["apple", "fig", "pear"]);
+        assert_eq!(codes, vec![2, 0, 2, 1]);
+        assert_eq!(dictionary.code("fig"), Some(1));
+        assert_eq!(dictionary.string(3), None);
+    }
 }

@@ -1,0 +1,133 @@
+//! The public API: a [`Database`] that executes statements.
+//!
+//! A database is opened in memory or on a directory, takes SQL text, and
+//! returns each statement's result as Arrow record batches. It is `Sync`: one
+//! database can serve queries from several threads; statements that change
+//! the catalog take a write lock for their duration.
+
+use std::path::Path;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{Schema, SchemaRef};
+
+use crate::error::Result;
+use crate::io::{NoProgress, ProgressSink};
+use crate::sql;
+use crate::storage::Tensor;
+use crate::storage::catalog::Catalog;
+
+/// An einsql database.
+pub struct Database {
+    catalog: RwLock<Catalog>,
+    progress: Arc<dyn ProgressSink>,
+}
+
+/// The result of one statement: rows (possibly none) and, for statements
+/// that change the database, a message saying what changed.
+#[derive(Clone, Debug)]
+pub struct QueryResult {
+    /// The schema of the rows.
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+    /// What a statement without rows did, e.g. "Created table a (3 entries)".
+    pub message: Option<String>,
+}
+
+impl QueryResult {
+    /// A result with rows.
+    pub fn rows(schema: SchemaRef, batches: Vec<RecordBatch>) -> QueryResult {
+        QueryResult {
+            schema,
+            batches,
+            message: None,
+        }
+    }
+
+    /// A result without rows, with a message.
+    pub fn message(message: impl Into<String>) -> QueryResult {
+        QueryResult {
+            schema: Arc::new(Schema::empty()),
+            batches: Vec::new(),
+            message: Some(message.into()),
+        }
+    }
+
+    /// The total number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+impl Database {
+    /// A new, empty database kept in memory.
+    pub fn open_in_memory() -> Database {
+        Database::with_catalog(Catalog::in_memory())
+    }
+
+    /// The database in directory `dir`, created if it does not exist. Every
+    /// change is written to the directory before the statement returns.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database::with_catalog(Catalog::open(dir.as_ref())?))
+    }
+
+    fn with_catalog(catalog: Catalog) -> Database {
+        Database {
+            catalog: RwLock::new(catalog),
+            progress: Arc::new(NoProgress),
+        }
+    }
+
+    /// Reports the progress of long loads to `progress` (the shell draws a
+    /// progress bar).
+    pub fn set_progress(&mut self, progress: Arc<dyn ProgressSink>) {
+        self.progress = progress;
+    }
+
+    /// Executes every statement of `sql` in order and returns the result of
+    /// the last one. Stops at the first statement that fails; the statements
+    /// before it have taken effect.
+    pub fn execute(&self, sql: &str) -> Result<QueryResult> {
+        let mut results = self.execute_all(sql)?;
+        Ok(results
+            .pop()
+            .unwrap_or_else(|| QueryResult::message("No statement to run")))
+    }
+
+    /// Executes every statement of `sql` in order and returns all results.
+    pub fn execute_all(&self, sql: &str) -> Result<Vec<QueryResult>> {
+        sql::parse(sql)?
+            .iter()
+            .map(|statement| sql::execute(self.context(), statement))
+            .collect()
+    }
+
+    /// The table called `name`.
+    pub fn table(&self, name: &str) -> Result<Arc<Tensor>> {
+        self.read_catalog().get(name)
+    }
+
+    /// The names of all tables, in alphabetical order.
+    pub fn table_names(&self) -> Vec<String> {
+        self.read_catalog().names().map(str::to_string).collect()
+    }
+
+    /// Whether changes are kept in a directory.
+    pub fn is_persistent(&self) -> bool {
+        self.read_catalog().is_persistent()
+    }
+
+    fn context(&self) -> sql::Context<'_> {
+        sql::Context {
+            catalog: &self.catalog,
+            progress: self.progress.as_ref(),
+        }
+    }
+
+    fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
+        // Statements change the catalog only after their work has
+        // succeeded, so a panic elsewhere cannot leave it half-changed.
+        self.catalog.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}

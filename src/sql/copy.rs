@@ -1,0 +1,77 @@
+//! `COPY table TO 'file' (FORMAT parquet|csv|mtx|tns)` and
+//! `COPY (SELECT ...) TO 'file'`. Without `FORMAT`, the file extension
+//! decides. Files are written atomically.
+
+use std::path::Path;
+
+use sqlparser::ast::{CopyLegacyOption, CopyOption, CopySource, CopyTarget};
+
+use super::Context;
+use crate::database::QueryResult;
+use crate::error::{Error, Result};
+use crate::io::{self, FileFormat};
+
+/// Runs a `COPY`.
+pub fn copy(
+    context: Context<'_>,
+    source: &CopySource,
+    to: bool,
+    target: &CopyTarget,
+    options: &[CopyOption],
+    legacy_options: &[CopyLegacyOption],
+) -> Result<QueryResult> {
+    if !to {
+        return Err(Error::NotSupported(
+            "COPY ... FROM; use INSERT INTO t SELECT * FROM read_csv('file') (or read_parquet, read_mtx, read_tns)"
+                .to_string(),
+        ));
+    }
+    let CopyTarget::File { filename } = target else {
+        return Err(Error::NotSupported(format!("COPY TO {target}")));
+    };
+    if let Some(option) = legacy_options.first() {
+        return Err(Error::NotSupported(format!("the COPY option {option}")));
+    }
+    let mut format = None;
+    for option in options {
+        match option {
+            CopyOption::Format(name) => format = Some(FileFormat::from_name(&name.value)?),
+            other => {
+                return Err(Error::NotSupported(format!(
+                    "the COPY option {other} (only FORMAT)"
+                )));
+            }
+        }
+    }
+    let path = Path::new(filename);
+    let format = match format {
+        Some(format) => format,
+        None => FileFormat::from_path(path)?,
+    };
+    let (tensor, what) = match source {
+        CopySource::Table {
+            table_name,
+            columns,
+        } => {
+            if !columns.is_empty() {
+                return Err(Error::NotSupported("a column list in COPY".to_string()));
+            }
+            let name = super::table_name(table_name)?;
+            (context.catalog().get(&name)?, name)
+        }
+        CopySource::Query(query) => (
+            super::query::relation(context, query)?,
+            "query result".to_string(),
+        ),
+    };
+    match format {
+        FileFormat::MatrixMarket => io::matrix_market::write(&tensor, path),
+        FileFormat::Tns => io::tns::write(&tensor, path),
+        FileFormat::Parquet => io::parquet::write(&tensor, path),
+        FileFormat::Csv => io::csv::write(&tensor, path),
+    }?;
+    Ok(QueryResult::message(format!(
+        "Wrote {what} ({} entries) to {filename}",
+        tensor.nnz()
+    )))
+}

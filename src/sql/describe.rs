@@ -1,0 +1,92 @@
+//! `SHOW TABLES` and `DESCRIBE table`: what the catalog holds.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+use arrow::datatypes::{DataType, Field, Schema};
+use sqlparser::ast::ObjectName;
+
+use super::Context;
+use crate::database::QueryResult;
+use crate::error::Result;
+use crate::storage::ColumnRef;
+
+/// `SHOW TABLES`: one row per table, with its name.
+pub fn show_tables(context: Context<'_>) -> Result<QueryResult> {
+    let names: Vec<String> = context.catalog().names().map(str::to_string).collect();
+    let schema = Arc::new(Schema::new(vec![Field::new("name", DataType::Utf8, false)]));
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![Arc::new(StringArray::from(names)) as ArrayRef],
+    )?;
+    Ok(QueryResult::rows(schema, vec![batch]))
+}
+
+/// `DESCRIBE t`: one row per column, in declaration order, with its type,
+/// its role (dimension or value) and, for dimensions, the size and the
+/// number of distinct coordinates stored; the message gives the number of
+/// stored entries and the fibertree indexes built.
+pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> {
+    let name = super::table_name(name)?;
+    let tensor = context.catalog().get(&name)?;
+    let mut names = Vec::new();
+    let mut types = Vec::new();
+    let mut roles = Vec::new();
+    let mut sizes = Vec::new();
+    for &column in tensor.column_order() {
+        names.push(tensor.column_name(column).to_string());
+        match column {
+            ColumnRef::Key(d) => {
+                let dim = &tensor.dims()[d];
+                types.push(if dim.dictionary.is_some() {
+                    "VARCHAR"
+                } else {
+                    "BIGINT"
+                });
+                roles.push("dimension");
+                sizes.push(Some(dim.size));
+            }
+            ColumnRef::Value(v) => {
+                types.push(tensor.values()[v].ty.sql_name());
+                roles.push("value");
+                sizes.push(None);
+            }
+        }
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("column_name", DataType::Utf8, false),
+        Field::new("column_type", DataType::Utf8, false),
+        Field::new("role", DataType::Utf8, false),
+        Field::new("size", DataType::UInt64, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![
+            Arc::new(StringArray::from(names)) as ArrayRef,
+            Arc::new(StringArray::from(types)),
+            Arc::new(StringArray::from(roles)),
+            Arc::new(UInt64Array::from(sizes)),
+        ],
+    )?;
+    let indexes: Vec<String> = tensor
+        .built_indexes()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let mut result = QueryResult::rows(schema, vec![batch]);
+    result.message = Some(format!(
+        "{name}: {} stored entries{}; fibertree indexes built: {}",
+        tensor.nnz(),
+        if tensor.is_bag() {
+            " (a bag: each entry counts its duplicate rows)"
+        } else {
+            ""
+        },
+        if indexes.is_empty() {
+            "none".to_string()
+        } else {
+            indexes.join(", ")
+        }
+    ));
+    Ok(result)
+}

@@ -1,0 +1,112 @@
+//! The SQL front-end: parses statements with `sqlparser` (DuckDB dialect)
+//! and executes them against the catalog.
+//!
+//! Statements are dispatched by kind to one module each: [`ddl`] (`CREATE
+//! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`insert`] (`INSERT INTO`),
+//! [`copy`] (`COPY ... TO`), [`describe`] (`SHOW TABLES`, `DESCRIBE`) and
+//! [`query`] (`SELECT`), with [`table_function`] for the `read_mtx`,
+//! `read_tns`, `read_parquet` and `read_csv` loaders usable in `FROM`, and
+//! [`literal`] for constants. A statement of another kind is rejected with an
+//! error that names it.
+
+mod copy;
+mod ddl;
+mod describe;
+mod insert;
+mod literal;
+mod query;
+mod table_function;
+
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::DuckDbDialect;
+use sqlparser::parser::Parser;
+
+use crate::database::QueryResult;
+use crate::error::{Error, Result};
+use crate::io::ProgressSink;
+use crate::storage::catalog::Catalog;
+
+/// What a statement runs against: the catalog and where to report progress.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    /// The database's tables.
+    pub catalog: &'a RwLock<Catalog>,
+    /// Receives progress reports of long loads.
+    pub progress: &'a dyn ProgressSink,
+}
+
+impl Context<'_> {
+    /// The catalog, for reading.
+    fn catalog(&self) -> RwLockReadGuard<'_, Catalog> {
+        // The catalog changes only after a statement's work succeeded, so a
+        // panic elsewhere cannot leave it half-changed.
+        self.catalog.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The catalog, for changing.
+    fn catalog_mut(&self) -> RwLockWriteGuard<'_, Catalog> {
+        self.catalog.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Parses `sql` into statements.
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    Parser::parse_sql(&DuckDbDialect {}, sql).map_err(|e| {
+        let message = e.to_string();
+        Error::Syntax(
+            message
+                .strip_prefix("sql parser error: ")
+                .unwrap_or(&message)
+                .to_string(),
+        )
+    })
+}
+
+/// Executes one parsed statement.
+pub fn execute(context: Context<'_>, statement: &Statement) -> Result<QueryResult> {
+    match statement {
+        Statement::Query(query) => query::select(context, query),
+        Statement::CreateTable(create) => ddl::create_table(context, create),
+        Statement::Drop {
+            object_type,
+            if_exists,
+            names,
+            ..
+        } => ddl::drop(context, *object_type, *if_exists, names),
+        Statement::Insert(insert) => insert::insert(context, insert),
+        Statement::Copy {
+            source,
+            to,
+            target,
+            options,
+            legacy_options,
+            ..
+        } => copy::copy(context, source, *to, target, options, legacy_options),
+        Statement::ShowTables { .. } => describe::show_tables(context),
+        Statement::ExplainTable { table_name, .. } => describe::describe(context, table_name),
+        other => Err(Error::NotSupported(format!(
+            "{} statements",
+            other
+                .to_string()
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_uppercase()
+        ))),
+    }
+}
+
+/// The name of a table from a (possibly qualified) SQL object name.
+fn table_name(name: &sqlparser::ast::ObjectName) -> Result<String> {
+    match name.0.as_slice() {
+        [part] => part
+            .as_ident()
+            .map(|ident| ident.value.clone())
+            .ok_or_else(|| Error::NotSupported(format!("the table name {name}"))),
+        _ => Err(Error::NotSupported(format!(
+            "qualified table names such as {name} (einsql has one schema)"
+        ))),
+    }
+}

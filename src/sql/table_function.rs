@@ -1,0 +1,157 @@
+//! The loaders usable in `FROM`: `read_mtx`, `read_tns`, `read_parquet` and
+//! `read_csv`, DuckDB-style, with named options:
+//!
+//! ```sql
+//! SELECT * FROM read_csv('sales.csv', keys = ['store', 'day'], values = ['amount']);
+//! CREATE TABLE t AS SELECT * FROM read_tns('nell.tns', zero_based = true);
+//! ```
+
+use std::path::Path;
+
+use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, ObjectName, TableFunctionArgs};
+
+use super::Context;
+use super::literal::Literal;
+use crate::error::{Error, Result, closest_name};
+use crate::io::{self, FileFormat, ReadOptions};
+use crate::storage::Tensor;
+
+/// The table functions, with the format each reads.
+const FUNCTIONS: [(&str, FileFormat); 4] = [
+    ("read_mtx", FileFormat::MatrixMarket),
+    ("read_tns", FileFormat::Tns),
+    ("read_parquet", FileFormat::Parquet),
+    ("read_csv", FileFormat::Csv),
+];
+
+/// The named options the table functions accept.
+const OPTIONS: [&str; 5] = ["keys", "values", "zero_based", "header", "delimiter"];
+
+/// Loads the file that the table function call `name(args)` names.
+pub fn load(context: Context<'_>, name: &ObjectName, args: &TableFunctionArgs) -> Result<Tensor> {
+    let function = super::table_name(name)?.to_lowercase();
+    let format = FUNCTIONS
+        .iter()
+        .find(|(f, _)| *f == function)
+        .map(|(_, format)| *format)
+        .ok_or_else(|| {
+            Error::unknown(
+                "Table function",
+                &function,
+                FUNCTIONS.iter().map(|(f, _)| *f),
+            )
+        })?;
+    let (path, options) = arguments(&function, &args.args)?;
+    read_file(context, format, Path::new(&path), &options)
+}
+
+/// Reads `path` in `format`.
+pub fn read_file(
+    context: Context<'_>,
+    format: FileFormat,
+    path: &Path,
+    options: &ReadOptions,
+) -> Result<Tensor> {
+    let progress = context.progress;
+    match format {
+        FileFormat::MatrixMarket => io::matrix_market::read(path, options, progress),
+        FileFormat::Tns => io::tns::read(path, options, progress),
+        FileFormat::Parquet => io::parquet::read(path, options, progress),
+        FileFormat::Csv => io::csv::read(path, options, progress),
+    }
+}
+
+/// The file path (the one positional argument) and the named options.
+fn arguments(function: &str, args: &[FunctionArg]) -> Result<(String, ReadOptions)> {
+    let mut path = None;
+    let mut options = ReadOptions::default();
+    for arg in args {
+        match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) if path.is_none() => {
+                path = Some(string(function, "the file path", expr)?);
+            }
+            FunctionArg::Named {
+                name,
+                arg: FunctionArgExpr::Expr(expr),
+                ..
+            } => set_option(function, &mut options, &name.value, expr)?,
+            other => {
+                return Err(Error::Invalid(format!(
+                    "{function}: unexpected argument {other}; give the file path, then options as name = value"
+                )));
+            }
+        }
+    }
+    let path = path.ok_or_else(|| {
+        Error::Invalid(format!(
+            "{function} needs a file path, e.g. {function}('file')"
+        ))
+    })?;
+    Ok((path, options))
+}
+
+fn set_option(function: &str, options: &mut ReadOptions, name: &str, expr: &Expr) -> Result<()> {
+    let what = format!("option '{name}'");
+    match name.to_lowercase().as_str() {
+        "keys" => options.keys = Some(names(function, &what, expr)?),
+        "values" => options.values = Some(names(function, &what, expr)?),
+        "zero_based" => options.zero_based = boolean(function, &what, expr)?,
+        "header" => options.header = Some(boolean(function, &what, expr)?),
+        "delimiter" => {
+            let text = string(function, &what, expr)?;
+            match text.as_bytes() {
+                [byte] => options.delimiter = Some(*byte),
+                _ => {
+                    return Err(Error::Invalid(format!(
+                        "{function}: the delimiter must be one character, not '{text}'"
+                    )));
+                }
+            }
+        }
+        other => {
+            let hint = closest_name(other, OPTIONS)
+                .map(|s| format!(" (did you mean '{s}'?)"))
+                .unwrap_or_default();
+            return Err(Error::Invalid(format!(
+                "{function}: unknown option '{other}'{hint}; options are {}",
+                OPTIONS.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn string(function: &str, what: &str, expr: &Expr) -> Result<String> {
+    match Literal::from_expr(expr) {
+        Ok(Literal::String(s)) => Ok(s),
+        _ => Err(Error::Type(format!(
+            "{function}: {what} must be a string, not {expr}"
+        ))),
+    }
+}
+
+fn boolean(function: &str, what: &str, expr: &Expr) -> Result<bool> {
+    match Literal::from_expr(expr) {
+        Ok(Literal::Boolean(b)) => Ok(b),
+        _ => Err(Error::Type(format!(
+            "{function}: {what} must be true or false, not {expr}"
+        ))),
+    }
+}
+
+/// Column names: a list `['a', 'b']` or one string `'a, b'`.
+fn names(function: &str, what: &str, expr: &Expr) -> Result<Vec<String>> {
+    let names = match expr {
+        Expr::Array(array) => array
+            .elem
+            .iter()
+            .map(|e| string(function, what, e))
+            .collect::<Result<Vec<_>>>()?,
+        other => string(function, what, other)?
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+    };
+    Ok(names)
+}

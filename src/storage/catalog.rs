@@ -1,0 +1,94 @@
+//! The catalog: the named tables of one database.
+//!
+//! Table names are matched without regard to case (as DuckDB does) and shown
+//! as they were created. A catalog opened on a directory writes every change
+//! through to its [`Store`] before it changes the tables in memory, so what a
+//! query sees has always been made durable first.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::storage::Tensor;
+use crate::storage::persist::Store;
+
+/// The tables of a database, and the directory that keeps them (if any).
+#[derive(Debug, Default)]
+pub struct Catalog {
+    /// Tables by lower-case name, with the name as created.
+    tables: BTreeMap<String, (String, Arc<Tensor>)>,
+    store: Option<Store>,
+}
+
+impl Catalog {
+    /// An empty catalog kept in memory only.
+    pub fn in_memory() -> Catalog {
+        Catalog::default()
+    }
+
+    /// The catalog of the database directory `dir`, created if missing.
+    pub fn open(dir: &Path) -> Result<Catalog> {
+        let (store, tables) = Store::open(dir)?;
+        let tables = tables
+            .into_iter()
+            .map(|(name, tensor)| (name.to_lowercase(), (name, Arc::new(tensor))))
+            .collect();
+        Ok(Catalog {
+            tables,
+            store: Some(store),
+        })
+    }
+
+    /// Whether the catalog writes through to a directory.
+    pub fn is_persistent(&self) -> bool {
+        self.store.is_some()
+    }
+
+    /// The table called `name`, or an error suggesting the closest name.
+    pub fn get(&self, name: &str) -> Result<Arc<Tensor>> {
+        self.tables
+            .get(&name.to_lowercase())
+            .map(|(_, tensor)| Arc::clone(tensor))
+            .ok_or_else(|| Error::unknown("Table", name, self.names()))
+    }
+
+    /// Whether a table called `name` exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tables.contains_key(&name.to_lowercase())
+    }
+
+    /// The table names, as created, in alphabetical order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tables.values().map(|(name, _)| name.as_str())
+    }
+
+    /// Stores `tensor` as table `name`. With `replace`, an existing table of
+    /// that name is replaced; without, it is an error.
+    pub fn put(&mut self, name: &str, tensor: Arc<Tensor>, replace: bool) -> Result<()> {
+        let key = name.to_lowercase();
+        let shown = match self.tables.get(&key) {
+            Some(_) if !replace => return Err(Error::TableExists(name.to_string())),
+            Some((existing, _)) => existing.clone(),
+            None => name.to_string(),
+        };
+        if let Some(store) = &mut self.store {
+            store.save_table(&shown, &tensor)?;
+        }
+        self.tables.insert(key, (shown, tensor));
+        Ok(())
+    }
+
+    /// Removes table `name`; an error if it does not exist.
+    pub fn drop_table(&mut self, name: &str) -> Result<()> {
+        let key = name.to_lowercase();
+        let Some((shown, _)) = self.tables.get(&key) else {
+            return Err(Error::unknown("Table", name, self.names()));
+        };
+        if let Some(store) = &mut self.store {
+            store.drop_table(shown)?;
+        }
+        self.tables.remove(&key);
+        Ok(())
+    }
+}
