@@ -6,9 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use ::parquet::arrow::ArrowWriter;
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use arrow::array::{
-    ArrayRef, BooleanArray, Date32Array, Decimal128Array, DictionaryArray, Float32Array, Float64Array, Int8Array, Int32Array, Int64Array, LargeStringArray, RecordBatch,
-    StringArray, UInt16Array, UInt64Array,
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, DictionaryArray, Float32Array,
+    Float64Array, Int8Array, Int32Array, Int64Array, LargeStringArray, RecordBatch, StringArray,
+    UInt16Array, UInt64Array,
 };
 use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
 use einsql::Error;
@@ -17,8 +20,6 @@ use einsql::storage::from_arrow::{ColumnRoles, tensor_from_batches};
 use einsql::storage::{
     ColumnRef, Coo, Dictionary, DimensionSpec, Tensor, ValueColumn, ValueData, ValueType,
 };
-use ::parquet::arrow::ArrowWriter;
-use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use proptest::prelude::*;
 
 fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
@@ -40,7 +41,8 @@ fn write_raw_parquet(path: &Path, batch: &RecordBatch) {
 
 /// The schema and batches of a Parquet file.
 fn read_raw_parquet(path: &Path) -> (SchemaRef, Vec<RecordBatch>) {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap()).unwrap();
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap()).unwrap();
     let schema = Arc::clone(builder.schema());
     let batches = builder.build().unwrap().map(|b| b.unwrap()).collect();
     (schema, batches)
@@ -99,10 +101,19 @@ fn message(result: einsql::Result<Tensor>) -> String {
 
 fn ratings() -> RecordBatch {
     batch(vec![
-        ("user", Arc::new(StringArray::from(vec!["bo", "al", "cy", "al"]))),
+        (
+            "user",
+            Arc::new(StringArray::from(vec!["bo", "al", "cy", "al"])),
+        ),
         ("item", Arc::new(Int32Array::from(vec![3, 1, 2, 0]))),
-        ("rating", Arc::new(Float64Array::from(vec![4.5, 3.0, 1.25, 5.0]))),
-        ("seen", Arc::new(BooleanArray::from(vec![true, false, true, true]))),
+        (
+            "rating",
+            Arc::new(Float64Array::from(vec![4.5, 3.0, 1.25, 5.0])),
+        ),
+        (
+            "seen",
+            Arc::new(BooleanArray::from(vec![true, false, true, true])),
+        ),
         ("count", Arc::new(Int64Array::from(vec![7, -2, 0, 9]))),
     ])
 }
@@ -115,17 +126,29 @@ fn parquet_round_trip_keeps_columns_roles_types_and_values() {
 
     // Defaults: integers and strings are keys, so `count` needs naming.
     let loaded = read_parquet(&input, &options(None, Some(&["rating", "seen", "count"]))).unwrap();
-    assert_eq!(column_names(&loaded), ["user", "item", "rating", "seen", "count"]);
+    assert_eq!(
+        column_names(&loaded),
+        ["user", "item", "rating", "seen", "count"]
+    );
     assert_eq!(loaded.dims().len(), 2);
-    assert_eq!(loaded.dims()[0].dictionary.as_ref().unwrap().strings(), ["al", "bo", "cy"]);
+    assert_eq!(
+        loaded.dims()[0].dictionary.as_ref().unwrap().strings(),
+        ["al", "bo", "cy"]
+    );
     assert_eq!(loaded.dims()[0].size, 3);
     assert_eq!(loaded.dims()[1].size, 4);
     let types: Vec<ValueType> = loaded.values().iter().map(|v| v.ty).collect();
-    assert_eq!(types, [ValueType::Float64, ValueType::Boolean, ValueType::Int64]);
+    assert_eq!(
+        types,
+        [ValueType::Float64, ValueType::Boolean, ValueType::Int64]
+    );
     let rows = loaded.to_record_batch().unwrap();
     assert_eq!(rows.num_rows(), 4);
     let users: &StringArray = rows.column(0).as_any().downcast_ref().unwrap();
-    assert_eq!(users.iter().flatten().collect::<Vec<_>>(), ["al", "al", "bo", "cy"]);
+    assert_eq!(
+        users.iter().flatten().collect::<Vec<_>>(),
+        ["al", "al", "bo", "cy"]
+    );
     let counts: &Int64Array = rows.column(4).as_any().downcast_ref().unwrap();
     assert_eq!(counts.values().as_ref(), [9, -2, 7, 0]);
 
@@ -145,7 +168,13 @@ fn parquet_round_trip_keeps_columns_roles_types_and_values() {
     let types: Vec<&DataType> = schema1.fields().iter().map(|f| f.data_type()).collect();
     assert_eq!(
         types,
-        [&DataType::Utf8, &DataType::Int64, &DataType::Float64, &DataType::Boolean, &DataType::Int64]
+        [
+            &DataType::Utf8,
+            &DataType::Int64,
+            &DataType::Float64,
+            &DataType::Boolean,
+            &DataType::Int64
+        ]
     );
 }
 
@@ -157,7 +186,10 @@ fn parquet_round_trip_of_a_bag_keeps_duplicates() {
         &input,
         &batch(vec![
             ("src", Arc::new(Int64Array::from(vec![1, 0, 1, 1, 2]))),
-            ("dst", Arc::new(StringArray::from(vec!["b", "a", "b", "b", "a"]))),
+            (
+                "dst",
+                Arc::new(StringArray::from(vec!["b", "a", "b", "b", "a"])),
+            ),
         ]),
     );
     let bag = read_parquet(&input, &ReadOptions::default()).unwrap();
@@ -169,17 +201,27 @@ fn parquet_round_trip_of_a_bag_keeps_duplicates() {
     let output = dir.path().join("bag.parquet");
     parquet::write(&bag, &output).unwrap();
     assert_eq!(read_raw_parquet(&output).1[0].num_rows(), 5);
-    assert_same(&bag, &read_parquet(&output, &ReadOptions::default()).unwrap());
+    assert_same(
+        &bag,
+        &read_parquet(&output, &ReadOptions::default()).unwrap(),
+    );
 }
 
 #[test]
 fn parquet_keeps_declared_sizes_and_stored_order() {
     let dir = tempfile::tempdir().unwrap();
     let tensor = Tensor::from_coo(Coo {
-        dims: vec![DimensionSpec::new("i", Some(100)), DimensionSpec::new("j", Some(7))],
+        dims: vec![
+            DimensionSpec::new("i", Some(100)),
+            DimensionSpec::new("j", Some(7)),
+        ],
         coords: vec![vec![3, 1, 3], vec![0, 6, 2]],
         values: vec![("v".to_string(), ValueData::Int64(vec![5, 6, 7]))],
-        column_order: Some(vec![ColumnRef::Value(0), ColumnRef::Key(1), ColumnRef::Key(0)]),
+        column_order: Some(vec![
+            ColumnRef::Value(0),
+            ColumnRef::Key(1),
+            ColumnRef::Key(0),
+        ]),
     })
     .unwrap();
     let path = dir.path().join("sized.parquet");
@@ -211,7 +253,10 @@ fn parquet_size_metadata_smaller_than_the_data_is_an_error() {
     let path = dir.path().join("small.parquet");
     write_raw_parquet(&path, &data);
     let error = message(read_parquet(&path, &ReadOptions::default()));
-    assert!(error.contains("small.parquet") && error.contains("outside its size 2"), "{error}");
+    assert!(
+        error.contains("small.parquet") && error.contains("outside its size 2"),
+        "{error}"
+    );
 
     let bad = HashMap::from([("einsql:size".to_string(), "many".to_string())]);
     let field = Field::new("i", DataType::Int64, false).with_metadata(bad);
@@ -241,8 +286,11 @@ fn parquet_reads_every_supported_arrow_type() {
             ("f", Arc::new(Float32Array::from(vec![0.5, 1.5, 2.5]))),
             (
                 "g",
-                arrow::compute::cast(&Float32Array::from(vec![1.0, 2.0, 0.25]), &DataType::Float16)
-                    .unwrap(),
+                arrow::compute::cast(
+                    &Float32Array::from(vec![1.0, 2.0, 0.25]),
+                    &DataType::Float16,
+                )
+                .unwrap(),
             ),
             ("h", Arc::new(Int32Array::from(vec![-1, -2, -3]))),
         ]),
@@ -255,14 +303,29 @@ fn parquet_reads_every_supported_arrow_type() {
         .collect();
     assert_eq!(
         dims,
-        [("a", 4, false), ("b", 60001, false), ("c", 8, false), ("d", 2, true), ("e", 2, true)]
+        [
+            ("a", 4, false),
+            ("b", 60001, false),
+            ("c", 8, false),
+            ("d", 2, true),
+            ("e", 2, true)
+        ]
     );
     assert_eq!(
         tensor.values(),
         [
-            ValueColumn { name: "f".into(), ty: ValueType::Float64 },
-            ValueColumn { name: "g".into(), ty: ValueType::Float64 },
-            ValueColumn { name: "h".into(), ty: ValueType::Int64 },
+            ValueColumn {
+                name: "f".into(),
+                ty: ValueType::Float64
+            },
+            ValueColumn {
+                name: "g".into(),
+                ty: ValueType::Float64
+            },
+            ValueColumn {
+                name: "h".into(),
+                ty: ValueType::Int64
+            },
         ]
     );
     let g: &Float64Array = tensor.data().column(6).as_any().downcast_ref().unwrap();
@@ -275,7 +338,10 @@ fn parquet_type_errors_name_the_column() {
     let path = dir.path().join("bad.parquet");
     let cases: Vec<(RecordBatch, ReadOptions, &[&str])> = vec![
         (
-            batch(vec![("big", Arc::new(UInt64Array::from(vec![1, u64::MAX])))]),
+            batch(vec![(
+                "big",
+                Arc::new(UInt64Array::from(vec![1, u64::MAX])),
+            )]),
             ReadOptions::default(),
             &["row 2", "'big'", "18446744073709551615"],
         ),
@@ -345,12 +411,24 @@ fn parquet_rejects_bad_options_and_bad_files() {
         matches!(&error, Error::UnknownName { kind: "Column", suggestion: Some(s), .. } if s == "user"),
         "{error}"
     );
-    let error = message(read_parquet(&path, &options(Some(&["user"]), Some(&["USER"]))));
+    let error = message(read_parquet(
+        &path,
+        &options(Some(&["user"]), Some(&["USER"])),
+    ));
     assert!(error.contains("both as a key and as a value"), "{error}");
     for bad in [
-        ReadOptions { zero_based: true, ..ReadOptions::default() },
-        ReadOptions { header: Some(false), ..ReadOptions::default() },
-        ReadOptions { delimiter: Some(b';'), ..ReadOptions::default() },
+        ReadOptions {
+            zero_based: true,
+            ..ReadOptions::default()
+        },
+        ReadOptions {
+            header: Some(false),
+            ..ReadOptions::default()
+        },
+        ReadOptions {
+            delimiter: Some(b';'),
+            ..ReadOptions::default()
+        },
     ] {
         let error = message(read_parquet(&path, &bad));
         assert!(error.contains("does not apply to Parquet"), "{error}");
@@ -358,9 +436,15 @@ fn parquet_rejects_bad_options_and_bad_files() {
 
     let text = text_file(dir.path(), "text.parquet", "i,j\n1,2\n");
     let error = message(read_parquet(&text, &ReadOptions::default()));
-    assert!(error.contains("text.parquet") && error.contains("not a readable Parquet file"), "{error}");
+    assert!(
+        error.contains("text.parquet") && error.contains("not a readable Parquet file"),
+        "{error}"
+    );
     let missing = dir.path().join("missing.parquet");
-    assert!(matches!(read_parquet(&missing, &ReadOptions::default()), Err(Error::Io { .. })));
+    assert!(matches!(
+        read_parquet(&missing, &ReadOptions::default()),
+        Err(Error::Io { .. })
+    ));
 }
 
 #[test]
@@ -409,7 +493,10 @@ fn readers_report_progress_in_bytes() {
         &path,
         &batch(vec![
             ("i", Arc::new(Int64Array::from_iter_values(0..n))),
-            ("v", Arc::new(Float64Array::from_iter_values((0..n).map(|x| x as f64)))),
+            (
+                "v",
+                Arc::new(Float64Array::from_iter_values((0..n).map(|x| x as f64))),
+            ),
         ]),
     );
     let recorder = Recorder::default();
@@ -445,32 +532,58 @@ fn batches_become_tensors_with_roles_from_the_caller() {
     let batches = [first, second];
 
     let tensor = tensor_from_batches(&schema, &batches, &ColumnRoles::default()).unwrap();
-    assert_eq!(tensor.dims()[0].dictionary.as_ref().unwrap().strings(), ["lima", "oslo", "rome"]);
+    assert_eq!(
+        tensor.dims()[0].dictionary.as_ref().unwrap().strings(),
+        ["lima", "oslo", "rome"]
+    );
     assert_eq!(tensor.nnz(), 3);
     let temps: &Float64Array = tensor.data().column(2).as_any().downcast_ref().unwrap();
     assert_eq!(temps.values().as_ref(), [18.0, -3.0, 22.0]);
 
-    let keys_only = ColumnRoles { keys: Some(vec!["city".into()]), values: None };
+    let keys_only = ColumnRoles {
+        keys: Some(vec!["city".into()]),
+        values: None,
+    };
     let tensor = tensor_from_batches(&schema, &batches, &keys_only).unwrap();
-    assert_eq!(tensor.values().iter().map(|v| v.ty).collect::<Vec<_>>(), [ValueType::Int64, ValueType::Float64]);
+    assert_eq!(
+        tensor.values().iter().map(|v| v.ty).collect::<Vec<_>>(),
+        [ValueType::Int64, ValueType::Float64]
+    );
 
-    let values_only = ColumnRoles { keys: None, values: Some(vec!["Temp".into()]) };
+    let values_only = ColumnRoles {
+        keys: None,
+        values: Some(vec!["Temp".into()]),
+    };
     let tensor = tensor_from_batches(&schema, &batches, &values_only).unwrap();
     assert_eq!(tensor.dims().len(), 2);
     assert_eq!(column_names(&tensor), ["city", "year", "temp"]);
 
-    let both = ColumnRoles { keys: Some(vec!["year".into()]), values: Some(vec!["temp".into()]) };
+    let both = ColumnRoles {
+        keys: Some(vec!["year".into()]),
+        values: Some(vec!["temp".into()]),
+    };
     let tensor = tensor_from_batches(&schema, &batches, &both).unwrap();
     assert_eq!(column_names(&tensor), ["year", "temp"]);
     assert_eq!(tensor.nnz(), 3);
 
-    let error = tensor_from_batches(&schema, &batches, &ColumnRoles { keys: Some(vec!["temp".into()]), values: None })
-        .unwrap_err();
+    let error = tensor_from_batches(
+        &schema,
+        &batches,
+        &ColumnRoles {
+            keys: Some(vec!["temp".into()]),
+            values: None,
+        },
+    )
+    .unwrap_err();
     assert!(matches!(error, Error::Type(_)), "{error}");
     let nulls = batch(vec![("k", Arc::new(Int64Array::from(vec![Some(1), None])))]);
-    let error = tensor_from_batches(&nulls.schema(), &[nulls.clone(), nulls.clone()], &ColumnRoles::default())
-        .unwrap_err()
-        .to_string();
+    let error = tensor_from_batches(
+        &nulls.schema(),
+        &[nulls.clone(), nulls.clone()],
+        &ColumnRoles::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(error.contains("row 2") && error.contains("'k'"), "{error}");
     let empty = Arc::new(Schema::empty());
     let error = tensor_from_batches(&empty, &[], &ColumnRoles::default()).unwrap_err();
@@ -487,17 +600,29 @@ fn csv_reads_keys_values_and_strings() {
     );
     let tensor = read_csv(&path, &ReadOptions::default()).unwrap();
     assert_eq!(column_names(&tensor), ["shop", "day", "amount", "paid"]);
-    assert_eq!(tensor.dims()[1].dictionary.as_ref().unwrap().strings(), ["2024-01-01", "2024-01-02"]);
+    assert_eq!(
+        tensor.dims()[1].dictionary.as_ref().unwrap().strings(),
+        ["2024-01-01", "2024-01-02"]
+    );
     assert_eq!(tensor.nnz(), 2);
     let amounts: &Float64Array = tensor.data().column(2).as_any().downcast_ref().unwrap();
     assert_eq!(amounts.values().as_ref(), [12.0, 3.0]);
 
     let semicolons = text_file(dir.path(), "plain.txt", "0;1;2.5\n1;0;4\n");
-    let options = ReadOptions { header: Some(false), delimiter: Some(b';'), ..ReadOptions::default() };
+    let options = ReadOptions {
+        header: Some(false),
+        delimiter: Some(b';'),
+        ..ReadOptions::default()
+    };
     let tensor = read_csv(&semicolons, &options).unwrap();
     assert_eq!(column_names(&tensor), ["column_1", "column_2", "column_3"]);
     assert_eq!(tensor.dims().len(), 2);
     assert_eq!(tensor.values()[0].ty, ValueType::Float64);
+
+    let header_only = text_file(dir.path(), "empty.csv", "i,j\n");
+    let tensor = read_csv(&header_only, &ReadOptions::default()).unwrap();
+    assert_eq!(column_names(&tensor), ["i", "j"]);
+    assert_eq!(tensor.nnz(), 0);
 }
 
 #[test]
@@ -509,13 +634,27 @@ fn csv_write_then_read_gives_the_table_back() {
     let path = dir.path().join("ratings.csv");
     csv::write(&tensor, &path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.starts_with("user,item,rating,seen,count\nal,0,5.0,true,9\n"), "{text}");
-    let back = read_csv(&path, &ReadOptions { values: Some(vec!["rating".into(), "seen".into(), "count".into()]), ..ReadOptions::default() }).unwrap();
+    assert!(
+        text.starts_with("user,item,rating,seen,count\nal,0,5.0,true,9\n"),
+        "{text}"
+    );
+    let back = read_csv(
+        &path,
+        &ReadOptions {
+            values: Some(vec!["rating".into(), "seen".into(), "count".into()]),
+            ..ReadOptions::default()
+        },
+    )
+    .unwrap();
     assert_same(&tensor, &back);
 
     let (uniform, _) = Dictionary::encode(["a"]);
     let bag = Tensor::from_coo(Coo {
-        dims: vec![DimensionSpec { name: "s".into(), size: None, dictionary: Some(Arc::new(uniform)) }],
+        dims: vec![DimensionSpec {
+            name: "s".into(),
+            size: None,
+            dictionary: Some(Arc::new(uniform)),
+        }],
         coords: vec![vec![0, 0]],
         values: vec![],
         column_order: None,
@@ -531,31 +670,72 @@ fn csv_errors_name_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let cases: Vec<(&str, ReadOptions, Vec<&str>)> = vec![
         ("", ReadOptions::default(), vec![":1:", "empty"]),
-        ("i,j\n1,2\n3\n4,5\n", ReadOptions::default(), vec![":3:", "fields"]),
-        ("i,j\n1,2\n3,4,5\n", ReadOptions::default(), vec![":3:", "fields"]),
-        ("i,v\n1,2.5\n2,abc\n", options(None, Some(&["v"])), vec![":3:", "'abc'"]),
-        ("i,v\n1,2.5\n2,\n", ReadOptions::default(), vec![":3:", "'v'", "NULL"]),
-        ("i,v\n1,2.5\n-4,1\n", ReadOptions::default(), vec!["bad.csv", "negative coordinate -4"]),
-        ("i,v\n1,2.5\n2,abc\n", ReadOptions::default(), vec!["bad.csv", "'v'", "strings"]),
-        ("i,v\n1,2.5\n", options(Some(&["x"]), None), vec!["Column 'x' does not exist"]),
-        ("i\n99999999999999999999\n", options(Some(&["i"]), None), vec!["bad.csv"]),
-        ("i\n1\n", ReadOptions { zero_based: true, ..ReadOptions::default() }, vec!["zero_based", "CSV"]),
+        (
+            "i,j\n1,2\n3\n4,5\n",
+            ReadOptions::default(),
+            vec![":3:", "line 3"],
+        ),
+        (
+            "i,j\n1,2\n3,4,5\n",
+            ReadOptions::default(),
+            vec![":3:", "found 3"],
+        ),
+        (
+            "i,v\n1,2.5\n2,abc\n",
+            options(None, Some(&["v"])),
+            vec![":3:", "'abc'"],
+        ),
+        (
+            "i,v\n1,2.5\n2,\n",
+            ReadOptions::default(),
+            vec![":3:", "'v'", "NULL"],
+        ),
+        (
+            "i,v\n1,2.5\n-4,1\n",
+            ReadOptions::default(),
+            vec!["bad.csv", "negative coordinate -4"],
+        ),
+        (
+            "i,v\n1,2.5\n",
+            options(Some(&["x"]), None),
+            vec!["Column 'x' does not exist"],
+        ),
+        (
+            "i\n1\n",
+            ReadOptions {
+                zero_based: true,
+                ..ReadOptions::default()
+            },
+            vec!["zero_based", "CSV"],
+        ),
     ];
     for (text, options, expected) in cases {
         let path = text_file(dir.path(), "bad.csv", text);
         let error = message(read_csv(&path, &options));
         for part in expected {
-            assert!(error.contains(part), "'{error}' lacks '{part}' (input {text:?})");
+            assert!(
+                error.contains(part),
+                "'{error}' lacks '{part}' (input {text:?})"
+            );
         }
     }
     let missing = dir.path().join("missing.csv");
-    assert!(matches!(read_csv(&missing, &ReadOptions::default()), Err(Error::Io { .. })));
+    assert!(matches!(
+        read_csv(&missing, &ReadOptions::default()),
+        Err(Error::Io { .. })
+    ));
 }
 
 #[test]
 fn writers_reject_tables_without_columns() {
     let dir = tempfile::tempdir().unwrap();
-    let nothing = Tensor::from_coo(Coo { dims: vec![], coords: vec![], values: vec![], column_order: None }).unwrap();
+    let nothing = Tensor::from_coo(Coo {
+        dims: vec![],
+        coords: vec![],
+        values: vec![],
+        column_order: None,
+    })
+    .unwrap();
     assert!(parquet::write(&nothing, &dir.path().join("x.parquet")).is_err());
     assert!(csv::write(&nothing, &dir.path().join("x.csv")).is_err());
 }
@@ -609,7 +789,11 @@ fn build(spec: &TableSpec) -> Tensor {
         if strings {
             let text: Vec<String> = raw.iter().map(|c| format!("s{c}")).collect();
             let (dictionary, codes) = Dictionary::encode(text.iter().map(String::as_str));
-            dims.push(DimensionSpec { name, size: None, dictionary: Some(Arc::new(dictionary)) });
+            dims.push(DimensionSpec {
+                name,
+                size: None,
+                dictionary: Some(Arc::new(dictionary)),
+            });
             coords.push(codes);
         } else {
             let size = raw.iter().max().map_or(0, |&m| m as u64 + 1) + slack;
@@ -631,7 +815,13 @@ fn build(spec: &TableSpec) -> Tensor {
             (format!("v{v}"), data)
         })
         .collect();
-    Tensor::from_coo(Coo { dims, coords, values, column_order: Some(spec.order.clone()) }).unwrap()
+    Tensor::from_coo(Coo {
+        dims,
+        coords,
+        values,
+        column_order: Some(spec.order.clone()),
+    })
+    .unwrap()
 }
 
 proptest! {

@@ -54,7 +54,10 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             if path.is_dir() {
                 pending.push(path);
             } else if path.file_name().unwrap() != "einsql.lock" {
-                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
+                files.insert(
+                    path.strip_prefix(dir).unwrap().to_path_buf(),
+                    std::fs::read(&path).unwrap(),
+                );
             }
         }
     }
@@ -81,14 +84,26 @@ fn version(k: usize, n: i64) -> Tensor {
             Tensor::from_coo(Coo {
                 dims: vec![
                     DimensionSpec::new("i", Some((rows + n) as u64)),
-                    DimensionSpec { name: "s".into(), size: None, dictionary: Some(Arc::new(dictionary)) },
+                    DimensionSpec {
+                        name: "s".into(),
+                        size: None,
+                        dictionary: Some(Arc::new(dictionary)),
+                    },
                 ],
                 coords: vec![(0..rows).collect(), codes],
                 values: vec![
-                    ("v".into(), ValueData::Float64((0..rows).map(|r| r as f64 * 0.5 + n as f64).collect())),
+                    (
+                        "v".into(),
+                        ValueData::Float64((0..rows).map(|r| r as f64 * 0.5 + n as f64).collect()),
+                    ),
                     ("c".into(), ValueData::Int64(vec![n; rows as usize])),
                 ],
-                column_order: Some(vec![ColumnRef::Key(1), ColumnRef::Key(0), ColumnRef::Value(0), ColumnRef::Value(1)]),
+                column_order: Some(vec![
+                    ColumnRef::Key(1),
+                    ColumnRef::Key(0),
+                    ColumnRef::Value(0),
+                    ColumnRef::Value(1),
+                ]),
             })
             .unwrap()
         }
@@ -102,7 +117,10 @@ fn version(k: usize, n: i64) -> Tensor {
         _ => Tensor::from_coo(Coo {
             dims: vec![DimensionSpec::new("x", None)],
             coords: vec![(0..n % 10 + 1).collect()],
-            values: vec![("w".into(), ValueData::Float64(vec![n as f64; (n % 10 + 1) as usize]))],
+            values: vec![(
+                "w".into(),
+                ValueData::Float64(vec![n as f64; (n % 10 + 1) as usize]),
+            )],
             column_order: None,
         })
         .unwrap(),
@@ -112,9 +130,21 @@ fn version(k: usize, n: i64) -> Tensor {
 /// The `n` of a loaded version of table `k`.
 fn version_of(k: usize, t: &Tensor) -> i64 {
     match k {
-        0 => t.data().column(3).as_any().downcast_ref::<Int64Array>().unwrap().value(0),
+        0 => t
+            .data()
+            .column(3)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .value(0),
         1 => t.dims()[0].size as i64 - 100,
-        _ => t.data().column(1).as_any().downcast_ref::<Float64Array>().unwrap().value(0) as i64,
+        _ => t
+            .data()
+            .column(1)
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap()
+            .value(0) as i64,
     }
 }
 
@@ -130,12 +160,20 @@ fn tables_survive_save_and_open_exactly() {
     let (dictionary, codes) = Dictionary::encode(["b", "a", "zebra", "c"]);
     let sparse = Tensor::from_coo(Coo {
         dims: vec![
-            DimensionSpec { name: "name".into(), size: None, dictionary: Some(Arc::new(dictionary)) },
+            DimensionSpec {
+                name: "name".into(),
+                size: None,
+                dictionary: Some(Arc::new(dictionary)),
+            },
             DimensionSpec::new("j", Some(1000)),
         ],
         coords: vec![codes[..2].to_vec(), vec![999, 3]],
         values: vec![("ok".into(), ValueData::Boolean(vec![true, false]))],
-        column_order: Some(vec![ColumnRef::Key(1), ColumnRef::Value(0), ColumnRef::Key(0)]),
+        column_order: Some(vec![
+            ColumnRef::Key(1),
+            ColumnRef::Value(0),
+            ColumnRef::Key(0),
+        ]),
     })
     .unwrap();
     {
@@ -145,22 +183,48 @@ fn tables_survive_save_and_open_exactly() {
             store.save_table(&format!("t{k}"), &version(k, 5)).unwrap();
         }
         store.save_table("odd name/with ünicode", &sparse).unwrap();
-        store.save_table("scalar", &Tensor::from_coo(Coo {
-            dims: vec![],
-            coords: vec![],
-            values: vec![("total".into(), ValueData::Int64(vec![40, 2]))],
-            column_order: None,
-        }).unwrap()).unwrap();
+        store
+            .save_table(
+                "scalar",
+                &Tensor::from_coo(Coo {
+                    dims: vec![],
+                    coords: vec![],
+                    values: vec![("total".into(), ValueData::Int64(vec![40, 2]))],
+                    column_order: None,
+                })
+                .unwrap(),
+            )
+            .unwrap();
     }
     let (_, tables) = open(&db);
-    assert_eq!(tables.keys().collect::<Vec<_>>(), ["odd name/with ünicode", "scalar", "t0", "t1", "t2"]);
+    assert_eq!(
+        tables.keys().collect::<Vec<_>>(),
+        ["odd name/with ünicode", "scalar", "t0", "t1", "t2"]
+    );
     for k in 0..3 {
         assert_same(&tables[&format!("t{k}")], &version(k, 5));
     }
     assert_same(&tables["odd name/with ünicode"], &sparse);
-    assert_eq!(tables["odd name/with ünicode"].dims()[0].dictionary.as_ref().unwrap().strings(), ["a", "b", "c", "zebra"]);
-    assert_eq!(tables["t1"].multiplicities().unwrap(), [2, 2, 1, 1, 1, 1]);
-    assert_eq!(tables["scalar"].data().column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().as_ref(), [42]);
+    assert_eq!(
+        tables["odd name/with ünicode"].dims()[0]
+            .dictionary
+            .as_ref()
+            .unwrap()
+            .strings(),
+        ["a", "b", "c", "zebra"]
+    );
+    assert_eq!(tables["t1"].multiplicities().unwrap(), [2, 2, 2, 1, 1]);
+    assert_eq!(
+        tables["scalar"]
+            .data()
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .values()
+            .as_ref(),
+        [42]
+    );
 }
 
 #[test]
@@ -170,11 +234,24 @@ fn replacing_and_dropping_keep_only_referenced_files() {
     store.save_table("t0", &version(0, 1)).unwrap();
     store.save_table("t0", &version(0, 2)).unwrap();
     store.save_table("t2", &version(2, 3)).unwrap();
-    assert_eq!(data_files(dir.path()), ["000002-t0.dict.parquet", "000002-t0.parquet", "000003-t2.parquet"]);
+    assert_eq!(
+        data_files(dir.path()),
+        [
+            "000002-t0.dict.parquet",
+            "000002-t0.parquet",
+            "000003-t2.parquet"
+        ]
+    );
     store.drop_table("t2").unwrap();
-    assert_eq!(data_files(dir.path()), ["000002-t0.dict.parquet", "000002-t0.parquet"]);
+    assert_eq!(
+        data_files(dir.path()),
+        ["000002-t0.dict.parquet", "000002-t0.parquet"]
+    );
     let error = store.drop_table("t1").unwrap_err();
-    assert!(matches!(&error, Error::UnknownName { kind: "Table", suggestion: Some(s), .. } if s == "t0"), "{error}");
+    assert!(
+        matches!(&error, Error::UnknownName { kind: "Table", suggestion: Some(s), .. } if s == "t0"),
+        "{error}"
+    );
     drop(store);
     let (_, tables) = open(dir.path());
     assert_eq!(tables.len(), 1);
@@ -212,10 +289,22 @@ fn crash_leftovers_are_cleaned_up_on_open() {
     let dir = saved_database();
     let before = data_files(dir.path());
     // Killed while writing a data file, and while writing the catalog.
-    std::fs::write(dir.path().join("data/.000003-t2.parquet.tmp-4242"), b"PAR1 half").unwrap();
-    std::fs::write(dir.path().join(".catalog.json.tmp-4242"), b"{\"format\": \"einsq").unwrap();
+    std::fs::write(
+        dir.path().join("data/.000003-t2.parquet.tmp-4242"),
+        b"PAR1 half",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join(".catalog.json.tmp-4242"),
+        b"{\"format\": \"einsq",
+    )
+    .unwrap();
     // Killed after the data file was renamed into place, before the commit.
-    std::fs::copy(dir.path().join("data/000002-t1.parquet"), dir.path().join("data/000003-t1.parquet")).unwrap();
+    std::fs::copy(
+        dir.path().join("data/000002-t1.parquet"),
+        dir.path().join("data/000003-t1.parquet"),
+    )
+    .unwrap();
     // A file of the user's own is not ours to remove.
     std::fs::write(dir.path().join("notes.txt"), b"mine").unwrap();
     assert_previous_state(dir.path());
@@ -228,12 +317,36 @@ fn crash_leftovers_are_cleaned_up_on_open() {
 fn damaged_catalogs_are_errors_that_change_nothing() {
     let future = |text: &str| text.replacen("\"version\": 1", "\"version\": 99", 1);
     let cases: Vec<(&str, Box<dyn Fn(&str) -> String>, &str)> = vec![
-        ("truncated", Box::new(|text: &str| text[..text.len() / 2].to_string()), "not valid JSON"),
-        ("future version", Box::new(future), "newer einsql (catalog format 99"),
-        ("old version", Box::new(|text: &str| text.replacen("\"version\": 1", "\"version\": 0", 1)), "older"),
-        ("foreign", Box::new(|_: &str| "{\"tables\": []}".to_string()), "not an einsql catalog"),
-        ("wrong shape", Box::new(|text: &str| text.replacen("\"rows\"", "\"rowz\"", 1)), "damaged"),
-        ("escaping path", Box::new(|text: &str| text.replacen("000001-t0.parquet", "../../etc/passwd", 1)), "not a plain file name"),
+        (
+            "truncated",
+            Box::new(|text: &str| text[..text.len() / 2].to_string()),
+            "not valid JSON",
+        ),
+        (
+            "future version",
+            Box::new(future),
+            "newer einsql (catalog format 99",
+        ),
+        (
+            "old version",
+            Box::new(|text: &str| text.replacen("\"version\": 1", "\"version\": 0", 1)),
+            "older",
+        ),
+        (
+            "foreign",
+            Box::new(|_: &str| "{\"tables\": []}".to_string()),
+            "not an einsql catalog",
+        ),
+        (
+            "wrong shape",
+            Box::new(|text: &str| text.replacen("\"rows\"", "\"rowz\"", 1)),
+            "damaged",
+        ),
+        (
+            "escaping path",
+            Box::new(|text: &str| text.replacen("000001-t0.parquet", "../../etc/passwd", 1)),
+            "not a plain file name",
+        ),
     ];
     for (label, damage, expected) in cases {
         let dir = saved_database();
@@ -242,7 +355,10 @@ fn damaged_catalogs_are_errors_that_change_nothing() {
         std::fs::write(&catalog, damage(&text)).unwrap();
         let before = snapshot(dir.path());
         let error = open_error(dir.path());
-        assert!(error.contains("catalog.json") && error.contains(expected), "{label}: {error}");
+        assert!(
+            error.contains("catalog.json") && error.contains(expected),
+            "{label}: {error}"
+        );
         assert_eq!(snapshot(dir.path()), before, "{label}: files changed");
     }
 }
@@ -254,22 +370,41 @@ fn missing_or_damaged_data_files_are_named() {
     std::fs::remove_file(dir.path().join("catalog.json")).unwrap();
     let before = snapshot(dir.path());
     let error = open_error(dir.path());
-    assert!(error.contains("catalog is missing") && error.contains("000001-t0"), "{error}");
+    assert!(
+        error.contains("catalog is missing") && error.contains("000001-t0"),
+        "{error}"
+    );
     assert_eq!(snapshot(dir.path()), before);
 
     let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
-        ("missing", Box::new(|data: &Path| std::fs::remove_file(data.join("000002-t1.parquet")).unwrap()), "missing"),
-        ("garbage", Box::new(|data: &Path| std::fs::write(data.join("000002-t1.parquet"), b"not parquet").unwrap()), "unreadable"),
+        (
+            "missing",
+            Box::new(|data: &Path| std::fs::remove_file(data.join("000002-t1.parquet")).unwrap()),
+            "missing",
+        ),
+        (
+            "garbage",
+            Box::new(|data: &Path| {
+                std::fs::write(data.join("000002-t1.parquet"), b"not parquet").unwrap()
+            }),
+            "unreadable",
+        ),
         (
             "swapped",
             Box::new(|data: &Path| {
-                std::fs::copy(data.join("000001-t0.parquet"), data.join("000002-t1.parquet")).unwrap();
+                std::fs::copy(
+                    data.join("000001-t0.parquet"),
+                    data.join("000002-t1.parquet"),
+                )
+                .unwrap();
             }),
             "unlike the catalog",
         ),
         (
             "dictionary",
-            Box::new(|data: &Path| std::fs::write(data.join("000001-t0.dict.parquet"), b"").unwrap()),
+            Box::new(|data: &Path| {
+                std::fs::write(data.join("000001-t0.dict.parquet"), b"").unwrap()
+            }),
             "unreadable",
         ),
     ];
@@ -278,7 +413,10 @@ fn missing_or_damaged_data_files_are_named() {
         damage(&dir.path().join("data"));
         let before = snapshot(dir.path());
         let error = open_error(dir.path());
-        assert!(error.contains(".parquet") && error.contains(expected), "{label}: {error}");
+        assert!(
+            error.contains(".parquet") && error.contains(expected),
+            "{label}: {error}"
+        );
         assert_eq!(snapshot(dir.path()), before, "{label}: files changed");
     }
 }
@@ -292,7 +430,9 @@ const CHILD_START: &str = "EINSQL_KILL_TEST_START";
 #[test]
 #[ignore = "run as a child process by a_killed_writer_leaves_a_readable_database"]
 fn kill_child_writer() {
-    let dir = PathBuf::from(std::env::var_os(CHILD_DIR).expect("run by the kill test, which sets the directory"));
+    let dir = PathBuf::from(
+        std::env::var_os(CHILD_DIR).expect("run by the kill test, which sets the directory"),
+    );
     let start: i64 = std::env::var(CHILD_START).unwrap().parse().unwrap();
     let (mut store, _) = Store::open(&dir).unwrap();
     println!("child-ready");
@@ -301,13 +441,37 @@ fn kill_child_writer() {
     while began.elapsed() < Duration::from_secs(30) {
         store.save_table("t0", &version(0, n)).unwrap();
         store.save_table("t1", &version(1, n)).unwrap();
-        if n % 3 == 0 {
+        // t2 exists here: it was saved for n - 1 (by this child).
+        if n % 3 == 0 && n > start {
             store.drop_table("t2").unwrap();
         } else {
             store.save_table("t2", &version(2, n)).unwrap();
         }
         n += 1;
     }
+}
+
+/// Files in the data folder that the catalog does not reference, and
+/// temporary files anywhere: what a killed writer leaves behind.
+fn leftover_files(dir: &Path) -> Vec<String> {
+    let catalog: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("catalog.json")).unwrap()).unwrap();
+    let referenced: Vec<&str> = catalog["tables"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|t| [&t["data_file"], &t["dictionary_file"]])
+        .filter_map(|f| f.as_str())
+        .collect();
+    let temporary = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.contains(".tmp-"));
+    data_files(dir)
+        .into_iter()
+        .filter(|name| !referenced.contains(&name.as_str()))
+        .chain(temporary)
+        .collect()
 }
 
 #[test]
@@ -337,13 +501,20 @@ fn a_killed_writer_leaves_a_readable_database() {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
-        let ready = BufReader::new(stdout).lines().any(|line| line.unwrap().contains("child-ready"));
+        let ready = BufReader::new(stdout)
+            .lines()
+            .any(|line| line.unwrap().contains("child-ready"));
         assert!(ready, "the child writer did not start");
         std::thread::sleep(Duration::from_millis(20 + random() % 230));
         child.kill().unwrap();
         child.wait().unwrap();
 
+        let leftovers = leftover_files(dir.path());
         let (_, tables) = open(dir.path());
+        assert!(
+            leftover_files(dir.path()).is_empty(),
+            "leftovers were not cleaned up"
+        );
         for (name, tensor) in &tables {
             let k = table_index(name);
             let n = version_of(k, tensor);
@@ -359,9 +530,14 @@ fn a_killed_writer_leaves_a_readable_database() {
             assert!(tables.contains_key("t0"), "round {round}: t0 disappeared");
         }
         let names: Vec<&String> = tables.keys().collect();
-        eprintln!("round {round}: tables {names:?}, t0 at version {last_t0}");
+        eprintln!(
+            "round {round}: tables {names:?}, t0 at version {last_t0}, leftovers {leftovers:?}"
+        );
     }
-    assert!(versions_seen > 0, "the child never saved a table before it was killed");
+    assert!(
+        versions_seen > 0,
+        "the child never saved a table before it was killed"
+    );
 }
 
 /// A random table for the persistence property: zero to three dimensions
@@ -415,7 +591,11 @@ fn build(spec: &TableSpec) -> Tensor {
             let mut text: Vec<String> = raw.iter().map(|c| format!("s{c}")).collect();
             text.extend((0..slack).map(|e| format!("unused{e}")));
             let (dictionary, codes) = Dictionary::encode(text.iter().map(String::as_str));
-            dims.push(DimensionSpec { name, size: None, dictionary: Some(Arc::new(dictionary)) });
+            dims.push(DimensionSpec {
+                name,
+                size: None,
+                dictionary: Some(Arc::new(dictionary)),
+            });
             coords.push(codes[..raw.len()].to_vec());
         } else {
             let size = raw.iter().max().map_or(0, |&m| m as u64 + 1) + slack;
@@ -437,7 +617,13 @@ fn build(spec: &TableSpec) -> Tensor {
             (format!("v{v}"), data)
         })
         .collect();
-    Tensor::from_coo(Coo { dims, coords, values, column_order: Some(spec.order.clone()) }).unwrap()
+    Tensor::from_coo(Coo {
+        dims,
+        coords,
+        values,
+        column_order: Some(spec.order.clone()),
+    })
+    .unwrap()
 }
 
 proptest! {

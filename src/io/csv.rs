@@ -48,7 +48,9 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
     let format = Format::default()
         .with_header(header)
         .with_delimiter(options.delimiter.unwrap_or(b','));
-    let total_bytes = std::fs::metadata(path).map_err(|e| Error::io(path, e))?.len();
+    let total_bytes = std::fs::metadata(path)
+        .map_err(|e| Error::io(path, e))?
+        .len();
     if total_bytes == 0 {
         return Err(Error::file_format(
             path,
@@ -79,7 +81,10 @@ fn read_rows(
         keys: options.keys.clone(),
         values: options.values.clone(),
     };
-    let schema = Arc::new(adjust_types(&inferred, &explicit_values(&inferred, &roles)?));
+    let schema = Arc::new(adjust_types(
+        &inferred,
+        &explicit_values(&inferred, &roles)?,
+    ));
     let origin = Origin::Csv {
         path: path.to_path_buf(),
         first_line: if header { 2 } else { 1 },
@@ -161,16 +166,23 @@ impl Read for Counting<'_> {
 }
 
 /// An arrow-csv error as a file error, at the line arrow names if any.
+/// Record errors count lines from 1 (the header included); value parse
+/// errors count them from 0, so their line is shifted and dropped from the
+/// text.
 fn csv_error(path: &Path, error: ArrowError) -> Error {
-    let message = match &error {
-        ArrowError::CsvError(m) | ArrowError::ParseError(m) => m.clone(),
-        ArrowError::IoError(_, source) => {
-            return Error::io(path, std::io::Error::new(source.kind(), source.to_string()));
-        }
-        other => other.to_string(),
+    let (message, shift) = match error {
+        ArrowError::CsvError(m) => (m, 0),
+        ArrowError::ParseError(m) => (m, 1),
+        ArrowError::IoError(_, source) => return Error::io(path, source),
+        other => (other.to_string(), 0),
     };
     match line_number(&message) {
-        Some(line) => Error::file_format(path, line, message),
+        Some(line) if shift == 0 => Error::file_format(path, line, message),
+        Some(line) => Error::file_format(
+            path,
+            line + shift,
+            message.replacen(&format!(" at line {line}"), "", 1),
+        ),
         None => Error::Unsupported {
             path: path.to_path_buf(),
             message,
@@ -196,7 +208,9 @@ mod tests {
             Some(3)
         );
         assert_eq!(
-            line_number("Error while parsing value 'x' as type 'Int64' for column 0 at line 12. Row data: '[x]'"),
+            line_number(
+                "Error while parsing value 'x' as type 'Int64' for column 0 at line 12. Row data: '[x]'"
+            ),
             Some(12)
         );
         assert_eq!(line_number("no position here"), None);

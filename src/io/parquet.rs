@@ -40,13 +40,17 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
     reject_options(path, options)?;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let total_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| unreadable(path, e))?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| unreadable(path, e))?;
     let roles = ColumnRoles {
         keys: options.keys.clone(),
         values: options.values.clone(),
     };
-    let (columns, mut tensor) =
-        TensorBuilder::projected(builder.schema(), &roles, Origin::Parquet(path.to_path_buf()))?;
+    let (columns, mut tensor) = TensorBuilder::projected(
+        builder.schema(),
+        &roles,
+        Origin::Parquet(path.to_path_buf()),
+    )?;
     let total_rows = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
     let mask = ProjectionMask::roots(builder.parquet_schema(), columns);
     let reader = builder

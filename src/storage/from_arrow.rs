@@ -11,7 +11,7 @@
 //!    every other column a value; `values` alone makes every other column a
 //!    key;
 //! 2. field metadata written by einsql's own Parquet writer ([`ROLE`],
-//!    [`SIZE`], [`DIMENSION`]), so that einsql files round-trip faithfully;
+//!    [`SIZE`], [`POSITION`]), so that einsql files round-trip faithfully;
 //! 3. the column types: integer and string columns are keys, floating-point
 //!    and boolean columns are values.
 //!
@@ -40,9 +40,9 @@ use crate::storage::{ColumnRef, Coo, Dictionary, DimensionSpec, Tensor, ValueDat
 pub const ROLE: &str = "einsql:role";
 /// Field metadata key holding the declared size of an integer key column.
 pub const SIZE: &str = "einsql:size";
-/// Field metadata key holding a key column's position in the stored
-/// dimension order (0-based).
-pub const DIMENSION: &str = "einsql:dimension";
+/// Field metadata key holding a column's 0-based position among the keys
+/// (the stored dimension order) or among the values.
+pub const POSITION: &str = "einsql:position";
 
 /// Which columns of a batch are keys and which are values; see the module
 /// documentation for how the lists combine.
@@ -67,25 +67,25 @@ pub fn tensor_from_batches(
     builder.finish()
 }
 
-/// The field metadata that records the role of `column` of `tensor` (and
-/// the size and stored position of an integer key), so that reading the
-/// column back gives the same tensor.
+/// The field metadata that records the role and position of `column` of
+/// `tensor` (and the size of an integer key), so that reading the column
+/// back gives the same tensor.
 pub fn column_metadata(tensor: &Tensor, column: ColumnRef) -> HashMap<String, String> {
-    match column {
-        ColumnRef::Key(d) => {
-            let mut metadata = HashMap::from([
-                (ROLE.to_string(), "key".to_string()),
-                (DIMENSION.to_string(), d.to_string()),
-            ]);
-            if let Some(dim) = tensor.dims().get(d)
-                && dim.dictionary.is_none()
-            {
-                metadata.insert(SIZE.to_string(), dim.size.to_string());
-            }
-            metadata
-        }
-        ColumnRef::Value(_) => HashMap::from([(ROLE.to_string(), "value".to_string())]),
+    let (role, position) = match column {
+        ColumnRef::Key(d) => ("key", d),
+        ColumnRef::Value(v) => ("value", v),
+    };
+    let mut metadata = HashMap::from([
+        (ROLE.to_string(), role.to_string()),
+        (POSITION.to_string(), position.to_string()),
+    ]);
+    if let ColumnRef::Key(d) = column
+        && let Some(dim) = tensor.dims().get(d)
+        && dim.dictionary.is_none()
+    {
+        metadata.insert(SIZE.to_string(), dim.size.to_string());
     }
+    metadata
 }
 
 /// Which columns of `schema` the explicit lists of `roles` make values
@@ -95,10 +95,12 @@ pub fn explicit_values(schema: &Schema, roles: &ColumnRoles) -> Result<Vec<bool>
     if roles.keys.is_none() && roles.values.is_none() {
         return Ok(vec![false; schema.fields().len()]);
     }
-    Ok(explicit_roles(schema, roles.keys.as_deref(), roles.values.as_deref())?
-        .into_iter()
-        .map(|role| role == Role::Value)
-        .collect())
+    Ok(
+        explicit_roles(schema, roles.keys.as_deref(), roles.values.as_deref())?
+            .into_iter()
+            .map(|role| role == Role::Value)
+            .collect(),
+    )
 }
 
 /// Where batches come from; decides how errors name their location.
@@ -182,6 +184,8 @@ struct Plan {
     columns: Vec<Planned>,
     /// For each dimension in stored order, its position in `columns`.
     dims: Vec<usize>,
+    /// For each value column in stored order, its position in `columns`.
+    values: Vec<usize>,
 }
 
 /// The role a column is given before its type is checked.
@@ -222,15 +226,17 @@ impl Plan {
                 kind,
             });
         }
-        let keys: Vec<usize> = (0..columns.len())
-            .filter(|&c| !matches!(columns[c].kind, Kind::Value(_)))
-            .collect();
-        let dims = if explicit {
-            keys
-        } else {
-            stored_order(&keys, &columns, fields).unwrap_or(keys)
+        let (values, keys): (Vec<usize>, Vec<usize>) =
+            (0..columns.len()).partition(|&c| matches!(columns[c].kind, Kind::Value(_)));
+        let order = |group: Vec<usize>| match explicit {
+            true => group,
+            false => stored_order(&group, &columns, fields).unwrap_or(group),
         };
-        Ok(Plan { columns, dims })
+        Ok(Plan {
+            dims: order(keys),
+            values: order(values),
+            columns,
+        })
     }
 
     /// The batch positions of the loaded columns, and the plan for batches
@@ -382,23 +388,24 @@ fn declared_size(field: &Field, origin: &Origin) -> Result<Option<u64>> {
         .transpose()
 }
 
-/// The stored dimension order recorded in field metadata, when every key
-/// records a distinct position.
+/// The stored order of a group of columns (the keys, or the values) as
+/// recorded in field metadata, when every column records a distinct
+/// position.
 fn stored_order(
-    keys: &[usize],
+    group: &[usize],
     columns: &[Planned],
     fields: &arrow::datatypes::Fields,
 ) -> Option<Vec<usize>> {
-    let mut order: Vec<Option<usize>> = vec![None; keys.len()];
-    for &key in keys {
+    let mut order: Vec<Option<usize>> = vec![None; group.len()];
+    for &column in group {
         let position: usize = fields
-            .get(columns.get(key)?.index)?
+            .get(columns.get(column)?.index)?
             .metadata()
-            .get(DIMENSION)?
+            .get(POSITION)?
             .parse()
             .ok()?;
         let slot = order.get_mut(position)?;
-        if slot.replace(key).is_some() {
+        if slot.replace(column).is_some() {
             return None;
         }
     }
@@ -492,8 +499,10 @@ impl TensorBuilder {
                 ))
             })?;
             let located = |(row, message): (usize, String)| {
-                self.origin
-                    .row_error(self.rows + row as u64, &format!("column '{}' {message}", column.name))
+                self.origin.row_error(
+                    self.rows + row as u64,
+                    &format!("column '{}' {message}", column.name),
+                )
             };
             check_no_nulls(array).map_err(located)?;
             if let Some(Some(keys)) = self.keys.get_mut(c) {
@@ -518,12 +527,13 @@ impl TensorBuilder {
         let mut keys: Vec<Option<KeyData>> = keys;
         let mut dims = Vec::with_capacity(plan.dims.len());
         let mut coords = Vec::with_capacity(plan.dims.len());
-        let mut dim_of_column = vec![None; plan.columns.len()];
+        // Where each loaded column lands: a dimension or a value column.
+        let mut place = vec![None; plan.columns.len()];
         for (d, &c) in plan.dims.iter().enumerate() {
             let Some(column) = plan.columns.get(c) else {
                 continue;
             };
-            dim_of_column[c] = Some(d);
+            place[c] = Some(ColumnRef::Key(d));
             let size = match column.kind {
                 Kind::IntegerKey(size) => size,
                 _ => None,
@@ -540,18 +550,18 @@ impl TensorBuilder {
             }
             dims.push(spec);
         }
-        let mut value_columns = Vec::new();
-        let mut column_order = Vec::with_capacity(plan.columns.len());
-        for ((c, column), data) in plan.columns.iter().enumerate().zip(values) {
-            match (data, dim_of_column[c]) {
-                (Some(data), _) => {
-                    column_order.push(ColumnRef::Value(value_columns.len()));
-                    value_columns.push((column.name.clone(), data));
-                }
-                (None, Some(d)) => column_order.push(ColumnRef::Key(d)),
-                (None, None) => {}
+        let mut values = values;
+        let mut value_columns = Vec::with_capacity(plan.values.len());
+        for (v, &c) in plan.values.iter().enumerate() {
+            if let (Some(column), Some(data)) = (
+                plan.columns.get(c),
+                values.get_mut(c).and_then(Option::take),
+            ) {
+                place[c] = Some(ColumnRef::Value(v));
+                value_columns.push((column.name.clone(), data));
             }
         }
+        let column_order = place.into_iter().flatten().collect();
         Tensor::from_coo(Coo {
             dims,
             coords,
@@ -598,7 +608,9 @@ fn append_key(array: &ArrayRef, keys: &mut KeyData) -> Result<(), RowProblem> {
                 *interned.entry_ref(s).or_insert(next)
             };
             match array.data_type() {
-                DataType::Utf8 => ids.extend(array.as_string::<i32>().iter().flatten().map(&mut intern)),
+                DataType::Utf8 => {
+                    ids.extend(array.as_string::<i32>().iter().flatten().map(&mut intern))
+                }
                 DataType::LargeUtf8 => {
                     ids.extend(array.as_string::<i64>().iter().flatten().map(&mut intern))
                 }
@@ -655,7 +667,13 @@ fn append_value(array: &ArrayRef, values: &mut ValueData) -> Result<(), RowProbl
 fn append_integers(array: &ArrayRef, out: &mut Vec<i64>) -> Result<(), RowProblem> {
     macro_rules! widen {
         ($t:ty) => {
-            out.extend(array.as_primitive::<$t>().values().iter().map(|&v| i64::from(v)))
+            out.extend(
+                array
+                    .as_primitive::<$t>()
+                    .values()
+                    .iter()
+                    .map(|&v| i64::from(v)),
+            )
         };
     }
     match array.data_type() {
@@ -667,9 +685,17 @@ fn append_integers(array: &ArrayRef, out: &mut Vec<i64>) -> Result<(), RowProble
         DataType::UInt16 => widen!(UInt16Type),
         DataType::UInt32 => widen!(UInt32Type),
         DataType::UInt64 => {
-            for (row, &v) in array.as_primitive::<UInt64Type>().values().iter().enumerate() {
+            for (row, &v) in array
+                .as_primitive::<UInt64Type>()
+                .values()
+                .iter()
+                .enumerate()
+            {
                 let v = i64::try_from(v).map_err(|_| {
-                    (row, format!("holds {v}, which does not fit a 64-bit signed integer"))
+                    (
+                        row,
+                        format!("holds {v}, which does not fit a 64-bit signed integer"),
+                    )
                 })?;
                 out.push(v);
             }

@@ -56,6 +56,8 @@ const DATA: &str = "data";
 const FORMAT: &str = "einsql-database";
 /// The catalog format version this build writes and reads.
 const VERSION: u64 = 1;
+/// How often a lock held elsewhere is retried (20 ms apart).
+const LOCK_ATTEMPTS: u32 = 10;
 
 /// An open database directory; holds its lock until dropped.
 #[derive(Debug)]
@@ -265,7 +267,10 @@ impl TableEntry {
     /// The stored columns: the dimensions, then the values or the
     /// multiplicity.
     fn stored_fields(&self) -> Vec<(&str, ValueType)> {
-        let dims = self.dims.iter().map(|d| (d.name.as_str(), ValueType::Int64));
+        let dims = self
+            .dims
+            .iter()
+            .map(|d| (d.name.as_str(), ValueType::Int64));
         if self.bag {
             dims.chain([(MULTIPLICITY, ValueType::Int64)]).collect()
         } else {
@@ -283,10 +288,20 @@ fn is_temporary(name: &str) -> bool {
 fn file_stem(name: &str) -> String {
     name.chars()
         .take(40)
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
+/// Locks the directory by its lock file. A lock held elsewhere is retried
+/// for a moment before giving up: a process that is spawning a child holds
+/// copies of its open files (and so of their locks) until the child starts
+/// its program, so a lock can outlive its owner briefly.
 fn lock_directory(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK);
     let file = File::options()
@@ -295,15 +310,24 @@ fn lock_directory(dir: &Path) -> Result<File> {
         .write(true)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => Err(Error::Catalog {
-            path: dir.to_path_buf(),
-            message: "the database is already open (in another process or elsewhere in this \
-                      one); close it there first"
-                .to_string(),
-        }),
-        Err(TryLockError::Error(e)) => Err(Error::io(&path, e)),
+    let mut attempts = 0;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::WouldBlock) if attempts < LOCK_ATTEMPTS => {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::Catalog {
+                    path: dir.to_path_buf(),
+                    message: "the database is already open (in another process or elsewhere in \
+                              this one); close it there first"
+                        .to_string(),
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+        }
     }
 }
 
@@ -323,7 +347,10 @@ fn read_catalog(path: &Path) -> Result<Option<Catalog>> {
     };
     let untouched = "no file was changed";
     let json: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
-        catalog_error(path, format!("the catalog is damaged (not valid JSON: {e}); {untouched}"))
+        catalog_error(
+            path,
+            format!("the catalog is damaged (not valid JSON: {e}); {untouched}"),
+        )
     })?;
     if json.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
         return Err(catalog_error(
@@ -369,7 +396,10 @@ fn read_catalog(path: &Path) -> Result<Option<Catalog>> {
 /// Checks what can be checked of a catalog entry without its files.
 fn check_entry(path: &Path, name: &str, entry: &TableEntry) -> Result<()> {
     let damaged = |message: String| {
-        catalog_error(path, format!("the catalog is damaged: table '{name}' {message}"))
+        catalog_error(
+            path,
+            format!("the catalog is damaged: table '{name}' {message}"),
+        )
     };
     for file in entry.files() {
         let plain = !file.is_empty()
@@ -378,7 +408,9 @@ fn check_entry(path: &Path, name: &str, entry: &TableEntry) -> Result<()> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
         if !plain {
-            return Err(damaged(format!("names the data file '{file}', which is not a plain file name")));
+            return Err(damaged(format!(
+                "names the data file '{file}', which is not a plain file name"
+            )));
         }
     }
     if entry.bag != entry.values.is_empty() {
@@ -449,6 +481,9 @@ fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
 /// (`dimension`, `string`), in coordinate order; `None` when there are no
 /// string dimensions.
 fn dictionary_batch(tensor: &Tensor) -> Result<Option<RecordBatch>> {
+    if tensor.dims().iter().all(|d| d.dictionary.is_none()) {
+        return Ok(None);
+    }
     let mut dims = Vec::new();
     let mut strings: Vec<&str> = Vec::new();
     for (d, dim) in tensor.dims().iter().enumerate() {
@@ -456,9 +491,6 @@ fn dictionary_batch(tensor: &Tensor) -> Result<Option<RecordBatch>> {
             dims.extend(std::iter::repeat_n(d as i64, dictionary.len()));
             strings.extend(dictionary.strings().iter().map(String::as_str));
         }
-    }
-    if !tensor.dims().iter().any(|d| d.dictionary.is_some()) {
-        return Ok(None);
     }
     let schema = Arc::new(Schema::new(vec![
         Field::new("dimension", DataType::Int64, false),
@@ -473,8 +505,9 @@ fn dictionary_batch(tensor: &Tensor) -> Result<Option<RecordBatch>> {
 
 /// Reads every batch of a Parquet file written by this module.
 fn read_batches(path: &Path, table: &str) -> Result<Vec<RecordBatch>> {
-    let problem =
-        |message: String| catalog_error(path, format!("table '{table}' cannot be loaded: {message}"));
+    let problem = |message: String| {
+        catalog_error(path, format!("table '{table}' cannot be loaded: {message}"))
+    };
     let file = File::open(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             problem("its data file is missing".to_string())
@@ -516,10 +549,19 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
             .iter()
             .map(|f| (f.name().as_str(), f.data_type()))
             .collect();
-        let wanted: Vec<(&str, DataType)> =
-            expected.iter().map(|&(n, ty)| (n, ty.arrow_type())).collect();
-        if found.len() != wanted.len() || found.iter().zip(&wanted).any(|(f, w)| f.0 != w.0 || *f.1 != w.1) {
-            return Err(mismatch(format!("has the columns {found:?}, not {wanted:?}")));
+        let wanted: Vec<(&str, DataType)> = expected
+            .iter()
+            .map(|&(n, ty)| (n, ty.arrow_type()))
+            .collect();
+        if found.len() != wanted.len()
+            || found
+                .iter()
+                .zip(&wanted)
+                .any(|(f, w)| f.0 != w.0 || *f.1 != w.1)
+        {
+            return Err(mismatch(format!(
+                "has the columns {found:?}, not {wanted:?}"
+            )));
         }
         if batch.columns().iter().any(|c| c.null_count() > 0) {
             return Err(mismatch("holds NULLs".to_string()));
@@ -531,7 +573,9 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
         for (out, column) in annotations.iter_mut().zip(rest) {
             match out {
                 ValueData::Boolean(v) => v.extend(column.as_boolean().values().iter()),
-                ValueData::Int64(v) => v.extend_from_slice(column.as_primitive::<Int64Type>().values()),
+                ValueData::Int64(v) => {
+                    v.extend_from_slice(column.as_primitive::<Int64Type>().values())
+                }
                 ValueData::Float64(v) => {
                     v.extend_from_slice(column.as_primitive::<Float64Type>().values())
                 }
@@ -556,16 +600,14 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
             dictionary: dictionary.take(),
         })
         .collect();
-    let (coords, values) = if entry.bag {
-        let multiplicities = match annotations.pop() {
-            Some(ValueData::Int64(m)) => m,
-            _ => Vec::new(),
-        };
-        (expand_rows(coords, &multiplicities).map_err(mismatch)?, Vec::new())
-    } else {
-        let names = entry.values.iter().map(|v| v.name.clone());
-        (coords, names.zip(annotations).collect())
-    };
+    // A bag's annotation column is its multiplicities, which `Coo` takes
+    // under the reserved name.
+    let names = entry
+        .values
+        .iter()
+        .map(|v| v.name.clone())
+        .chain(entry.bag.then(|| MULTIPLICITY.to_string()));
+    let values = names.zip(annotations).collect();
     let tensor = Tensor::from_coo(Coo {
         dims,
         coords,
@@ -577,26 +619,6 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
         return Err(mismatch("holds duplicate or unsorted entries".to_string()));
     }
     Ok(tensor)
-}
-
-/// Repeats every row as often as its multiplicity (how bags are built).
-fn expand_rows(coords: Vec<Vec<i64>>, multiplicities: &[i64]) -> Result<Vec<Vec<i64>>, String> {
-    if let Some(bad) = multiplicities.iter().find(|&&m| m < 1) {
-        return Err(format!("has the multiplicity {bad}"));
-    }
-    if multiplicities.iter().all(|&m| m == 1) {
-        return Ok(coords);
-    }
-    Ok(coords
-        .into_iter()
-        .map(|column| {
-            column
-                .iter()
-                .zip(multiplicities)
-                .flat_map(|(&c, &m)| std::iter::repeat_n(c, m as usize))
-                .collect()
-        })
-        .collect())
 }
 
 /// The dictionary of every string dimension of `entry` (`None` for integer
@@ -615,10 +637,16 @@ fn read_dictionaries(
     let mut strings: Vec<Vec<String>> = vec![Vec::new(); entry.dims.len()];
     for batch in read_batches(path, name)? {
         let (Some(dims), Some(values)) = (
-            batch.column_by_name("dimension").and_then(|c| c.as_primitive_opt::<Int64Type>()),
-            batch.column_by_name("string").and_then(|c| c.as_string_opt::<i32>()),
+            batch
+                .column_by_name("dimension")
+                .and_then(|c| c.as_primitive_opt::<Int64Type>()),
+            batch
+                .column_by_name("string")
+                .and_then(|c| c.as_string_opt::<i32>()),
         ) else {
-            return Err(damaged("lacks its 'dimension' and 'string' columns".to_string()));
+            return Err(damaged(
+                "lacks its 'dimension' and 'string' columns".to_string(),
+            ));
         };
         if dims.null_count() > 0 || values.null_count() > 0 {
             return Err(damaged("holds NULLs".to_string()));
