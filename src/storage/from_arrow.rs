@@ -520,11 +520,10 @@ impl TensorBuilder {
         let TensorBuilder {
             plan,
             origin,
-            keys,
-            values,
+            mut keys,
+            mut values,
             ..
         } = self;
-        let mut keys: Vec<Option<KeyData>> = keys;
         let mut dims = Vec::with_capacity(plan.dims.len());
         let mut coords = Vec::with_capacity(plan.dims.len());
         // Where each loaded column lands: a dimension or a value column.
@@ -550,7 +549,6 @@ impl TensorBuilder {
             }
             dims.push(spec);
         }
-        let mut values = values;
         let mut value_columns = Vec::with_capacity(plan.values.len());
         for (v, &c) in plan.values.iter().enumerate() {
             if let (Some(column), Some(data)) = (
