@@ -1,17 +1,144 @@
-//! PLACEHOLDER (replaced by its owner before the first commit lands).
+//! Parquet files ↔ tensors.
+//!
+//! [`read`] streams a Parquet file batch by batch into a
+//! [`TensorBuilder`](crate::storage::from_arrow::TensorBuilder), reading only
+//! the columns that are loaded and reporting progress in bytes (in proportion
+//! to the rows read). Column roles come from the options, else from the
+//! field metadata einsql writes, else from the column types (see
+//! [`crate::storage::from_arrow`]).
+//!
+//! [`write`] stores the table as SQL shows it (strings decoded, rows of a
+//! bag repeated) with zstd compression, and marks each field with its role,
+//! the size of integer dimensions and the stored dimension order, so that
+//! parquet → table → parquet preserves the columns, their order, types,
+//! roles, sizes and values. The file is written atomically.
 
+use std::fs::File;
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::error::Result;
-use crate::io::{ProgressSink, ReadOptions};
+use arrow::datatypes::{Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use crate::error::{Error, Result};
+use crate::io::{ProgressSink, ReadOptions, write_atomically};
 use crate::storage::Tensor;
+use crate::storage::from_arrow::{ColumnRoles, Origin, TensorBuilder, column_metadata};
 
-/// Reads a file into a tensor.
-pub fn read(_path: &Path, _options: &ReadOptions, _progress: &dyn ProgressSink) -> Result<Tensor> {
-    unimplemented!()
+/// Rows per batch while reading.
+const BATCH_ROWS: usize = 64 * 1024;
+
+/// Reads the Parquet file at `path` into a tensor.
+///
+/// Options: `keys` and `values` choose the column roles; the CSV and TNS
+/// options are rejected.
+pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> Result<Tensor> {
+    reject_options(path, options)?;
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let total_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| unreadable(path, e))?;
+    let roles = ColumnRoles {
+        keys: options.keys.clone(),
+        values: options.values.clone(),
+    };
+    let (columns, mut tensor) = TensorBuilder::projected(
+        builder.schema(),
+        &roles,
+        Origin::Parquet(path.to_path_buf()),
+    )?;
+    let total_rows = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+    let mask = ProjectionMask::roots(builder.parquet_schema(), columns);
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(|e| unreadable(path, e))?;
+
+    progress.start(&path.display().to_string(), total_bytes);
+    let result = (|| {
+        let (mut rows, mut reported) = (0u64, 0u64);
+        for batch in reader {
+            let batch = batch.map_err(|e| unreadable(path, e))?;
+            tensor.push(&batch)?;
+            rows += batch.num_rows() as u64;
+            let done = proportion(total_bytes, rows, total_rows);
+            progress.advance(done.saturating_sub(reported));
+            reported = reported.max(done);
+        }
+        progress.advance(total_bytes.saturating_sub(reported));
+        tensor.finish()
+    })();
+    progress.finish();
+    result
 }
 
-/// Writes a tensor to a file.
-pub fn write(_tensor: &Tensor, _path: &Path) -> Result<()> {
-    unimplemented!()
+/// Writes `tensor` to `path` as Parquet (zstd), atomically.
+pub fn write(tensor: &Tensor, path: &Path) -> Result<()> {
+    let batch = tensor.to_record_batch()?;
+    if batch.num_columns() == 0 {
+        return Err(Error::Invalid(format!(
+            "cannot write '{}': the table has no columns",
+            path.display()
+        )));
+    }
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .zip(tensor.column_order())
+        .map(|(field, &column)| {
+            field
+                .as_ref()
+                .clone()
+                .with_metadata(column_metadata(tensor, column))
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let batch = batch.with_schema(Arc::clone(&schema))?;
+    let properties = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .build();
+    write_atomically(path, |out| {
+        let mut writer = ArrowWriter::try_new(out, schema, Some(properties))?;
+        writer.write(&batch)?;
+        writer.close()?;
+        Ok(())
+    })
+}
+
+/// Rejects the options that mean nothing for Parquet.
+fn reject_options(path: &Path, options: &ReadOptions) -> Result<()> {
+    let meaningless = [
+        (options.zero_based, "zero_based"),
+        (options.header.is_some(), "header"),
+        (options.delimiter.is_some(), "delimiter"),
+    ];
+    match meaningless.iter().find(|(given, _)| *given) {
+        Some((_, name)) => Err(Error::Invalid(format!(
+            "the option '{name}' does not apply to Parquet files ('{}'); Parquet takes only \
+             'keys' and 'values'",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn unreadable(path: &Path, error: impl std::fmt::Display) -> Error {
+    Error::Unsupported {
+        path: path.to_path_buf(),
+        message: format!("not a readable Parquet file: {error}"),
+    }
+}
+
+/// `total * part / whole`, without overflow; `total` when `whole` is 0.
+fn proportion(total: u64, part: u64, whole: u64) -> u64 {
+    if whole == 0 {
+        return total;
+    }
+    (u128::from(total) * u128::from(part.min(whole)) / u128::from(whole)) as u64
 }
