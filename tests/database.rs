@@ -68,7 +68,7 @@ fn tables_survive_reopening() {
     let db = Database::open(&path).unwrap();
     assert_eq!(
         rows(&db, "SELECT * FROM prices"),
-        ["cap 0 3", "ink 2 7.25", "pen 2 1.5"]
+        ["cap 0 3.0", "ink 2 7.25", "pen 2 1.5"]
     );
 }
 

@@ -21,7 +21,9 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::DuckDbDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::database::QueryResult;
 use crate::error::{Error, Result};
@@ -53,15 +55,47 @@ impl Context<'_> {
 
 /// Parses `sql` into statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    Parser::parse_sql(&DuckDbDialect {}, sql).map_err(|e| {
-        let message = e.to_string();
-        Error::Syntax(
-            message
-                .strip_prefix("sql parser error: ")
-                .unwrap_or(&message)
-                .to_string(),
-        )
-    })
+    let dialect = DuckDbDialect {};
+    let mut tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| syntax_error(e.to_string()))?;
+    unreserve_named_arguments(&mut tokens);
+    Parser::new(&dialect)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+        .map_err(|e| syntax_error(e.to_string()))
+}
+
+fn syntax_error(message: String) -> Error {
+    Error::Syntax(
+        message
+            .strip_prefix("sql parser error: ")
+            .unwrap_or(&message)
+            .to_string(),
+    )
+}
+
+/// Lets a keyword such as `VALUES` name a table-function option
+/// (`read_csv('f.csv', values = ['price'])`): a keyword directly followed by
+/// `=`, `:=` or `=>` can only be an option name, so it becomes an identifier.
+fn unreserve_named_arguments(tokens: &mut [TokenWithSpan]) {
+    let significant: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    for pair in significant.windows(2) {
+        let [word, next] = [pair[0], pair[1]];
+        let is_assignment = matches!(
+            tokens[next].token,
+            Token::Eq | Token::Assignment | Token::RArrow
+        );
+        if is_assignment
+            && let Token::Word(w) = &mut tokens[word].token
+            && w.keyword == Keyword::VALUES
+        {
+            w.keyword = Keyword::NoKeyword;
+            w.quote_style = Some('"');
+        }
+    }
 }
 
 /// Executes one parsed statement.
