@@ -1,0 +1,137 @@
+//! Progress bars for long loads.
+//!
+//! The engine reports the bytes its file readers consume through
+//! [`einsql::io::ProgressSink`]; [`TerminalProgress`] turns those reports into
+//! an `indicatif` bar on standard error. The bar appears only when standard
+//! error is a terminal and the load has been running for about a second, so
+//! quick loads and piped output never show one.
+
+use std::io::IsTerminal;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use einsql::io::ProgressSink;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// How long a load runs before its bar appears.
+pub const DELAY: Duration = Duration::from_secs(1);
+
+/// A [`ProgressSink`] that draws a bar on standard error.
+#[derive(Debug)]
+pub struct TerminalProgress {
+    /// Whether bars may be drawn at all (standard error is a terminal).
+    enabled: bool,
+    load: Mutex<Option<Load>>,
+}
+
+/// The load in progress.
+#[derive(Debug)]
+struct Load {
+    bar: ProgressBar,
+    started: Instant,
+    shown: bool,
+}
+
+impl TerminalProgress {
+    /// A sink that draws when standard error is a terminal.
+    pub fn new() -> TerminalProgress {
+        TerminalProgress::with_terminal(std::io::stderr().is_terminal())
+    }
+
+    /// A sink that draws only if `enabled`.
+    fn with_terminal(enabled: bool) -> TerminalProgress {
+        TerminalProgress {
+            enabled,
+            load: Mutex::new(None),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Load>> {
+        // A load's bar is plain display state; a panic elsewhere leaves
+        // nothing to repair.
+        self.load.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Whether a bar should appear now: drawing is enabled and the load has
+/// run for at least [`DELAY`].
+fn due(enabled: bool, elapsed: Duration) -> bool {
+    enabled && elapsed >= DELAY
+}
+
+fn style(total_bytes: u64) -> ProgressStyle {
+    let template = if total_bytes > 0 {
+        "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)"
+    } else {
+        "{spinner} {msg} {bytes} ({bytes_per_sec})"
+    };
+    ProgressStyle::with_template(template)
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+impl ProgressSink for TerminalProgress {
+    fn start(&self, label: &str, total_bytes: u64) {
+        if !self.enabled {
+            return;
+        }
+        let length = (total_bytes > 0).then_some(total_bytes);
+        let bar = ProgressBar::with_draw_target(length, ProgressDrawTarget::hidden())
+            .with_style(style(total_bytes))
+            .with_message(label.to_string());
+        *self.lock() = Some(Load {
+            bar,
+            started: Instant::now(),
+            shown: false,
+        });
+    }
+
+    fn advance(&self, bytes: u64) {
+        let mut guard = self.lock();
+        let Some(load) = guard.as_mut() else {
+            return;
+        };
+        load.bar.inc(bytes);
+        if !load.shown && due(self.enabled, load.started.elapsed()) {
+            load.bar.set_draw_target(ProgressDrawTarget::stderr());
+            load.shown = true;
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(load) = self.lock().take() {
+            load.bar.finish_and_clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_wait_a_second_and_need_a_terminal() {
+        assert!(!due(true, Duration::from_millis(200)));
+        assert!(due(true, Duration::from_millis(1500)));
+        assert!(!due(false, Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn quick_loads_never_show_a_bar() {
+        let progress = TerminalProgress::with_terminal(true);
+        progress.start("graph.mtx", 1000);
+        progress.advance(500);
+        assert!(progress.lock().as_ref().is_some_and(|load| !load.shown));
+        progress.finish();
+        assert!(progress.lock().is_none());
+    }
+
+    #[test]
+    fn without_a_terminal_nothing_is_tracked() {
+        let progress = TerminalProgress::with_terminal(false);
+        progress.start("graph.mtx", 0);
+        progress.advance(10);
+        assert!(progress.lock().is_none());
+        progress.finish();
+    }
+}
