@@ -289,10 +289,13 @@ impl Tensor {
             .collect::<Result<Vec<_>>>()?;
 
         let order = sorted_order(&coords, &dims);
+        let bag = values.is_empty();
         let (coords, values) = combine_duplicates(coords, values, rows, order.as_deref())?;
 
+        // A bag's multiplicity column is stored but is not a value column.
         let value_columns: Vec<ValueColumn> = values
             .iter()
+            .filter(|_| !bag)
             .map(|(name, data)| ValueColumn {
                 name: name.clone(),
                 ty: data.value_type(),
