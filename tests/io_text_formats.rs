@@ -2405,3 +2405,35 @@ fn fuzzed_files_never_panic_the_readers() {
         "the mutations should produce both: {ok} Ok, {err} Err"
     );
 }
+
+/// A 1 GB file loads (about 37 million entries). Slow in debug builds, so
+/// run on demand: `cargo test --test io_text_formats -- --ignored`.
+#[test]
+#[ignore]
+fn a_one_gigabyte_file_loads() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("huge.mtx");
+    let n: u64 = 37_000_000;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
+    writeln!(out, "{REAL}{n} 1000 {n}").expect("write");
+    for k in 0..n {
+        writeln!(
+            out,
+            "{} {} 0.{:015}",
+            k + 1,
+            k % 1000 + 1,
+            k * 7919 % 1_000_000_000_000_000
+        )
+        .expect("write");
+    }
+    out.flush().expect("flush");
+    drop(out);
+    let bytes = std::fs::metadata(&path).expect("size").len();
+    assert!(bytes > 1_000_000_000, "{bytes} bytes");
+    let recorder = Recorder::default();
+    let tensor = matrix_market::read(&path, &ReadOptions::default(), &recorder).expect("1 GB file");
+    assert_eq!(tensor.nnz(), n as usize);
+    assert_eq!(sizes(&tensor), [n, 1000]);
+    assert_eq!(recorder.advanced.load(Ordering::Relaxed), bytes);
+}

@@ -164,7 +164,7 @@ impl<'a> TextReader<'a> {
                 }
             };
             let block = &pending[..length];
-            let pieces = split_pieces(block, self.line);
+            let (pieces, next_line) = split_pieces(block, self.line);
             let progress = self.progress;
             let results: Vec<Result<T>> = pieces
                 .par_iter()
@@ -174,9 +174,8 @@ impl<'a> TextReader<'a> {
                     result
                 })
                 .collect();
-            let newlines = count_newlines(block) as u64;
             let unterminated = u64::from(block.last() != Some(&b'\n'));
-            self.line += newlines + unterminated;
+            self.line = next_line + unterminated;
             self.start += length;
             for result in results {
                 if consume(result?)?.is_break() {
@@ -195,8 +194,9 @@ impl Drop for TextReader<'_> {
 }
 
 /// Cuts `block` (whole lines) into pieces of about [`PIECE_BYTES`] that
-/// end at line breaks, each with the number of its first line.
-fn split_pieces(block: &[u8], first_line: u64) -> Vec<(u64, &[u8])> {
+/// end at line breaks, each with the number of its first line; also
+/// returns the number of the line after the last line break.
+fn split_pieces(block: &[u8], first_line: u64) -> (Vec<(u64, &[u8])>, u64) {
     let mut pieces = Vec::with_capacity(block.len() / PIECE_BYTES + 1);
     let mut begin = 0;
     let mut line = first_line;
@@ -211,7 +211,7 @@ fn split_pieces(block: &[u8], first_line: u64) -> Vec<(u64, &[u8])> {
         line += count_newlines(piece) as u64;
         begin = end;
     }
-    pieces
+    (pieces, line)
 }
 
 fn count_newlines(bytes: &[u8]) -> usize {
@@ -357,7 +357,48 @@ pub(crate) fn parse_i64(field: &[u8]) -> Result<i64, IntError> {
 
 /// Parses a decimal floating-point number (also `inf`, `-inf`, `nan`).
 pub(crate) fn parse_f64(field: &[u8]) -> Option<f64> {
-    std::str::from_utf8(field).ok()?.parse().ok()
+    short_decimal(field).or_else(|| std::str::from_utf8(field).ok()?.parse().ok())
+}
+
+/// Exact powers of ten up to 10^15.
+const POWERS_OF_TEN: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// The fast path for the common case, a plain decimal (`-12.5`, `.25`)
+/// with at most 15 digits: the digits form an integer below 2^53 and the
+/// divisor a power of ten that is exact in a double, so one correctly
+/// rounded division gives the correctly rounded value. `None` for
+/// anything else, which the general parser handles.
+fn short_decimal(field: &[u8]) -> Option<f64> {
+    let (negative, body) = match field.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, field),
+    };
+    let mut mantissa: u64 = 0;
+    let mut digits = 0;
+    let mut fraction_digits = 0;
+    let mut seen_point = false;
+    for &b in body {
+        match b {
+            b'0'..=b'9' => {
+                digits += 1;
+                if digits > 15 {
+                    return None;
+                }
+                mantissa = mantissa * 10 + u64::from(b - b'0');
+                fraction_digits += usize::from(seen_point);
+            }
+            b'.' if !seen_point => seen_point = true,
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let magnitude = mantissa as f64 / POWERS_OF_TEN[fraction_digits];
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// A field quoted for an error message: lossy UTF-8, cut to 40 characters.
@@ -505,8 +546,9 @@ mod tests {
             .cycle()
             .take(line.len() * 300_000)
             .collect();
-        let pieces = split_pieces(&block, 5);
+        let (pieces, next_line) = split_pieces(&block, 5);
         assert!(pieces.len() > 1);
+        assert_eq!(next_line, 300_005);
         let mut expected = 5;
         for (first, bytes) in pieces {
             assert_eq!(first, expected);
@@ -530,5 +572,45 @@ mod tests {
         let mut out = String::new();
         push_f64(&mut out, f64::NEG_INFINITY);
         assert_eq!(out, "-inf");
+    }
+
+    #[test]
+    fn short_decimals_parse_like_the_standard_parser() {
+        let cases = [
+            "0",
+            "-0",
+            "1",
+            "+7",
+            ".5",
+            "5.",
+            "-.2788416",
+            "0.0625",
+            "123456789012345",
+            "0.00000000000001",
+            "9.99999999999999",
+            "-1234.5678",
+            "0.1",
+            "0.3",
+            "2.675",
+        ];
+        for case in cases {
+            let expected: f64 = case.parse().expect("valid");
+            let fast = short_decimal(case.as_bytes()).expect("short decimal");
+            assert_eq!(fast.to_bits(), expected.to_bits(), "{case}");
+        }
+        for case in [
+            "1e5",
+            "1234567890123456",
+            ".",
+            "-",
+            "1.2.3",
+            "inf",
+            "0x10",
+            "",
+        ] {
+            assert_eq!(short_decimal(case.as_bytes()), None, "{case}");
+        }
+        assert_eq!(parse_f64(b"1e5"), Some(1e5));
+        assert_eq!(parse_f64(b"1.2.3"), None);
     }
 }
