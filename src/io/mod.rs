@@ -12,6 +12,7 @@
 pub mod csv;
 pub mod matrix_market;
 pub mod parquet;
+mod text;
 pub mod tns;
 
 use std::fs::File;
