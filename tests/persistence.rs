@@ -313,10 +313,16 @@ fn crash_leftovers_are_cleaned_up_on_open() {
     assert!(dir.path().join("notes.txt").exists());
 }
 
+/// A change to the catalog's text, for the damaged-catalog cases.
+type CatalogEdit = Box<dyn Fn(&str) -> String>;
+
+/// Damage done to the data folder, for the damaged-data cases.
+type DataDamage = Box<dyn Fn(&Path)>;
+
 #[test]
 fn damaged_catalogs_are_errors_that_change_nothing() {
     let future = |text: &str| text.replacen("\"version\": 1", "\"version\": 99", 1);
-    let cases: Vec<(&str, Box<dyn Fn(&str) -> String>, &str)> = vec![
+    let cases: Vec<(&str, CatalogEdit, &str)> = vec![
         (
             "truncated",
             Box::new(|text: &str| text[..text.len() / 2].to_string()),
@@ -376,7 +382,7 @@ fn missing_or_damaged_data_files_are_named() {
     );
     assert_eq!(snapshot(dir.path()), before);
 
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
+    let cases: Vec<(&str, DataDamage, &str)> = vec![
         (
             "missing",
             Box::new(|data: &Path| std::fs::remove_file(data.join("000002-t1.parquet")).unwrap()),
