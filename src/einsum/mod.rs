@@ -37,7 +37,8 @@ pub use split::{Piece, split_statements};
 /// start of `source`.
 pub fn compile_statement(source: &str, range: Range<usize>, catalog: &Catalog) -> Result<Query> {
     let tokens = lexer::tokenize(source, range.clone())?;
-    let statement = parser::parse_statement(source, &tokens, trimmed_end(source, &range))?;
+    let end = tokens.last().map_or(range.start, |t| t.span.end);
+    let statement = parser::parse_statement(source, &tokens, end)?;
     bind::bind(source, &statement, catalog)
 }
 
@@ -58,14 +59,6 @@ pub fn compile(source: &str, catalog: &Catalog) -> Result<Program> {
         queries.push(compile_statement(source, piece.range, catalog)?);
     }
     Ok(Program { queries })
-}
-
-/// The end of `range` without trailing whitespace and comments' newlines,
-/// where "unexpected end of statement" errors point.
-fn trimmed_end(source: &str, range: &Range<usize>) -> usize {
-    source
-        .get(range.clone())
-        .map_or(range.end, |text| range.start + text.trim_end().len())
 }
 
 /// `error`, wrapped with the 1-based line and column of `span` in `source`

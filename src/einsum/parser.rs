@@ -388,10 +388,11 @@ impl Parser<'_> {
                     AggOp::Min => "; for the smaller of two values use least(a, b)",
                     _ => "",
                 };
-                return Err(self.expected(&format!(
-                    "the name of an index to aggregate over, as in {}(j) A[i,j]{hint}",
+                let error = self.expected(&format!(
+                    "the name of an index to aggregate over, as in {}(j) A[i,j]",
                     op.name()
-                )));
+                ));
+                return Err(with_hint(error, hint));
             }
             indices.push(self.name("an index name")?);
             if self.eat(")") {
@@ -435,6 +436,25 @@ impl Parser<'_> {
             span: function.span.start..self.last_end(),
             kind: AstKind::Call { function, args },
         })
+    }
+}
+
+/// `error` with `hint` appended to its innermost message.
+fn with_hint(error: Error, hint: &str) -> Error {
+    match error {
+        Error::Positioned {
+            line,
+            column,
+            excerpt,
+            source,
+        } => Error::Positioned {
+            line,
+            column,
+            excerpt,
+            source: Box::new(with_hint(*source, hint)),
+        },
+        Error::Syntax(message) => Error::Syntax(format!("{message}{hint}")),
+        other => other,
     }
 }
 

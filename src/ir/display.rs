@@ -85,7 +85,10 @@ pub fn infix_precedence(op: ScalarOp) -> Option<u8> {
 /// aggregate may stand without parentheses).
 fn write_expr(f: &mut Formatter<'_>, expr: &Expr, min: u8, right_edge: bool) -> fmt::Result {
     let own = precedence(expr);
-    let parenthesize = own < min || (matches!(expr, Expr::Agg { .. }) && !right_edge);
+    let parenthesize = match expr {
+        Expr::Agg { .. } => !right_edge,
+        _ => own < min,
+    };
     if parenthesize {
         f.write_char('(')?;
         write_bare(f, expr, true)?;

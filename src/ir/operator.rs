@@ -98,7 +98,8 @@ pub struct Annihilator {
 }
 
 /// The algebraic properties of a scalar operator; the optimizer reasons
-/// only through these.
+/// only through these. Equalities are numeric ([`Value::same`]); the laws
+/// of `and` and `or` hold on booleans.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Algebra {
     /// `e` with `f(x, e) = f(e, x) = x`; `None` if there is none (or, as for
@@ -574,6 +575,13 @@ mod tests {
         #[test]
         fn declared_laws_hold(x in value(), y in value(), z in value()) {
             for op in ScalarOp::ALL {
+                // The laws of `and` and `or` are those of booleans.
+                let (x, y, z) = if matches!(op, ScalarOp::And | ScalarOp::Or) {
+                    let b = |v: Value| v.cast(ValueType::Boolean);
+                    (b(x), b(y), b(z))
+                } else {
+                    (x, y, z)
+                };
                 let algebra = op.algebra();
                 let binary = op.arity() != Arity::Unary;
                 if let Some(e) = algebra.identity {
