@@ -540,3 +540,97 @@ fn read(tensor: &Tensor, annotation: Annotation, terms: &[IndexTerm]) -> Result<
         entries,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Input, TensorRef};
+
+    fn vector(name: &str, size: u64, entries: &[(i64, i64)]) -> TensorRef {
+        let tensor = Tensor::from_coo(Coo {
+            dims: vec![DimensionSpec::new("i", Some(size))],
+            coords: vec![entries.iter().map(|e| e.0).collect()],
+            values: vec![(
+                "v".to_string(),
+                ValueData::Int64(entries.iter().map(|e| e.1).collect()),
+            )],
+            column_order: None,
+        })
+        .unwrap();
+        TensorRef {
+            name: name.to_string(),
+            tensor: Arc::new(tensor),
+        }
+    }
+
+    fn input(tensor: &TensorRef, index: &str) -> Expr {
+        Expr::Input(Input {
+            tensor: tensor.clone(),
+            annotation: Annotation::Column(0),
+            indices: vec![IndexTerm::Var(index.to_string())],
+        })
+    }
+
+    #[test]
+    fn aliases_read_earlier_results() {
+        let a = vector("A", 3, &[(0, 2), (2, -1)]);
+        let double = Query {
+            name: "D".into(),
+            indices: vec!["i".into()],
+            expr: Expr::map(
+                ScalarOp::Mul,
+                vec![input(&a, "i"), Expr::Literal(Value::Int(2))],
+            ),
+        };
+        let total = Query {
+            name: "t".into(),
+            indices: Vec::new(),
+            expr: Expr::Agg {
+                op: AggOp::Sum,
+                indices: vec!["j".into()],
+                body: Box::new(Expr::Alias {
+                    name: "D".into(),
+                    indices: vec![IndexTerm::Var("j".into())],
+                }),
+            },
+        };
+        let program = Program {
+            queries: vec![double, total],
+        };
+        assert_eq!(program.to_string(), "D[i] = A.v[i] * 2;\nt = SUM(j) D[j];");
+        let results = evaluate(&program).unwrap();
+        assert_eq!(results[0].1.nnz(), 2);
+        assert_eq!((results[1].1.dims().len(), results[1].1.nnz()), (0, 1));
+        let sum = results[1].1.annotation_columns()[0]
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .map(|a| a.value(0));
+        assert_eq!(sum, Some(2));
+    }
+
+    #[test]
+    fn dense_results_are_guarded_by_the_limit() {
+        let big = vector("A", 1 << 40, &[(5, 1)]);
+        let query = Query {
+            name: "E".into(),
+            indices: vec!["i".into()],
+            expr: Expr::map(ScalarOp::Exp, vec![input(&big, "i")]),
+        };
+        let err = evaluate(&Program {
+            queries: vec![query],
+        })
+        .unwrap_err();
+        assert!(matches!(err, Error::NotSupported(_)), "{err}");
+        // A sparse result over the same huge dimension is fine.
+        let query = Query {
+            name: "S".into(),
+            indices: vec!["i".into()],
+            expr: Expr::map(ScalarOp::Sqrt, vec![input(&big, "i")]),
+        };
+        let results = evaluate(&Program {
+            queries: vec![query],
+        })
+        .unwrap();
+        assert_eq!(results[0].1.nnz(), 1);
+    }
+}

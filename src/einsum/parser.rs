@@ -102,15 +102,13 @@ pub fn parse_statement(source: &str, tokens: &[Token], end: usize) -> Result<Sta
     };
     let output = parser.name("the name of the output tensor")?;
     let mut indices = Vec::new();
-    if parser.eat("[") {
-        if !parser.eat("]") {
-            loop {
-                indices.push(parser.name("an output index")?);
-                if parser.eat("]") {
-                    break;
-                }
-                parser.expect(",", "',' or ']' after an output index")?;
+    if parser.eat("[") && !parser.eat("]") {
+        loop {
+            indices.push(parser.name("an output index")?);
+            if parser.eat("]") {
+                break;
             }
+            parser.expect(",", "',' or ']' after an output index")?;
         }
     }
     parser.expect("=", "'=' after the output")?;

@@ -86,7 +86,10 @@ fn the_ir_has_galleys_shape() {
     let Expr::Agg { op, indices, body } = &query.expr else {
         panic!("expected an aggregate, got {:?}", query.expr)
     };
-    assert_eq!((*op, indices.as_slice()), (AggOp::Sum, &["j".to_string()][..]));
+    assert_eq!(
+        (*op, indices.as_slice()),
+        (AggOp::Sum, &["j".to_string()][..])
+    );
     let Expr::Map { op, args } = body.as_ref() else {
         panic!("expected a map, got {body:?}")
     };
@@ -103,9 +106,15 @@ fn the_ir_has_galleys_shape() {
 #[test]
 fn printing_keeps_needed_parentheses_and_parses_back() {
     let cases = [
-        ("x[i] = (L[i] + 1) * 2 - -3;", "x[i] = (L.v[i] + 1) * 2 - -3;"),
+        (
+            "x[i] = (L[i] + 1) * 2 - -3;",
+            "x[i] = (L.v[i] + 1) * 2 - -3;",
+        ),
         ("x[i] = L[i] - (L[i] - 1);", "x[i] = L.v[i] - (L.v[i] - 1);"),
-        ("x[i] = L[i] * (L[i] * 2.5);", "x[i] = L.v[i] * L.v[i] * 2.5;"),
+        (
+            "x[i] = L[i] * (L[i] * 2.5);",
+            "x[i] = L.v[i] * L.v[i] * 2.5;",
+        ),
         (
             "x[i] = (SUM(j) A[i,j]) + L[i];",
             "x[i] = (SUM(j) A.v[i,j]) + L.v[i];",
@@ -161,7 +170,9 @@ fn errors_point_at_the_offending_text() {
         "1:15: Syntax error: unexpected character '$'\n  C[i] = A[i,j] $ 2;\n                ^"
     );
     assert!(error("C[i] = SUM(j)").starts_with("1:8: Syntax error: SUM(...) must be followed"));
-    assert!(error("C[i,i] = L[i]").starts_with("1:5: Invalid input: output index 'i' is listed twice"));
+    assert!(
+        error("C[i,i] = L[i]").starts_with("1:5: Invalid input: output index 'i' is listed twice")
+    );
     assert!(error("C[i] = SUM(i) L[i]").starts_with(
         "1:3: Invalid input: output index 'i' is aggregated away on the right-hand side"
     ));
