@@ -1,9 +1,9 @@
 //! The public API: a [`Database`] that executes statements.
 //!
-//! A database is opened in memory or on a directory, takes SQL text, and
-//! returns each statement's result as Arrow record batches. It is `Sync`: one
-//! database can serve queries from several threads; statements that change
-//! the catalog take a write lock for their duration.
+//! A database is opened in memory or on a directory, takes SQL and einsum
+//! text, and returns each statement's result as Arrow record batches. It is
+//! `Sync`: one database can serve queries from several threads; statements
+//! that change the catalog take a write lock for their duration.
 
 use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -13,9 +13,9 @@ use arrow::datatypes::{Schema, SchemaRef};
 
 use crate::error::Result;
 use crate::io::{NoProgress, ProgressSink};
-use crate::sql;
 use crate::storage::Tensor;
 use crate::storage::catalog::Catalog;
+use crate::{einsum, reference, sql};
 
 /// An einsql database.
 pub struct Database {
@@ -95,12 +95,49 @@ impl Database {
             .unwrap_or_else(|| QueryResult::message("No statement to run")))
     }
 
-    /// Executes every statement of `sql` in order and returns all results.
-    pub fn execute_all(&self, sql: &str) -> Result<Vec<QueryResult>> {
-        sql::parse(sql)?
-            .iter()
-            .map(|statement| sql::execute(self.context(), statement))
-            .collect()
+    /// Executes every statement of `text` in order and returns all results.
+    ///
+    /// `text` may mix SQL with einsum statements (`C[i,k] = SUM(j) A[i,j] *
+    /// B[j,k];`, see [`crate::einsum`]). An einsum statement is evaluated by
+    /// the reference evaluator and its result stored as the table it names,
+    /// replacing a table of that name.
+    pub fn execute_all(&self, text: &str) -> Result<Vec<QueryResult>> {
+        let pieces = einsum::split_statements(text);
+        if !pieces.iter().any(|p| p.is_einsum) {
+            return sql::parse(text)?
+                .iter()
+                .map(|statement| sql::execute(self.context(), statement))
+                .collect();
+        }
+        let mut results = Vec::new();
+        for piece in pieces {
+            if piece.is_einsum {
+                results.push(self.execute_einsum(text, piece.range)?);
+            } else {
+                for statement in sql::parse(&text[piece.range])? {
+                    results.push(sql::execute(self.context(), &statement)?);
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    /// Runs the einsum statement at `text[range]` and stores its result.
+    fn execute_einsum(&self, text: &str, range: std::ops::Range<usize>) -> Result<QueryResult> {
+        let query = einsum::compile_statement(text, range, &self.read_catalog())?;
+        let program = crate::ir::Program {
+            queries: vec![query],
+        };
+        let mut messages = Vec::new();
+        for (name, tensor) in reference::evaluate(&program)? {
+            messages.push(format!("Stored {name} ({} entries)", tensor.nnz()));
+            self.catalog
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .put(&name, tensor, true)?;
+        }
+        let message = messages.join("; ");
+        Ok(QueryResult::message(message))
     }
 
     /// The table called `name`.

@@ -38,6 +38,17 @@ pub enum Error {
     #[error("Syntax error: {0}")]
     Syntax(String),
 
+    /// An error in a statement at a 1-based line and column, with the
+    /// statement's line and a caret under the offending text.
+    #[error("{line}:{column}: {source}\n{excerpt}")]
+    Positioned {
+        line: usize,
+        column: usize,
+        excerpt: String,
+        #[source]
+        source: Box<Error>,
+    },
+
     /// A construct that einsql understands but does not support (yet).
     #[error("Not supported: {0}")]
     NotSupported(String),

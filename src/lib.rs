@@ -7,6 +7,10 @@
 //! - [`io`]: Matrix Market, FROSTT `.tns`, Parquet and CSV readers and writers.
 //! - [`storage`]: tensors, fibertree indexes, statistics, the on-disk database.
 //! - [`sql`]: the SQL front-end (statements over the catalog).
+//! - [`einsum`]: the tensor-index-notation front-end (statements to IR).
+//! - [`ir`]: the plan dialects shared by the front-ends, with the algebra
+//!   of every operator.
+//! - [`reference`]: the reference evaluator of the IR, the test oracle.
 //! - [`Database`]: the public API that ties them together.
 
 pub mod error;
@@ -15,6 +19,10 @@ pub mod storage;
 
 pub use error::{Error, Result};
 pub mod sql;
+
+pub mod einsum;
+pub mod ir;
+pub mod reference;
 
 mod database;
 

@@ -1,0 +1,145 @@
+//! Cuts a script into statements at top-level `;` and tells einsum
+//! statements from SQL.
+//!
+//! A `;` inside a quoted string (`'...'`), a quoted name (`"..."`), a line
+//! comment (`-- ...`) or a block comment (`/* ... */`) does not end a
+//! statement. A statement is einsum when, after leading whitespace and
+//! comments, it starts with a name followed by `[` or by `=` (not `==`):
+//! `C[i,k] = ...` or `t = ...`. No SQL statement starts that way.
+
+use std::ops::Range;
+
+/// One statement of a script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    /// Its bytes in the script, without the `;`.
+    pub range: Range<usize>,
+    /// Whether it is an einsum statement (else SQL).
+    pub is_einsum: bool,
+}
+
+/// The statements of `text`, skipping empty ones (only whitespace and
+/// comments).
+pub fn split_statements(text: &str) -> Vec<Piece> {
+    let bytes = text.as_bytes();
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            quote @ (b'\'' | b'"') => {
+                at += 1;
+                while at < bytes.len() && bytes[at] != quote {
+                    at += 1;
+                }
+                at += 1;
+            }
+            b'-' if bytes.get(at + 1) == Some(&b'-') => {
+                at = text[at..].find('\n').map_or(bytes.len(), |n| at + n);
+            }
+            b'/' if bytes.get(at + 1) == Some(&b'*') => {
+                at = text[at + 2..]
+                    .find("*/")
+                    .map_or(bytes.len(), |n| at + 2 + n + 2);
+            }
+            b';' => {
+                push_piece(text, start..at, &mut pieces);
+                at += 1;
+                start = at;
+            }
+            _ => at += 1,
+        }
+    }
+    push_piece(text, start..bytes.len().max(start), &mut pieces);
+    pieces
+}
+
+fn push_piece(text: &str, range: Range<usize>, pieces: &mut Vec<Piece>) {
+    let Some(body) = text.get(range.start..range.end.min(text.len())) else {
+        return;
+    };
+    let rest = skip_blank(body);
+    if rest.is_empty() {
+        return;
+    }
+    pieces.push(Piece {
+        is_einsum: is_einsum(rest),
+        range: range.start..range.end.min(text.len()),
+    });
+}
+
+/// `text` without leading whitespace and comments.
+fn skip_blank(mut text: &str) -> &str {
+    loop {
+        text = text.trim_start();
+        if let Some(rest) = text.strip_prefix("--") {
+            text = rest.find('\n').map_or("", |n| &rest[n..]);
+        } else if let Some(rest) = text.strip_prefix("/*") {
+            text = rest.find("*/").map_or("", |n| &rest[n + 2..]);
+        } else {
+            return text;
+        }
+    }
+}
+
+/// Whether `text` (starting at a token) is `name[` or `name =`.
+fn is_einsum(text: &str) -> bool {
+    let after_name = if let Some(rest) = text.strip_prefix('"') {
+        match rest.find('"') {
+            Some(n) => &rest[n + 1..],
+            None => return false,
+        }
+    } else {
+        let starts_well = text
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        if !starts_well {
+            return false;
+        }
+        text.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let next = skip_blank(after_name);
+    next.starts_with('[') || (next.starts_with('=') && !next.starts_with("=="))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_at_top_level_semicolons_only() {
+        let text = "CREATE TABLE a (s VARCHAR); INSERT INTO a VALUES ('x;y'); -- c;\n\
+                    C[i] = a[i] * 2;\n/* ; */ t = SUM(i) C[i]";
+        let pieces = split_statements(text);
+        let shown: Vec<(&str, bool)> = pieces
+            .iter()
+            .map(|p| (text[p.range.clone()].trim(), p.is_einsum))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("CREATE TABLE a (s VARCHAR)", false),
+                ("INSERT INTO a VALUES ('x;y')", false),
+                ("-- c;\nC[i] = a[i] * 2", true),
+                ("/* ; */ t = SUM(i) C[i]", true),
+            ]
+        );
+    }
+
+    #[test]
+    fn sql_is_not_einsum() {
+        for sql in [
+            "SELECT * FROM a",
+            "SET threads = 4",
+            "x == 3",
+            "(SELECT 1)",
+            "",
+        ] {
+            assert!(!is_einsum(sql), "{sql}");
+        }
+        for einsum in ["t = 1", "C [i] = A[i]", "\"my table\"[i] = A[i]"] {
+            assert!(is_einsum(einsum), "{einsum}");
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The intermediate representation shared by the SQL and einsum front-ends:
+//! the input-program dialect of Galley (figure 4.A).
+//!
+//! A [`Program`] is a list of [`Query`]s, each naming an output and its
+//! indices and giving an [`Expr`]:
+//!
+//! ```text
+//! Program := Query...          Query := Name[Idx...] = Expr
+//! Expr    := Agg(op, Idx..., Expr)          -- SUM(j) ...
+//!          | Map(op, Expr...)               -- a * b, sigmoid(a)
+//!          | Input(tensor.column[Term...])  -- A.v[i, j], labels.v[n, 12]
+//!          | Alias(name[Term...])           -- an earlier query's result
+//!          | Literal(value)                 -- 2, 0.5, true
+//! Term    := index variable | constant coordinate
+//! ```
+//!
+//! Operators and their algebra live in [`operator`], values and type rules
+//! in [`value`], and the text form (the einsum syntax itself, so that a
+//! printed program parses back to the same IR) in [`display`]. The front-ends
+//! build programs, the reference evaluator ([`crate::reference`]) runs them,
+//! and the optimizer will rewrite them.
+
+pub mod display;
+pub mod operator;
+pub mod value;
+
+use std::sync::Arc;
+
+pub use operator::{AggOp, Algebra, Annihilator, Arity, ScalarOp};
+pub use value::Value;
+
+use crate::storage::{Tensor, ValueType};
+
+/// A program: queries evaluated in order; later ones may refer to earlier
+/// ones through [`Expr::Alias`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The queries, in evaluation order.
+    pub queries: Vec<Query>,
+}
+
+/// One output: `name[indices] = expr`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    /// The name of the result.
+    pub name: String,
+    /// The output indices, in the order of the result's dimensions; exactly
+    /// the free indices of `expr`.
+    pub indices: Vec<String>,
+    /// What to compute.
+    pub expr: Expr,
+}
+
+/// An expression of the input-program dialect.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// `Agg(op, indices, body)`: aggregates `body` over every coordinate of
+    /// the listed indices.
+    Agg {
+        /// The aggregate.
+        op: AggOp,
+        /// The indices aggregated away (at least one, each free in `body`).
+        indices: Vec<String>,
+        /// The aggregated expression.
+        body: Box<Expr>,
+    },
+    /// `Map(op, args)`: applies a scalar operator pointwise.
+    Map {
+        /// The operator.
+        op: ScalarOp,
+        /// The arguments; their number fits the operator's arity.
+        args: Vec<Expr>,
+    },
+    /// An annotation column of a stored tensor, indexed.
+    Input(Input),
+    /// The result of an earlier query of the program, indexed.
+    Alias {
+        /// The earlier query's name.
+        name: String,
+        /// One term per dimension of that result.
+        indices: Vec<IndexTerm>,
+    },
+    /// A constant.
+    Literal(Value),
+}
+
+/// What indexes one dimension of an input: a variable or a constant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IndexTerm {
+    /// An index variable, by name.
+    Var(String),
+    /// A fixed coordinate (a string key is resolved to its coordinate).
+    Const(i64),
+}
+
+/// `tensor.column[indices]`: one annotation of a stored tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Input {
+    /// The tensor.
+    pub tensor: TensorRef,
+    /// Which annotation to read.
+    pub annotation: Annotation,
+    /// One term per dimension, in stored dimension order.
+    pub indices: Vec<IndexTerm>,
+}
+
+/// Which annotation of a tensor an input reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Annotation {
+    /// The value column at this position.
+    Column(usize),
+    /// The multiplicity of a bag's rows.
+    Multiplicity,
+}
+
+/// A stored tensor with the name it was found under. Two references are
+/// equal when they name the same tensor object.
+#[derive(Clone, Debug)]
+pub struct TensorRef {
+    /// The table name, as written in the catalog.
+    pub name: String,
+    /// The tensor itself (its statistics serve the optimizer).
+    pub tensor: Arc<Tensor>,
+}
+
+impl PartialEq for TensorRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && Arc::ptr_eq(&self.tensor, &other.tensor)
+    }
+}
+
+impl Input {
+    /// The name of the annotation: the value column's name, or `None` for
+    /// a bag's multiplicity.
+    pub fn column_name(&self) -> Option<&str> {
+        match self.annotation {
+            Annotation::Column(c) => self.tensor.tensor.values().get(c).map(|v| v.name.as_str()),
+            Annotation::Multiplicity => None,
+        }
+    }
+
+    /// The type of the annotation (multiplicities are integers).
+    pub fn value_type(&self) -> ValueType {
+        match self.annotation {
+            Annotation::Column(c) => self
+                .tensor
+                .tensor
+                .values()
+                .get(c)
+                .map_or(ValueType::Int64, |v| v.ty),
+            Annotation::Multiplicity => ValueType::Int64,
+        }
+    }
+}
+
+impl Expr {
+    /// `Map(op, args)`, flattening arguments that are the same associative
+    /// operator (`a * (b * c)` becomes `Map(*, a, b, c)`), so that equal
+    /// products have one form.
+    pub fn map(op: ScalarOp, args: Vec<Expr>) -> Expr {
+        let args = if op.algebra().associative {
+            args.into_iter()
+                .flat_map(|arg| match arg {
+                    Expr::Map { op: inner, args } if inner == op => args,
+                    other => vec![other],
+                })
+                .collect()
+        } else {
+            args
+        };
+        Expr::Map { op, args }
+    }
+
+    /// The free index variables of the expression, in order of first
+    /// appearance.
+    pub fn free_indices(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.collect_free(&mut out);
+        out
+    }
+
+    fn collect_free(&self, out: &mut Vec<String>) {
+        let mut add_terms = |terms: &[IndexTerm]| {
+            for term in terms {
+                if let IndexTerm::Var(v) = term
+                    && !out.contains(v)
+                {
+                    out.push(v.clone());
+                }
+            }
+        };
+        match self {
+            Expr::Input(input) => add_terms(&input.indices),
+            Expr::Alias { indices, .. } => add_terms(indices),
+            Expr::Literal(_) => {}
+            Expr::Map { args, .. } => args.iter().for_each(|a| a.collect_free(out)),
+            Expr::Agg { indices, body, .. } => {
+                for v in body.free_indices() {
+                    if !indices.contains(&v) && !out.contains(&v) {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The type of the expression's values, given the types of the
+    /// results that aliases name.
+    pub fn value_type(&self, alias_type: &dyn Fn(&str) -> Option<ValueType>) -> ValueType {
+        match self {
+            Expr::Input(input) => input.value_type(),
+            Expr::Alias { name, .. } => alias_type(name).unwrap_or(ValueType::Int64),
+            Expr::Literal(v) => v.value_type(),
+            Expr::Map { op, args } => {
+                let types: Vec<ValueType> = args.iter().map(|a| a.value_type(alias_type)).collect();
+                op.result_type(&types)
+            }
+            Expr::Agg { op, body, .. } => op.result_type(body.value_type(alias_type)),
+        }
+    }
+}

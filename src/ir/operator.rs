@@ -1,0 +1,693 @@
+//! Scalar operators and aggregates, each with its algebra declared in one
+//! place.
+//!
+//! The optimizer (Galley section 5.4) reasons about expressions only through
+//! [`Algebra`]: identities, annihilators, commutativity, associativity,
+//! idempotence, distributivity over aggregates, and the repeated application
+//! g(x, n) of an aggregate ([`AggOp::repeat`]). The reference evaluator uses
+//! the annihilators to skip assignments that cannot produce an entry. The
+//! property tests at the bottom check every declared law on random values.
+//!
+//! Type rules (SQL-like, as DuckDB): `+ - *`, `abs`, `relu` and unary minus
+//! on integers and booleans give exact integers (overflow is an error), and
+//! floats if any argument is a float; `/`, `exp`, `ln`, `log` (base 10),
+//! `sqrt`, `power` and `sigmoid` always give floats; `greatest` and `least`
+//! give the widest argument type; comparisons, `and`, `or` give booleans
+//! (numbers are true when non-zero). Division follows the sparse convention
+//! that 0 divided by anything is 0, so absent entries stay absent; a non-zero
+//! value divided by zero is an error. Float results follow IEEE rules
+//! (`ln(0)` is `-inf`, `sqrt(-1)` is NaN); the declared laws hold for finite
+//! values.
+
+use std::cmp::Ordering;
+
+use super::value::{Value, arithmetic_type, wider};
+use crate::error::{Error, Result};
+use crate::storage::ValueType;
+
+/// A pointwise (Map) operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScalarOp {
+    /// `a + b + ...`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b * ...`
+    Mul,
+    /// `a / b` (always a float)
+    Div,
+    /// `-a`
+    Neg,
+    /// `a = b`
+    Eq,
+    /// `a <> b` (also written `!=`)
+    Ne,
+    /// `a < b`
+    Lt,
+    /// `a <= b`
+    Le,
+    /// `a > b`
+    Gt,
+    /// `a >= b`
+    Ge,
+    /// `a and b and ...`
+    And,
+    /// `a or b or ...`
+    Or,
+    /// `exp(a)`
+    Exp,
+    /// `ln(a)`, the natural logarithm
+    Ln,
+    /// `log(a)`, the base-10 logarithm (as in SQL)
+    Log,
+    /// `sqrt(a)`
+    Sqrt,
+    /// `abs(a)`
+    Abs,
+    /// `power(a, b)`
+    Power,
+    /// `greatest(a, b, ...)`
+    Greatest,
+    /// `least(a, b, ...)`
+    Least,
+    /// `sigmoid(a)` = 1 / (1 + e^-a)
+    Sigmoid,
+    /// `relu(a)` = greatest(a, 0)
+    Relu,
+}
+
+/// How many arguments an operator takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arity {
+    /// Exactly one.
+    Unary,
+    /// Exactly two.
+    Binary,
+    /// Two or more (the operator is associative).
+    Variadic,
+}
+
+/// A value that fixes an operator's result to itself.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Annihilator {
+    /// The annihilating value (compared numerically, see [`Value::same`]).
+    pub value: Value,
+    /// Whether it annihilates only as the first argument (`0 / x = 0`);
+    /// otherwise in any position (`x * 0 = 0`).
+    pub only_first: bool,
+}
+
+/// The algebraic properties of a scalar operator; the optimizer reasons
+/// only through these. Equalities are numeric ([`Value::same`]); the laws
+/// of `and` and `or` hold on booleans.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Algebra {
+    /// `e` with `f(x, e) = f(e, x) = x`; `None` if there is none (or, as for
+    /// `greatest`, only an infinite one).
+    pub identity: Option<Value>,
+    /// `a` with `f(..., a, ...) = a`; for a unary operator, `f(a) = a`.
+    pub annihilator: Option<Annihilator>,
+    /// `f(x, y) = f(y, x)`.
+    pub commutative: bool,
+    /// `f(f(x, y), z) = f(x, f(y, z))`.
+    pub associative: bool,
+    /// `f(x, x) = x`.
+    pub idempotent: bool,
+    /// Aggregates `α` with `f(x, α(a, b)) = α(f(x, a), f(x, b))` (for a
+    /// unary operator, `f(α(a, b)) = α(f(a), f(b))`).
+    pub distributes_over: &'static [AggOp],
+}
+
+const NOTHING: Algebra = Algebra {
+    identity: None,
+    annihilator: None,
+    commutative: false,
+    associative: false,
+    idempotent: false,
+    distributes_over: &[],
+};
+
+const fn zero_preserving(distributes_over: &'static [AggOp]) -> Algebra {
+    Algebra {
+        annihilator: Some(Annihilator {
+            value: Value::Int(0),
+            only_first: false,
+        }),
+        distributes_over,
+        ..NOTHING
+    }
+}
+
+const LATTICE: Algebra = Algebra {
+    commutative: true,
+    associative: true,
+    idempotent: true,
+    distributes_over: &[AggOp::Max, AggOp::Min],
+    ..NOTHING
+};
+
+const COMPARISON: Algebra = NOTHING;
+
+impl ScalarOp {
+    /// Every operator, for tests and listings.
+    pub const ALL: [ScalarOp; 23] = [
+        ScalarOp::Add,
+        ScalarOp::Sub,
+        ScalarOp::Mul,
+        ScalarOp::Div,
+        ScalarOp::Neg,
+        ScalarOp::Eq,
+        ScalarOp::Ne,
+        ScalarOp::Lt,
+        ScalarOp::Le,
+        ScalarOp::Gt,
+        ScalarOp::Ge,
+        ScalarOp::And,
+        ScalarOp::Or,
+        ScalarOp::Exp,
+        ScalarOp::Ln,
+        ScalarOp::Log,
+        ScalarOp::Sqrt,
+        ScalarOp::Abs,
+        ScalarOp::Power,
+        ScalarOp::Greatest,
+        ScalarOp::Least,
+        ScalarOp::Sigmoid,
+        ScalarOp::Relu,
+    ];
+
+    /// The algebra of the operator (see [`Algebra`]).
+    pub fn algebra(self) -> Algebra {
+        use ScalarOp::*;
+        match self {
+            Add => Algebra {
+                identity: Some(Value::Int(0)),
+                commutative: true,
+                associative: true,
+                distributes_over: &[AggOp::Max, AggOp::Min],
+                ..NOTHING
+            },
+            Mul => Algebra {
+                identity: Some(Value::Int(1)),
+                annihilator: Some(Annihilator {
+                    value: Value::Int(0),
+                    only_first: false,
+                }),
+                commutative: true,
+                associative: true,
+                distributes_over: &[AggOp::Sum],
+                ..NOTHING
+            },
+            Div => Algebra {
+                annihilator: Some(Annihilator {
+                    value: Value::Int(0),
+                    only_first: true,
+                }),
+                ..NOTHING
+            },
+            Neg => zero_preserving(&[AggOp::Sum]),
+            Sqrt | Abs => zero_preserving(&[]),
+            Relu => zero_preserving(&[AggOp::Max, AggOp::Min]),
+            Exp | Sigmoid => Algebra {
+                distributes_over: &[AggOp::Max, AggOp::Min],
+                ..NOTHING
+            },
+            Eq | Ne => Algebra {
+                commutative: true,
+                ..COMPARISON
+            },
+            Lt | Le | Gt | Ge => COMPARISON,
+            And => Algebra {
+                identity: Some(Value::Bool(true)),
+                annihilator: Some(Annihilator {
+                    value: Value::Bool(false),
+                    only_first: false,
+                }),
+                distributes_over: &[AggOp::Any],
+                ..LATTICE
+            },
+            Or => Algebra {
+                identity: Some(Value::Bool(false)),
+                annihilator: Some(Annihilator {
+                    value: Value::Bool(true),
+                    only_first: false,
+                }),
+                distributes_over: &[AggOp::Any],
+                ..LATTICE
+            },
+            Greatest | Least => LATTICE,
+            Sub | Ln | Log | Power => NOTHING,
+        }
+    }
+
+    /// How many arguments the operator takes.
+    pub fn arity(self) -> Arity {
+        use ScalarOp::*;
+        match self {
+            Add | Mul | And | Or | Greatest | Least => Arity::Variadic,
+            Sub | Div | Eq | Ne | Lt | Le | Gt | Ge | Power => Arity::Binary,
+            Neg | Exp | Ln | Log | Sqrt | Abs | Sigmoid | Relu => Arity::Unary,
+        }
+    }
+
+    /// Whether `count` arguments fit the operator's arity.
+    pub fn accepts(self, count: usize) -> bool {
+        match self.arity() {
+            Arity::Unary => count == 1,
+            Arity::Binary => count == 2,
+            Arity::Variadic => count >= 2,
+        }
+    }
+
+    /// The infix symbol of the operator, if it is written infix (or, for
+    /// `-a`, prefix).
+    pub fn symbol(self) -> Option<&'static str> {
+        use ScalarOp::*;
+        Some(match self {
+            Add => "+",
+            Sub | Neg => "-",
+            Mul => "*",
+            Div => "/",
+            Eq => "=",
+            Ne => "<>",
+            Lt => "<",
+            Le => "<=",
+            Gt => ">",
+            Ge => ">=",
+            And => "and",
+            Or => "or",
+            _ => return None,
+        })
+    }
+
+    /// The function name of the operator as written in tensor index
+    /// notation, for operators written as calls.
+    pub fn function_name(self) -> Option<&'static str> {
+        use ScalarOp::*;
+        Some(match self {
+            Exp => "exp",
+            Ln => "ln",
+            Log => "log",
+            Sqrt => "sqrt",
+            Abs => "abs",
+            Power => "power",
+            Greatest => "greatest",
+            Least => "least",
+            Sigmoid => "sigmoid",
+            Relu => "relu",
+            _ => return None,
+        })
+    }
+
+    /// The operator called `name` (case-insensitive) in function syntax.
+    pub fn from_function_name(name: &str) -> Option<ScalarOp> {
+        let lower = name.to_lowercase();
+        ScalarOp::ALL
+            .into_iter()
+            .find(|op| op.function_name() == Some(lower.as_str()))
+    }
+
+    /// The type of the result for arguments of `types` (see the module
+    /// documentation).
+    pub fn result_type(self, types: &[ValueType]) -> ValueType {
+        use ScalarOp::*;
+        match self {
+            Add | Sub | Mul | Neg | Abs | Relu => arithmetic_type(types),
+            Div | Exp | Ln | Log | Sqrt | Power | Sigmoid => ValueType::Float64,
+            Eq | Ne | Lt | Le | Gt | Ge | And | Or => ValueType::Boolean,
+            Greatest | Least => types
+                .iter()
+                .copied()
+                .reduce(wider)
+                .unwrap_or(ValueType::Int64),
+        }
+    }
+
+    /// Applies the operator to `args`, whose number must fit its arity.
+    ///
+    /// Errors: integer overflow, a non-zero value divided by zero, and a
+    /// wrong number of arguments (which the front-ends rule out).
+    pub fn apply(self, args: &[Value]) -> Result<Value> {
+        use ScalarOp::*;
+        if !self.accepts(args.len()) {
+            return Err(Error::Invalid(format!(
+                "operator {self:?} applied to {} arguments",
+                args.len()
+            )));
+        }
+        let types: Vec<ValueType> = args.iter().map(|a| a.value_type()).collect();
+        let float = self.result_type(&types) == ValueType::Float64;
+        let unary = args[0];
+        Ok(match self {
+            Add => fold_arithmetic(args, float, i64::checked_add, |a, b| a + b, "+")?,
+            Sub => fold_arithmetic(args, float, i64::checked_sub, |a, b| a - b, "-")?,
+            Mul if args.iter().any(|a| a.is_zero()) => Value::zero(self.result_type(&types)),
+            Mul => fold_arithmetic(args, float, i64::checked_mul, |a, b| a * b, "*")?,
+            Div => divide(args[0], args[1])?,
+            Neg => match unary.as_i64() {
+                Some(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("-", args))?),
+                None => Value::Float(-unary.as_f64()),
+            },
+            Abs => match unary.as_i64() {
+                Some(i) => Value::Int(i.checked_abs().ok_or_else(|| overflow("abs", args))?),
+                None => Value::Float(unary.as_f64().abs()),
+            },
+            Relu => match unary.as_i64() {
+                Some(i) => Value::Int(i.max(0)),
+                None => Value::Float(unary.as_f64().max(0.0)),
+            },
+            Eq | Ne | Lt | Le | Gt | Ge => Value::Bool(compare(self, args[0], args[1])),
+            And => Value::Bool(args.iter().all(|a| !a.is_zero())),
+            Or => Value::Bool(args.iter().any(|a| !a.is_zero())),
+            Exp => Value::Float(unary.as_f64().exp()),
+            Ln => Value::Float(unary.as_f64().ln()),
+            Log => Value::Float(unary.as_f64().log10()),
+            Sqrt => Value::Float(unary.as_f64().sqrt()),
+            Sigmoid => Value::Float(1.0 / (1.0 + (-unary.as_f64()).exp())),
+            Power => Value::Float(args[0].as_f64().powf(args[1].as_f64())),
+            Greatest | Least => {
+                let wanted = if self == Greatest {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                };
+                let best = args.iter().copied().fold(args[0], |best, a| {
+                    if a.compare(best) == Some(wanted) {
+                        a
+                    } else {
+                        best
+                    }
+                });
+                best.cast(self.result_type(&types))
+            }
+        })
+    }
+}
+
+fn overflow(op: &str, args: &[Value]) -> Error {
+    let shown: Vec<String> = args.iter().map(Value::to_string).collect();
+    Error::Overflow(format!("{op} of {}", shown.join(", ")))
+}
+
+/// Folds `args` with exact integer arithmetic, or with floats when `float`.
+fn fold_arithmetic(
+    args: &[Value],
+    float: bool,
+    int: fn(i64, i64) -> Option<i64>,
+    real: fn(f64, f64) -> f64,
+    name: &str,
+) -> Result<Value> {
+    let (first, rest) = args.split_first().ok_or_else(|| overflow(name, args))?;
+    if float {
+        return Ok(Value::Float(
+            rest.iter()
+                .fold(first.as_f64(), |acc, a| real(acc, a.as_f64())),
+        ));
+    }
+    let mut acc = first.as_i64().unwrap_or_default();
+    for a in rest {
+        acc = int(acc, a.as_i64().unwrap_or_default()).ok_or_else(|| overflow(name, args))?;
+    }
+    Ok(Value::Int(acc))
+}
+
+fn divide(a: Value, b: Value) -> Result<Value> {
+    if a.is_zero() {
+        return Ok(Value::Float(0.0));
+    }
+    if b.is_zero() {
+        return Err(Error::Invalid(format!(
+            "division by zero ({a} / {b}); a / b is defined where b is non-zero or a is zero"
+        )));
+    }
+    Ok(Value::Float(a.as_f64() / b.as_f64()))
+}
+
+fn compare(op: ScalarOp, a: Value, b: Value) -> bool {
+    let order = a.compare(b);
+    match op {
+        ScalarOp::Eq => order == Some(Ordering::Equal),
+        ScalarOp::Ne => order != Some(Ordering::Equal),
+        ScalarOp::Lt => order == Some(Ordering::Less),
+        ScalarOp::Le => matches!(order, Some(Ordering::Less | Ordering::Equal)),
+        ScalarOp::Gt => order == Some(Ordering::Greater),
+        _ => matches!(order, Some(Ordering::Greater | Ordering::Equal)),
+    }
+}
+
+/// An aggregate (Agg) operator.
+///
+/// An aggregate first lifts each value ([`AggOp::lift`]: `COUNT` counts
+/// non-zero values, `ANY` tests them), then combines the lifted values with
+/// its [`AggOp::combine`] operator. Over a tensor, it ranges over every
+/// coordinate of the aggregated dimensions: absent entries take part with
+/// the fill value 0 (so `MAX` over a row whose stored values are all
+/// negative is 0 when the row has an absent entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AggOp {
+    /// Sum of the values.
+    Sum,
+    /// Largest value.
+    Max,
+    /// Smallest value.
+    Min,
+    /// Number of non-zero values.
+    Count,
+    /// Whether any value is non-zero.
+    Any,
+}
+
+impl AggOp {
+    /// Every aggregate.
+    pub const ALL: [AggOp; 5] = [AggOp::Sum, AggOp::Max, AggOp::Min, AggOp::Count, AggOp::Any];
+
+    /// The name as written (`SUM`, `MAX`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            AggOp::Sum => "SUM",
+            AggOp::Max => "MAX",
+            AggOp::Min => "MIN",
+            AggOp::Count => "COUNT",
+            AggOp::Any => "ANY",
+        }
+    }
+
+    /// The aggregate called `name` (case-insensitive).
+    pub fn from_name(name: &str) -> Option<AggOp> {
+        AggOp::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The binary operator that combines lifted values.
+    pub fn combine(self) -> ScalarOp {
+        match self {
+            AggOp::Sum | AggOp::Count => ScalarOp::Add,
+            AggOp::Max => ScalarOp::Greatest,
+            AggOp::Min => ScalarOp::Least,
+            AggOp::Any => ScalarOp::Or,
+        }
+    }
+
+    /// The algebra of the combining operator.
+    pub fn algebra(self) -> Algebra {
+        self.combine().algebra()
+    }
+
+    /// A value as the aggregate combines it: `COUNT` maps it to 1 if it is
+    /// non-zero, else 0; `ANY` to a boolean; `SUM` turns booleans into
+    /// integers; `MAX` and `MIN` keep it.
+    pub fn lift(self, value: Value) -> Value {
+        match self {
+            AggOp::Count => Value::Int(i64::from(!value.is_zero())),
+            AggOp::Any => Value::Bool(!value.is_zero()),
+            AggOp::Sum => match value {
+                Value::Bool(b) => Value::Int(i64::from(b)),
+                other => other,
+            },
+            AggOp::Max | AggOp::Min => value,
+        }
+    }
+
+    /// The repeated application g(x, n): the combination of `n` copies of
+    /// the lifted value `x` (`n·x` for `SUM` and `COUNT`, `x` for the
+    /// idempotent `MAX`, `MIN` and `ANY`). `n` must be at least 1.
+    pub fn repeat(self, x: Value, n: u128) -> Result<Value> {
+        match self {
+            AggOp::Max | AggOp::Min | AggOp::Any => Ok(x),
+            AggOp::Sum | AggOp::Count => match x {
+                Value::Float(f) => Ok(Value::Float(f * n as f64)),
+                _ if x.is_zero() => Ok(Value::Int(0)),
+                _ => {
+                    let i = x.as_i64().unwrap_or_default();
+                    i64::try_from(n)
+                        .ok()
+                        .and_then(|n| i.checked_mul(n))
+                        .map(Value::Int)
+                        .ok_or_else(|| {
+                            Error::Overflow(format!("{} of {n} copies of {i}", self.name()))
+                        })
+                }
+            },
+        }
+    }
+
+    /// The type of the aggregate of values of type `input`.
+    pub fn result_type(self, input: ValueType) -> ValueType {
+        match self {
+            AggOp::Count => ValueType::Int64,
+            AggOp::Any => ValueType::Boolean,
+            AggOp::Sum => arithmetic_type(&[input]),
+            AggOp::Max | AggOp::Min => input,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            any::<bool>().prop_map(Value::Bool),
+            (-6i64..6).prop_map(Value::Int),
+            (-12i32..12).prop_map(|x| Value::Float(f64::from(x) / 4.0)),
+        ]
+    }
+
+    fn same(a: &Result<Value>, b: &Result<Value>) -> bool {
+        match (a, b) {
+            (Ok(a), Ok(b)) => a.same(*b),
+            (Err(_), Err(_)) => true,
+            _ => false,
+        }
+    }
+
+    fn call(op: ScalarOp, args: &[Value]) -> Result<Value> {
+        op.apply(args)
+    }
+
+    proptest! {
+        /// Every declared law holds on random booleans, small integers and
+        /// small binary fractions (exact in floating point).
+        #[test]
+        fn declared_laws_hold(x in value(), y in value(), z in value()) {
+            for op in ScalarOp::ALL {
+                // The laws of `and` and `or` are those of booleans.
+                let (x, y, z) = if matches!(op, ScalarOp::And | ScalarOp::Or) {
+                    let b = |v: Value| v.cast(ValueType::Boolean);
+                    (b(x), b(y), b(z))
+                } else {
+                    (x, y, z)
+                };
+                let algebra = op.algebra();
+                let binary = op.arity() != Arity::Unary;
+                if let Some(e) = algebra.identity {
+                    prop_assert!(same(&call(op, &[x, e]), &Ok(x)), "{op:?} identity");
+                    prop_assert!(same(&call(op, &[e, x]), &Ok(x)), "{op:?} identity");
+                }
+                if let Some(a) = algebra.annihilator {
+                    let expected = Ok(a.value);
+                    if binary {
+                        prop_assert!(same(&call(op, &[a.value, x]), &expected), "{op:?} annihilator");
+                        if !a.only_first {
+                            prop_assert!(same(&call(op, &[x, a.value]), &expected), "{op:?} annihilator");
+                        }
+                    } else {
+                        prop_assert!(same(&call(op, &[a.value]), &expected), "{op:?} annihilator");
+                    }
+                }
+                if algebra.commutative {
+                    prop_assert!(same(&call(op, &[x, y]), &call(op, &[y, x])), "{op:?} commutative");
+                }
+                if algebra.associative {
+                    let left = call(op, &[x, y]).and_then(|xy| call(op, &[xy, z]));
+                    let right = call(op, &[y, z]).and_then(|yz| call(op, &[x, yz]));
+                    prop_assert!(same(&left, &right), "{op:?} associative");
+                    prop_assert!(same(&left, &call(op, &[x, y, z])), "{op:?} variadic");
+                }
+                if algebra.idempotent {
+                    prop_assert!(same(&call(op, &[x, x]), &Ok(x)), "{op:?} idempotent");
+                }
+                for agg in algebra.distributes_over {
+                    let combine = agg.combine();
+                    let (a, b) = (agg.lift(y), agg.lift(z));
+                    let (left, right) = if binary {
+                        (
+                            call(combine, &[a, b]).and_then(|ab| call(op, &[x, ab])),
+                            call(op, &[x, a]).and_then(|xa| {
+                                call(op, &[x, b]).and_then(|xb| call(combine, &[xa, xb]))
+                            }),
+                        )
+                    } else {
+                        (
+                            call(combine, &[a, b]).and_then(|ab| call(op, &[ab])),
+                            call(op, &[a]).and_then(|fa| {
+                                call(op, &[b]).and_then(|fb| call(combine, &[fa, fb]))
+                            }),
+                        )
+                    };
+                    prop_assert!(same(&left, &right), "{op:?} distributes over {agg:?}");
+                }
+            }
+        }
+
+        /// g(x, n) equals combining n copies of x, and results have the
+        /// declared types.
+        #[test]
+        fn repeat_and_types_agree_with_apply(x in value(), y in value(), n in 1u128..6) {
+            for agg in AggOp::ALL {
+                let lifted = agg.lift(x);
+                let copies = vec![lifted; n as usize];
+                let folded = if n == 1 { Ok(lifted) } else { agg.combine().apply(&copies) };
+                prop_assert!(same(&agg.repeat(lifted, n), &folded), "{agg:?}");
+                prop_assert_eq!(agg.lift(x).value_type(), agg.result_type(x.value_type()));
+            }
+            for op in ScalarOp::ALL {
+                let args: &[Value] = match op.arity() {
+                    Arity::Unary => &[x],
+                    _ => &[x, y],
+                };
+                let types: Vec<ValueType> = args.iter().map(|a| a.value_type()).collect();
+                if let Ok(result) = op.apply(args) {
+                    prop_assert_eq!(result.value_type(), op.result_type(&types), "{:?}", op);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integer_arithmetic_is_exact_or_an_error() {
+        let big = Value::Int(i64::MAX);
+        assert!(matches!(
+            ScalarOp::Add.apply(&[big, Value::Int(1)]),
+            Err(Error::Overflow(_))
+        ));
+        assert!(matches!(
+            ScalarOp::Abs.apply(&[Value::Int(i64::MIN)]),
+            Err(Error::Overflow(_))
+        ));
+        assert!(matches!(AggOp::Sum.repeat(big, 2), Err(Error::Overflow(_))));
+        assert_eq!(
+            ScalarOp::Div.apply(&[Value::Int(3), Value::Int(2)]).ok(),
+            Some(Value::Float(1.5))
+        );
+        assert_eq!(
+            ScalarOp::Div.apply(&[Value::Int(0), Value::Int(0)]).ok(),
+            Some(Value::Float(0.0))
+        );
+        assert!(
+            ScalarOp::Div
+                .apply(&[Value::Int(1), Value::Int(0)])
+                .is_err()
+        );
+        assert_eq!(
+            ScalarOp::Mul
+                .apply(&[Value::Int(0), Value::Float(f64::NAN)])
+                .ok(),
+            Some(Value::Float(0.0))
+        );
+    }
+}

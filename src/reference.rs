@@ -1,0 +1,636 @@
+//! The reference evaluator: a deliberately simple, obviously correct
+//! evaluator of IR programs, the oracle of every later test. Speed does not
+//! matter; clarity does.
+//!
+//! Every sub-expression evaluates to a [`Relation`]: a fill value plus the
+//! entries (assignments of its free index variables) whose value may differ
+//! from it; every other assignment has the fill value. Inputs contribute
+//! their stored entries (fill 0), literals a fill and no entries.
+//!
+//! - `Map(op, args)` has fill `op(fills)`. When some argument's fill
+//!   annihilates `op` (`x * 0 = 0`), only assignments where all such
+//!   arguments have entries can differ: their join. Otherwise the candidates
+//!   are the union of the arguments' entries. Either way, index variables
+//!   that the candidate set does not bind range over their whole dimension
+//!   (guarded by [`ASSIGNMENT_LIMIT`]).
+//! - `Agg(op, indices, body)` folds each group's entries and then accounts
+//!   for the absent assignments of the group with g(fill, count), so `MAX`
+//!   and `MIN` see the fill 0 wherever a coordinate has no entry.
+//!
+//! Results are tensors with one dimension per output index (named after it,
+//! with its size and string dictionary) and one value column `v` (renamed
+//! `v_`, `v__`, ... if an index is called `v`). Entries equal to 0 are not
+//! stored (where the expression's fill is not 0, every other coordinate is
+//! stored); a scalar result always has its one entry, even 0.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
+
+use crate::error::{Error, Result};
+use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
+use crate::storage::{Coo, Dictionary, DimensionSpec, Tensor, ValueData, ValueType};
+
+/// The most assignments any one step may enumerate.
+pub const ASSIGNMENT_LIMIT: u128 = 10_000_000;
+
+/// Evaluates every query of `program` in order and returns the results by
+/// name; a query may refer to earlier results through `Alias`.
+pub fn evaluate(program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
+    let mut results: Vec<(String, Arc<Tensor>)> = Vec::new();
+    for query in &program.queries {
+        let earlier: HashMap<&str, &Arc<Tensor>> =
+            results.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let tensor = evaluate_query(query, &earlier)?;
+        results.push((query.name.clone(), Arc::new(tensor)));
+    }
+    Ok(results)
+}
+
+/// Evaluates one query; `earlier` holds the results that aliases name.
+pub fn evaluate_query(query: &Query, earlier: &HashMap<&str, &Arc<Tensor>>) -> Result<Tensor> {
+    let mut domains = HashMap::new();
+    collect_domains(&query.expr, earlier, &mut domains)?;
+    let evaluator = Evaluator {
+        earlier,
+        domains: &domains,
+    };
+    let relation = evaluator.eval(&query.expr)?;
+    let ty = query.expr.value_type(&|name| {
+        earlier
+            .get(name)
+            .and_then(|t| t.values().first().map(|v| v.ty))
+    });
+    evaluator.output(query, relation, ty)
+}
+
+/// The coordinates an index variable ranges over.
+#[derive(Clone, Debug)]
+struct Domain {
+    size: u64,
+    dictionary: Option<Arc<Dictionary>>,
+}
+
+/// A fill value and the entries that may differ from it, keyed by the
+/// coordinates of `vars`.
+struct Relation {
+    vars: Vec<String>,
+    fill: Value,
+    entries: HashMap<Vec<i64>, Value>,
+}
+
+impl Relation {
+    fn value(&self, key: &[i64]) -> Value {
+        self.entries.get(key).copied().unwrap_or(self.fill)
+    }
+}
+
+/// The tensor and annotation that a leaf reads.
+fn leaf<'a>(
+    expr: &'a Expr,
+    earlier: &'a HashMap<&str, &'a Arc<Tensor>>,
+) -> Result<Option<(&'a Tensor, Annotation, &'a [IndexTerm])>> {
+    Ok(match expr {
+        Expr::Input(input) => Some((&input.tensor.tensor, input.annotation, &input.indices)),
+        Expr::Alias { name, indices } => {
+            let tensor = earlier
+                .get(name.as_str())
+                .ok_or_else(|| Error::unknown("Query", name, earlier.keys().copied()))?;
+            let annotation = if tensor.is_bag() {
+                Annotation::Multiplicity
+            } else {
+                Annotation::Column(0)
+            };
+            Some((tensor.as_ref(), annotation, indices.as_slice()))
+        }
+        _ => None,
+    })
+}
+
+fn collect_domains(
+    expr: &Expr,
+    earlier: &HashMap<&str, &Arc<Tensor>>,
+    domains: &mut HashMap<String, Domain>,
+) -> Result<()> {
+    match expr {
+        Expr::Map { args, .. } => args
+            .iter()
+            .try_for_each(|a| collect_domains(a, earlier, domains)),
+        Expr::Agg { body, .. } => collect_domains(body, earlier, domains),
+        Expr::Literal(_) => Ok(()),
+        leaf_expr => {
+            let Some((tensor, _, terms)) = leaf(leaf_expr, earlier)? else {
+                return Ok(());
+            };
+            if terms.len() != tensor.dims().len() {
+                return Err(Error::Invalid(format!(
+                    "{leaf_expr} gives {} indices for {} dimensions",
+                    terms.len(),
+                    tensor.dims().len()
+                )));
+            }
+            for (term, dim) in terms.iter().zip(tensor.dims()) {
+                let IndexTerm::Var(var) = term else { continue };
+                let domain = domains.entry(var.clone()).or_insert_with(|| Domain {
+                    size: dim.size,
+                    dictionary: dim.dictionary.clone(),
+                });
+                if domain.size != dim.size {
+                    return Err(Error::Invalid(format!(
+                        "index '{var}' has sizes {} and {} in {leaf_expr}",
+                        domain.size, dim.size
+                    )));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+struct Evaluator<'a> {
+    earlier: &'a HashMap<&'a str, &'a Arc<Tensor>>,
+    domains: &'a HashMap<String, Domain>,
+}
+
+impl Evaluator<'_> {
+    fn eval(&self, expr: &Expr) -> Result<Relation> {
+        match expr {
+            Expr::Literal(value) => Ok(Relation {
+                vars: Vec::new(),
+                fill: *value,
+                entries: HashMap::new(),
+            }),
+            Expr::Map { op, args } => {
+                let args = args.iter().map(|a| self.eval(a)).collect::<Result<_>>()?;
+                self.map(*op, args)
+            }
+            Expr::Agg { op, indices, body } => self.aggregate(*op, indices, self.eval(body)?),
+            leaf_expr => match leaf(leaf_expr, self.earlier)? {
+                Some((tensor, annotation, terms)) => read(tensor, annotation, terms),
+                None => Err(Error::Invalid(format!("cannot evaluate {leaf_expr}"))),
+            },
+        }
+    }
+
+    fn domain(&self, var: &str) -> Result<&Domain> {
+        self.domains
+            .get(var)
+            .ok_or_else(|| Error::Invalid(format!("index '{var}' does not index any tensor")))
+    }
+
+    fn map(&self, op: ScalarOp, args: Vec<Relation>) -> Result<Relation> {
+        let mut vars: Vec<String> = Vec::new();
+        for arg in &args {
+            for v in &arg.vars {
+                if !vars.contains(v) {
+                    vars.push(v.clone());
+                }
+            }
+        }
+        let fills: Vec<Value> = args.iter().map(|a| a.fill).collect();
+        let fill = op.apply(&fills)?;
+        let positions: Vec<Vec<usize>> = args.iter().map(|a| positions(&a.vars, &vars)).collect();
+        let annihilating: Vec<usize> = match op.algebra().annihilator {
+            Some(a) => (0..args.len())
+                .filter(|&n| (n == 0 || !a.only_first) && args[n].fill.same(a.value))
+                .collect(),
+            None => Vec::new(),
+        };
+        let candidates = if annihilating.is_empty() {
+            let mut all = Vec::new();
+            for (arg, pos) in args.iter().zip(&positions) {
+                let partial = partials(arg, pos, vars.len());
+                all.extend(self.complete(partial, &vars)?);
+            }
+            all
+        } else {
+            let mut partial = vec![vec![None; vars.len()]];
+            for &n in &annihilating {
+                partial = join(partial, &args[n], &positions[n])?;
+            }
+            self.complete(partial, &vars)?
+        };
+        let mut entries = HashMap::new();
+        for key in candidates {
+            if entries.contains_key(&key) {
+                continue;
+            }
+            let values: Vec<Value> = args
+                .iter()
+                .zip(&positions)
+                .map(|(arg, pos)| arg.value(&project(&key, pos)))
+                .collect();
+            let value = op.apply(&values)?;
+            if !same_value(value, fill) {
+                entries.insert(key, value);
+            }
+        }
+        Ok(Relation {
+            vars,
+            fill,
+            entries,
+        })
+    }
+
+    fn aggregate(&self, op: AggOp, indices: &[String], body: Relation) -> Result<Relation> {
+        let vars: Vec<String> = body
+            .vars
+            .iter()
+            .filter(|v| !indices.contains(v))
+            .cloned()
+            .collect();
+        let kept = positions(&vars, &body.vars);
+        // Aggregated indices the body does not use multiply each entry.
+        let mut copies: u128 = 1;
+        let mut total: u128 = 1;
+        for index in indices {
+            let size = u128::from(self.domain(index)?.size);
+            total = total.checked_mul(size).ok_or_else(too_many)?;
+            if !body.vars.contains(index) {
+                copies = copies.checked_mul(size).ok_or_else(too_many)?;
+            }
+        }
+        let combine = op.combine();
+        let mut groups: HashMap<Vec<i64>, (Value, u128)> = HashMap::new();
+        let mut keys: Vec<(&Vec<i64>, &Value)> = body.entries.iter().collect();
+        keys.sort_by(|a, b| a.0.cmp(b.0));
+        for (key, value) in keys {
+            let lifted = op.repeat(op.lift(*value), copies)?;
+            let group = project(key, &kept);
+            let slot = match groups.remove(&group) {
+                Some((acc, count)) => (combine.apply(&[acc, lifted])?, count + copies),
+                None => (lifted, copies),
+            };
+            groups.insert(group, slot);
+        }
+        let lifted_fill = op.lift(body.fill);
+        let fill = if total == 0 {
+            Value::zero(op.result_type(body.fill.value_type()))
+        } else {
+            op.repeat(lifted_fill, total)?
+        };
+        let mut entries = HashMap::new();
+        for (group, (acc, count)) in groups {
+            let value = match total - count {
+                0 => acc,
+                missing => combine.apply(&[acc, op.repeat(lifted_fill, missing)?])?,
+            };
+            if !same_value(value, fill) {
+                entries.insert(group, value);
+            }
+        }
+        Ok(Relation {
+            vars,
+            fill,
+            entries,
+        })
+    }
+
+    /// Fills the unbound positions of each partial assignment with every
+    /// coordinate of their dimension.
+    fn complete(&self, partial: Vec<Vec<Option<i64>>>, vars: &[String]) -> Result<Vec<Vec<i64>>> {
+        let mut out = Vec::new();
+        let mut count: u128 = 0;
+        for assignment in partial {
+            let mut rows: Vec<Vec<i64>> = vec![Vec::with_capacity(vars.len())];
+            let mut product: u128 = 1;
+            for (slot, var) in assignment.iter().zip(vars) {
+                if slot.is_none() {
+                    product = product
+                        .checked_mul(u128::from(self.domain(var)?.size))
+                        .ok_or_else(too_many)?;
+                }
+            }
+            count += product;
+            if count > ASSIGNMENT_LIMIT {
+                return Err(too_many());
+            }
+            for (slot, var) in assignment.iter().zip(vars) {
+                rows = match slot {
+                    Some(c) => rows
+                        .into_iter()
+                        .map(|mut r| {
+                            r.push(*c);
+                            r
+                        })
+                        .collect(),
+                    None => {
+                        let size = i64::try_from(self.domain(var)?.size).map_err(|_| too_many())?;
+                        rows.into_iter()
+                            .flat_map(|r| {
+                                (0..size).map(move |c| {
+                                    let mut r = r.clone();
+                                    r.push(c);
+                                    r
+                                })
+                            })
+                            .collect()
+                    }
+                };
+            }
+            out.extend(rows);
+        }
+        Ok(out)
+    }
+
+    /// The stored tensor of a query's result.
+    fn output(&self, query: &Query, relation: Relation, ty: ValueType) -> Result<Tensor> {
+        let order = positions(&query.indices, &relation.vars);
+        if order.len() != relation.vars.len() || query.indices.len() != relation.vars.len() {
+            return Err(Error::Invalid(format!(
+                "the output indices [{}] of '{}' are not the free indices [{}] of its expression",
+                query.indices.join(", "),
+                query.name,
+                relation.vars.join(", ")
+            )));
+        }
+        let mut entries: Vec<(Vec<i64>, Value)> = if relation.fill.is_zero() {
+            relation
+                .entries
+                .iter()
+                .map(|(k, v)| (project(k, &order), *v))
+                .collect()
+        } else {
+            let all = self.complete(vec![vec![None; query.indices.len()]], &query.indices)?;
+            all.into_iter()
+                .map(|key| {
+                    let value =
+                        relation.value(&project(&key, &positions(&relation.vars, &query.indices)));
+                    (key, value)
+                })
+                .collect()
+        };
+        if !query.indices.is_empty() {
+            entries.retain(|(_, v)| !v.is_zero());
+        } else if entries.is_empty() {
+            entries.push((Vec::new(), relation.fill));
+        }
+        let mut dims = Vec::new();
+        for index in &query.indices {
+            let domain = self.domain(index)?;
+            dims.push(DimensionSpec {
+                name: index.clone(),
+                size: Some(domain.size),
+                dictionary: domain.dictionary.clone(),
+            });
+        }
+        let coords = (0..dims.len())
+            .map(|d| entries.iter().map(|(k, _)| k[d]).collect())
+            .collect();
+        let values: Vec<Value> = entries.iter().map(|(_, v)| v.cast(ty)).collect();
+        let data = match ty {
+            ValueType::Boolean => ValueData::Boolean(
+                values
+                    .iter()
+                    .map(|v| matches!(v, Value::Bool(true)))
+                    .collect(),
+            ),
+            ValueType::Int64 => ValueData::Int64(
+                values
+                    .iter()
+                    .map(|v| v.as_i64().unwrap_or_default())
+                    .collect(),
+            ),
+            ValueType::Float64 => ValueData::Float64(values.iter().map(|v| v.as_f64()).collect()),
+        };
+        let mut column = "v".to_string();
+        while query
+            .indices
+            .iter()
+            .any(|i| i.eq_ignore_ascii_case(&column))
+        {
+            column.push('_');
+        }
+        Tensor::from_coo(Coo {
+            dims,
+            coords,
+            values: vec![(column, data)],
+            column_order: None,
+        })
+    }
+}
+
+fn too_many() -> Error {
+    Error::NotSupported(format!(
+        "the reference evaluator enumerates at most {ASSIGNMENT_LIMIT} assignments of \
+         index variables in one step; this query needs more"
+    ))
+}
+
+/// Equality of values for dropping entries equal to the fill: numeric,
+/// except that NaN equals NaN (so a NaN fill does not keep every entry).
+fn same_value(a: Value, b: Value) -> bool {
+    a.same(b) || (a.as_f64().is_nan() && b.as_f64().is_nan())
+}
+
+/// For each of `vars`, its position in `within` (vars missing from
+/// `within` are skipped).
+fn positions(vars: &[String], within: &[String]) -> Vec<usize> {
+    vars.iter()
+        .filter_map(|v| within.iter().position(|w| w == v))
+        .collect()
+}
+
+fn project(key: &[i64], positions: &[usize]) -> Vec<i64> {
+    positions.iter().map(|&p| key[p]).collect()
+}
+
+/// The entries of `arg` as partial assignments over `width` variables.
+fn partials(arg: &Relation, positions: &[usize], width: usize) -> Vec<Vec<Option<i64>>> {
+    arg.entries
+        .keys()
+        .map(|key| {
+            let mut partial = vec![None; width];
+            for (&p, &c) in positions.iter().zip(key) {
+                partial[p] = Some(c);
+            }
+            partial
+        })
+        .collect()
+}
+
+/// The natural join of partial assignments with the entries of `arg`.
+fn join(
+    partial: Vec<Vec<Option<i64>>>,
+    arg: &Relation,
+    positions: &[usize],
+) -> Result<Vec<Vec<Option<i64>>>> {
+    let mut out = Vec::new();
+    for assignment in &partial {
+        for key in arg.entries.keys() {
+            let consistent = positions
+                .iter()
+                .zip(key)
+                .all(|(&p, &c)| assignment[p].is_none_or(|a| a == c));
+            if consistent {
+                let mut merged = assignment.clone();
+                for (&p, &c) in positions.iter().zip(key) {
+                    merged[p] = Some(c);
+                }
+                out.push(merged);
+                if out.len() as u128 > ASSIGNMENT_LIMIT {
+                    return Err(too_many());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The entries of one annotation of `tensor` indexed by `terms`: rows whose
+/// coordinates match the constants (and agree where a variable repeats),
+/// keyed by the coordinates of the distinct variables.
+fn read(tensor: &Tensor, annotation: Annotation, terms: &[IndexTerm]) -> Result<Relation> {
+    let mut vars: Vec<String> = Vec::new();
+    for term in terms {
+        if let IndexTerm::Var(v) = term
+            && !vars.contains(v)
+        {
+            vars.push(v.clone());
+        }
+    }
+    let (column, ty) = match annotation {
+        Annotation::Column(c) => (
+            tensor.annotation_columns().get(c),
+            tensor.values().get(c).map_or(ValueType::Int64, |v| v.ty),
+        ),
+        Annotation::Multiplicity => (tensor.annotation_columns().first(), ValueType::Int64),
+    };
+    let column = column.ok_or_else(|| {
+        Error::Invalid("an input reads a value column its tensor does not have".to_string())
+    })?;
+    let value_at = |row: usize| -> Value {
+        let any = column.as_any();
+        if let Some(a) = any.downcast_ref::<Int64Array>() {
+            Value::Int(a.value(row))
+        } else if let Some(a) = any.downcast_ref::<Float64Array>() {
+            Value::Float(a.value(row))
+        } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+            Value::Bool(a.value(row))
+        } else {
+            Value::zero(ty)
+        }
+    };
+    let mut entries = HashMap::new();
+    'rows: for row in 0..tensor.nnz().min(column.len()) {
+        let mut key: Vec<Option<i64>> = vec![None; vars.len()];
+        for (d, term) in terms.iter().enumerate() {
+            let c = tensor.coords(d).get(row).copied().unwrap_or(-1);
+            match term {
+                IndexTerm::Const(k) if *k != c => continue 'rows,
+                IndexTerm::Const(_) => {}
+                IndexTerm::Var(v) => {
+                    let p = vars.iter().position(|w| w == v).unwrap_or_default();
+                    match key[p] {
+                        Some(seen) if seen != c => continue 'rows,
+                        _ => key[p] = Some(c),
+                    }
+                }
+            }
+        }
+        let value = value_at(row);
+        if !value.is_zero() {
+            entries.insert(key.into_iter().flatten().collect(), value);
+        }
+    }
+    Ok(Relation {
+        vars,
+        fill: Value::zero(ty),
+        entries,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Input, TensorRef};
+
+    fn vector(name: &str, size: u64, entries: &[(i64, i64)]) -> TensorRef {
+        let tensor = Tensor::from_coo(Coo {
+            dims: vec![DimensionSpec::new("i", Some(size))],
+            coords: vec![entries.iter().map(|e| e.0).collect()],
+            values: vec![(
+                "v".to_string(),
+                ValueData::Int64(entries.iter().map(|e| e.1).collect()),
+            )],
+            column_order: None,
+        })
+        .unwrap();
+        TensorRef {
+            name: name.to_string(),
+            tensor: Arc::new(tensor),
+        }
+    }
+
+    fn input(tensor: &TensorRef, index: &str) -> Expr {
+        Expr::Input(Input {
+            tensor: tensor.clone(),
+            annotation: Annotation::Column(0),
+            indices: vec![IndexTerm::Var(index.to_string())],
+        })
+    }
+
+    #[test]
+    fn aliases_read_earlier_results() {
+        let a = vector("A", 3, &[(0, 2), (2, -1)]);
+        let double = Query {
+            name: "D".into(),
+            indices: vec!["i".into()],
+            expr: Expr::map(
+                ScalarOp::Mul,
+                vec![input(&a, "i"), Expr::Literal(Value::Int(2))],
+            ),
+        };
+        let total = Query {
+            name: "t".into(),
+            indices: Vec::new(),
+            expr: Expr::Agg {
+                op: AggOp::Sum,
+                indices: vec!["j".into()],
+                body: Box::new(Expr::Alias {
+                    name: "D".into(),
+                    indices: vec![IndexTerm::Var("j".into())],
+                }),
+            },
+        };
+        let program = Program {
+            queries: vec![double, total],
+        };
+        assert_eq!(program.to_string(), "D[i] = A.v[i] * 2;\nt = SUM(j) D[j];");
+        let results = evaluate(&program).unwrap();
+        assert_eq!(results[0].1.nnz(), 2);
+        assert_eq!((results[1].1.dims().len(), results[1].1.nnz()), (0, 1));
+        let sum = results[1].1.annotation_columns()[0]
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .map(|a| a.value(0));
+        assert_eq!(sum, Some(2));
+    }
+
+    #[test]
+    fn dense_results_are_guarded_by_the_limit() {
+        let big = vector("A", 1 << 40, &[(5, 1)]);
+        let query = Query {
+            name: "E".into(),
+            indices: vec!["i".into()],
+            expr: Expr::map(ScalarOp::Exp, vec![input(&big, "i")]),
+        };
+        let err = evaluate(&Program {
+            queries: vec![query],
+        })
+        .unwrap_err();
+        assert!(matches!(err, Error::NotSupported(_)), "{err}");
+        // A sparse result over the same huge dimension is fine.
+        let query = Query {
+            name: "S".into(),
+            indices: vec!["i".into()],
+            expr: Expr::map(ScalarOp::Sqrt, vec![input(&big, "i")]),
+        };
+        let results = evaluate(&Program {
+            queries: vec![query],
+        })
+        .unwrap();
+        assert_eq!(results[0].1.nnz(), 1);
+    }
+}
