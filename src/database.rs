@@ -130,7 +130,7 @@ impl Database {
         };
         let mut messages = Vec::new();
         for (name, tensor) in reference::evaluate(&program)? {
-            messages.push(format!("Stored {name} ({} entries)", tensor.nnz()));
+            messages.push(format!("Stored {name} ({})", sql::entries(tensor.nnz())));
             self.catalog
                 .write()
                 .unwrap_or_else(PoisonError::into_inner)

@@ -1,11 +1,13 @@
 //! The `einsql` binary driven non-interactively: `-c`, `-f`, standard
 //! input, every dot-command, every output mode, error reports and exit
-//! codes, and the README's first session (`tests/first_session.txt`)
+//! codes, and the README's first session (the transcript in `README.md`)
 //! replayed through standard input.
 //!
 //! Tests that load sample files (`.load`, `.save`, `sql/samples.sql`, the
 //! first session) or open database directories (`einsql DIR`, `.open`)
 //! need the file readers and the on-disk store.
+
+mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -656,13 +658,9 @@ fn parse_transcript(text: &str) -> (Vec<String>, Vec<Exchange>) {
     (preamble, exchanges)
 }
 
-fn first_session() -> String {
-    std::fs::read_to_string(root().join("tests/first_session.txt")).expect("transcript exists")
-}
-
 #[test]
 fn first_session_transcript_is_well_formed() {
-    let (preamble, exchanges) = parse_transcript(&first_session());
+    let (preamble, exchanges) = parse_transcript(&common::first_session());
     assert_eq!(preamble.first().map(String::as_str), Some("$ einsql"));
     assert!(exchanges.len() >= 5);
     assert_eq!(exchanges.last().unwrap().input, [".quit"]);
@@ -670,7 +668,7 @@ fn first_session_transcript_is_well_formed() {
 
 #[test]
 fn first_session_transcript_replays() {
-    let (_, exchanges) = parse_transcript(&first_session());
+    let (_, exchanges) = parse_transcript(&common::first_session());
     let input: String = exchanges
         .iter()
         .flat_map(|e| &e.input)

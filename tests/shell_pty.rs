@@ -4,6 +4,8 @@
 //! (the session survives).
 #![cfg(unix)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -52,7 +54,7 @@ fn quit(mut session: PtySession) {
 fn welcome_lines_match_the_first_session() {
     let dir = tempfile::tempdir().unwrap();
     let mut session = shell(&dir.path().join("history"));
-    let transcript = std::fs::read_to_string(root().join("tests/first_session.txt")).unwrap();
+    let transcript = common::first_session();
     let welcome: Vec<&str> = transcript
         .lines()
         .skip(1)

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use sqlparser::ast::{CopyLegacyOption, CopyOption, CopySource, CopyTarget};
 
-use super::Context;
+use super::{Context, entries};
 use crate::database::QueryResult;
 use crate::error::{Error, Result};
 use crate::io::{self, FileFormat};
@@ -71,7 +71,7 @@ pub fn copy(
         FileFormat::Csv => io::csv::write(&tensor, path),
     }?;
     Ok(QueryResult::message(format!(
-        "Wrote {what} ({} entries) to {filename}",
-        tensor.nnz()
+        "Wrote {what} ({}) to {filename}",
+        entries(tensor.nnz())
     )))
 }

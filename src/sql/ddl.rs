@@ -12,7 +12,7 @@ use sqlparser::ast::{
     ColumnDef, ColumnOption, CreateTable, DataType, ObjectName, ObjectType, TableConstraint,
 };
 
-use super::Context;
+use super::{Context, entries};
 use crate::database::QueryResult;
 use crate::error::{Error, Result};
 use crate::storage::{ColumnRef, Coo, Dictionary, DimensionSpec, Tensor, ValueData};
@@ -104,7 +104,7 @@ pub fn create_table(context: Context<'_>, create: &CreateTable) -> Result<QueryR
         }
         None => Arc::new(empty_table(create)?),
     };
-    let message = format!("Created table {name} ({} entries)", tensor.nnz());
+    let message = format!("Created table {name} ({})", entries(tensor.nnz()));
     context
         .catalog_mut()
         .put(&name, tensor, create.or_replace)?;

@@ -132,6 +132,14 @@ pub fn execute(context: Context<'_>, statement: &Statement) -> Result<QueryResul
     }
 }
 
+/// "1 entry", "2 entries": a count of stored entries for messages.
+pub(crate) fn entries(count: usize) -> String {
+    match count {
+        1 => "1 entry".to_string(),
+        n => format!("{n} entries"),
+    }
+}
+
 /// The name of a table from a (possibly qualified) SQL object name.
 fn table_name(name: &sqlparser::ast::ObjectName) -> Result<String> {
     match name.0.as_slice() {

@@ -20,3 +20,25 @@ pub fn datasets() -> Option<PathBuf> {
         None
     }
 }
+
+/// The README's first-session transcript: the fenced block that follows the
+/// `<!-- first-session ... -->` marker line, so the README shows exactly what
+/// the tests replay.
+#[allow(dead_code)]
+pub fn first_session() -> String {
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .expect("README.md exists");
+    let start = readme
+        .find("<!-- first-session")
+        .and_then(|marker| {
+            readme[marker..]
+                .find("```text\n")
+                .map(|fence| marker + fence + 8)
+        })
+        .expect("README.md has the first-session marker and a ```text block after it");
+    let length = readme[start..]
+        .find("\n```")
+        .expect("the first-session block is closed");
+    readme[start..start + length + 1].to_string()
+}
