@@ -6,6 +6,7 @@
 //! that change the catalog take a write lock for their duration.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use arrow::array::RecordBatch;
@@ -20,7 +21,62 @@ use crate::{einsum, reference, sql};
 /// An einsql database.
 pub struct Database {
     catalog: RwLock<Catalog>,
+    monitor: Monitor,
+}
+
+/// A flag that stops running statements, settable from any thread (or a
+/// signal handler: requesting is one atomic store). The statement under way
+/// stops at its next check with [`Error::Cancelled`](crate::Error::Cancelled),
+/// changing nothing, and the statements after it in the same text do not
+/// run. Each call of [`Database::execute`] clears the flag when it starts.
+#[derive(Clone, Debug, Default)]
+pub struct Interrupt(Arc<AtomicBool>);
+
+impl Interrupt {
+    /// A new flag, not requested.
+    pub fn new() -> Interrupt {
+        Interrupt::default()
+    }
+
+    /// Asks the running statement to stop.
+    pub fn request(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a stop was requested since the flag was last cleared.
+    pub fn is_requested(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Withdraws a request.
+    pub fn clear(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// What long-running work reports to: the user's progress sink and the
+/// interrupt flag, which it polls through [`ProgressSink::cancelled`].
+struct Monitor {
     progress: Arc<dyn ProgressSink>,
+    interrupt: Interrupt,
+}
+
+impl ProgressSink for Monitor {
+    fn start(&self, label: &str, total_bytes: u64) {
+        self.progress.start(label, total_bytes);
+    }
+
+    fn advance(&self, bytes: u64) {
+        self.progress.advance(bytes);
+    }
+
+    fn finish(&self) {
+        self.progress.finish();
+    }
+
+    fn cancelled(&self) -> bool {
+        self.interrupt.is_requested()
+    }
 }
 
 /// The result of one statement: rows (possibly none) and, for statements
@@ -75,14 +131,29 @@ impl Database {
     fn with_catalog(catalog: Catalog) -> Database {
         Database {
             catalog: RwLock::new(catalog),
-            progress: Arc::new(NoProgress),
+            monitor: Monitor {
+                progress: Arc::new(NoProgress),
+                interrupt: Interrupt::new(),
+            },
         }
     }
 
     /// Reports the progress of long loads to `progress` (the shell draws a
     /// progress bar).
     pub fn set_progress(&mut self, progress: Arc<dyn ProgressSink>) {
-        self.progress = progress;
+        self.monitor.progress = progress;
+    }
+
+    /// The flag that interrupts this database's running statements.
+    pub fn interrupt(&self) -> Interrupt {
+        self.monitor.interrupt.clone()
+    }
+
+    /// Makes `interrupt` the flag that stops this database's statements
+    /// (the shell shares one flag with its Ctrl-C handler across the
+    /// databases it opens).
+    pub fn set_interrupt(&mut self, interrupt: Interrupt) {
+        self.monitor.interrupt = interrupt;
     }
 
     /// Executes every statement of `sql` in order and returns the result of
@@ -102,24 +173,32 @@ impl Database {
     /// the reference evaluator and its result stored as the table it names,
     /// replacing a table of that name.
     pub fn execute_all(&self, text: &str) -> Result<Vec<QueryResult>> {
+        self.monitor.interrupt.clear();
         let pieces = einsum::split_statements(text);
         if !pieces.iter().any(|p| p.is_einsum) {
             return sql::parse(text)?
                 .iter()
-                .map(|statement| sql::execute(self.context(), statement))
+                .map(|statement| self.execute_sql(statement))
                 .collect();
         }
         let mut results = Vec::new();
         for piece in pieces {
             if piece.is_einsum {
+                crate::io::check_cancelled(&self.monitor)?;
                 results.push(self.execute_einsum(text, piece.range)?);
             } else {
                 for statement in sql::parse(&text[piece.range])? {
-                    results.push(sql::execute(self.context(), &statement)?);
+                    results.push(self.execute_sql(&statement)?);
                 }
             }
         }
         Ok(results)
+    }
+
+    /// Runs one SQL statement, unless an interrupt is pending.
+    fn execute_sql(&self, statement: &sqlparser::ast::Statement) -> Result<QueryResult> {
+        crate::io::check_cancelled(&self.monitor)?;
+        sql::execute(self.context(), statement)
     }
 
     /// Runs the einsum statement at `text[range]` and stores its result.
@@ -158,7 +237,7 @@ impl Database {
     fn context(&self) -> sql::Context<'_> {
         sql::Context {
             catalog: &self.catalog,
-            progress: self.progress.as_ref(),
+            progress: &self.monitor,
         }
     }
 

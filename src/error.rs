@@ -74,6 +74,10 @@ pub enum Error {
     #[error("Invalid input: {0}")]
     Invalid(String),
 
+    /// The statement was interrupted (see [`crate::Interrupt`]).
+    #[error("Cancelled: the statement was interrupted")]
+    Cancelled,
+
     /// Exact integer arithmetic that does not fit in 64 bits.
     #[error("Integer overflow: {0}")]
     Overflow(String),

@@ -26,4 +26,4 @@ pub mod reference;
 
 mod database;
 
-pub use database::{Database, QueryResult};
+pub use database::{Database, Interrupt, QueryResult};

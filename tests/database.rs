@@ -96,3 +96,51 @@ fn in_memory_databases_are_independent() {
     let err = b.execute("SELECT * FROM t").unwrap_err().to_string();
     assert_eq!(err, "Table 't' does not exist");
 }
+
+/// A progress sink that interrupts the load it watches at its first report.
+struct InterruptOnProgress(einsql::Interrupt);
+
+impl einsql::io::ProgressSink for InterruptOnProgress {
+    fn start(&self, _label: &str, _total_bytes: u64) {}
+    fn advance(&self, _bytes: u64) {
+        self.0.request();
+    }
+    fn finish(&self) {}
+}
+
+#[test]
+fn an_interrupted_statement_stops_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.mtx");
+    let mut text = String::from("%%MatrixMarket matrix coordinate real general\n300 300 90000\n");
+    for i in 1..=300 {
+        for j in 1..=300 {
+            text.push_str(&format!("{i} {j} 1.5\n"));
+        }
+    }
+    std::fs::write(&path, text).unwrap();
+
+    let mut db = Database::open_in_memory();
+    let interrupt = db.interrupt();
+    db.set_progress(std::sync::Arc::new(InterruptOnProgress(interrupt.clone())));
+    let load = format!(
+        "CREATE TABLE m AS SELECT * FROM read_mtx('{}')",
+        path.display()
+    );
+    let err = db
+        .execute(&format!(
+            "CREATE TABLE before (x INT); {load}; CREATE TABLE after (x INT);"
+        ))
+        .unwrap_err();
+    assert!(matches!(err, einsql::Error::Cancelled), "{err}");
+    assert_eq!(err.to_string(), "Cancelled: the statement was interrupted");
+    // The statement before took effect; the interrupted one and the one
+    // after it did not.
+    assert_eq!(db.table_names(), ["before"]);
+
+    // The next statement starts with the flag cleared.
+    db.set_progress(std::sync::Arc::new(einsql::io::NoProgress));
+    db.execute(&load).unwrap();
+    assert_eq!(db.table("m").unwrap().nnz(), 90_000);
+    assert!(!interrupt.is_requested());
+}

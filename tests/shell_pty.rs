@@ -192,9 +192,10 @@ fn ctrl_c_while_statements_run_stops_the_rest_and_keeps_the_session() {
     enter(&mut session, &format!(".read {}", script.display()));
     session.exp_string("Inserted 1 row into counter").unwrap();
     session.send_control('c').unwrap();
-    // The statement under way finishes (the engine has no cancellation
-    // hook yet); the rest of the script is skipped and the session stays.
-    session.exp_string("Interrupted.").unwrap();
+    // The rest of the script is skipped and the session stays.
+    session
+        .exp_string("Interrupted: the statement under way")
+        .unwrap();
     session.exp_string("einsql> ").unwrap();
     enter(&mut session, ".mode csv");
     session.exp_string("einsql> ").unwrap();
@@ -205,5 +206,51 @@ fn ctrl_c_while_statements_run_stops_the_rest_and_keeps_the_session() {
         .filter(|line| line.trim().parse::<u32>().is_ok())
         .count();
     assert!((1..5000).contains(&rows), "{rows} rows in {listing}");
+    quit(session);
+}
+
+#[test]
+fn ctrl_c_cancels_a_long_load_and_keeps_the_session() {
+    // A Matrix Market file large enough that loading it takes seconds: 16M
+    // pattern entries, about 150 MB.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.mtx");
+    let n = 4000;
+    let mut text = format!(
+        "%%MatrixMarket matrix coordinate pattern general\n{n} {n} {}\n",
+        n * n
+    );
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for row in 1..=n {
+        for column in 1..=n {
+            text.push_str(&format!("{row} {column}\n"));
+        }
+        std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+        text.clear();
+    }
+    drop(file);
+    let mut session = shell(&dir.path().join("history"));
+    session.exp_string("einsql> ").unwrap();
+    enter(&mut session, "CREATE TABLE kept (x INT);");
+    session.exp_string("einsql> ").unwrap();
+    enter(
+        &mut session,
+        &format!(
+            "CREATE TABLE big AS SELECT * FROM read_mtx('{}');",
+            path.display()
+        ),
+    );
+    // The progress bar (drawn after about a second) shows the load is under
+    // way: "big.mtx [===>   ] 20 MiB/150 MiB (...)".
+    session.exp_string(" left)").unwrap();
+    session.send_control('c').unwrap();
+    session
+        .exp_string("Interrupted: the statement under way was cancelled and changed nothing")
+        .unwrap();
+    session.exp_string("einsql> ").unwrap();
+    enter(&mut session, ".tables");
+    let listing = session.exp_string("einsql> ").unwrap();
+    assert!(listing.contains("kept"), "{listing}");
+    assert!(!listing.contains("big"), "{listing}");
     quit(session);
 }

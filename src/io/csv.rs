@@ -97,6 +97,7 @@ fn read_rows(
         .build(open(path, progress)?)
         .map_err(|e| csv_error(path, e))?;
     for batch in reader {
+        crate::io::check_cancelled(progress)?;
         tensor.push(&batch.map_err(|e| csv_error(path, e))?)?;
     }
     tensor.finish()

@@ -88,6 +88,20 @@ pub trait ProgressSink: Send + Sync {
     fn advance(&self, bytes: u64);
     /// The load ended (successfully or not).
     fn finish(&self);
+    /// Whether the load should stop: readers check it between pieces of
+    /// their input and then fail with [`Error::Cancelled`].
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// [`Error::Cancelled`] if `progress` asks the load to stop.
+pub fn check_cancelled(progress: &dyn ProgressSink) -> Result<()> {
+    if progress.cancelled() {
+        Err(Error::Cancelled)
+    } else {
+        Ok(())
+    }
 }
 
 /// A [`ProgressSink`] that ignores every report.

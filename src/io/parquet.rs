@@ -63,6 +63,7 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
     let result = (|| {
         let (mut rows, mut reported) = (0u64, 0u64);
         for batch in reader {
+            crate::io::check_cancelled(progress)?;
             let batch = batch.map_err(|e| unreadable(path, e))?;
             tensor.push(&batch)?;
             rows += batch.num_rows() as u64;

@@ -148,6 +148,7 @@ impl<'a> TextReader<'a> {
     ) -> Result<()> {
         self.progress.advance(std::mem::take(&mut self.unreported));
         loop {
+            crate::io::check_cancelled(self.progress)?;
             if !self.eof {
                 self.fill()?;
             }

@@ -3,16 +3,23 @@
 //! At the prompt, the line editor reads Ctrl-C as a key and the shell clears
 //! the input. While a statement runs, the terminal turns Ctrl-C into SIGINT;
 //! in an interactive session [`install`] replaces the default action
-//! (ending the process) with setting the flag [`REQUESTED`], so the session
-//! survives. The engine has no cancellation hook yet, so the statement runs
-//! to completion; the shell then discards its rows and skips the rest of the
-//! input line. When the engine gains a hook, it should poll [`REQUESTED`]
-//! (or a flag the shell hands it) and stop early.
+//! (ending the process) with requesting the engine's [`Interrupt`], which
+//! every database the shell opens shares ([`handle`]). The statement under
+//! way stops at its next check (file loads check between pieces of their
+//! input; a script checks between statements) and changes nothing; the shell
+//! then skips the rest of the input and the session stays.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
-/// Set by SIGINT while the shell's handler is installed.
-pub static REQUESTED: AtomicBool = AtomicBool::new(false);
+use einsql::Interrupt;
+
+/// The flag shared by the Ctrl-C handler and the shell's databases.
+static FLAG: OnceLock<Interrupt> = OnceLock::new();
+
+/// The interrupt flag to give every database the shell opens.
+pub fn handle() -> Interrupt {
+    FLAG.get_or_init(Interrupt::new).clone()
+}
 
 /// Catches SIGINT from now on (interactive sessions only: a script should
 /// still stop on Ctrl-C). Returns whether the handler was installed.
@@ -21,19 +28,24 @@ pub fn install() -> bool {
     use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
     extern "C" fn on_sigint(_: std::ffi::c_int) {
-        // Storing to an atomic is async-signal-safe.
-        REQUESTED.store(true, Ordering::SeqCst);
+        // Reading an initialised OnceLock and storing to an atomic are
+        // async-signal-safe: no allocation, no lock.
+        if let Some(flag) = FLAG.get() {
+            flag.request();
+        }
     }
 
+    // Initialise the flag before the handler can run.
+    handle();
     let action = SigAction::new(
         SigHandler::Handler(on_sigint),
         SaFlags::SA_RESTART,
         SigSet::empty(),
     );
-    // SAFETY: the handler only stores to an atomic, which is
-    // async-signal-safe, and it replaces the default disposition of a
-    // signal this process does not otherwise handle (the line editor saves
-    // and restores it around each prompt).
+    // SAFETY: the handler only reads an initialised OnceLock and stores to
+    // an atomic, both async-signal-safe, and it replaces the default
+    // disposition of a signal this process does not otherwise handle (the
+    // line editor saves and restores it around each prompt).
     unsafe { sigaction(Signal::SIGINT, &action) }.is_ok()
 }
 
@@ -46,12 +58,15 @@ pub fn install() -> bool {
 
 /// Clears a pending request (before a statement starts).
 pub fn clear() {
-    REQUESTED.store(false, Ordering::SeqCst);
+    handle().clear();
 }
 
 /// Whether Ctrl-C was pressed since the last [`clear`]; clears it.
 pub fn take() -> bool {
-    REQUESTED.swap(false, Ordering::SeqCst)
+    let flag = handle();
+    let requested = flag.is_requested();
+    flag.clear();
+    requested
 }
 
 #[cfg(test)]
@@ -62,7 +77,7 @@ mod tests {
     fn take_reads_and_clears() {
         clear();
         assert!(!take());
-        REQUESTED.store(true, Ordering::SeqCst);
+        handle().request();
         assert!(take());
         assert!(!take());
     }

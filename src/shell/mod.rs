@@ -188,6 +188,7 @@ impl Shell {
     /// Makes `db` (kept in `location`, if persistent) the current database.
     fn replace_database(&mut self, mut db: Database, location: Option<PathBuf>) {
         db.set_progress(Arc::clone(&self.progress) as Arc<dyn einsql::io::ProgressSink>);
+        db.set_interrupt(interrupt::handle());
         self.db = db;
         self.location = location;
         self.refresh_names();
@@ -438,11 +439,15 @@ impl Shell {
         let elapsed = started.elapsed();
         self.refresh_names();
         if interrupt::take() {
-            self.warn(
-                "Interrupted. The engine cannot stop a statement early yet: the one under \
-                 way ran to completion (its changes, if any, took effect) and its result is \
-                 not shown; the statements after it were skipped.",
-            );
+            let what = if matches!(result, Err(einsql::Error::Cancelled)) {
+                "the statement under way was cancelled and changed nothing"
+            } else {
+                "the statement under way had finished (its changes, if any, took effect; \
+                 its result is not shown)"
+            };
+            self.warn(&format!(
+                "Interrupted: {what}; the statements after it were skipped."
+            ));
             return Flow::Stop;
         }
         let flow = match result {
