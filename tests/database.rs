@@ -41,7 +41,8 @@ fn tables_survive_reopening() {
              CREATE TABLE edges (src INT, dst INT);
              INSERT INTO edges VALUES (0, 1), (0, 1), (1, 0);
              CREATE TABLE gone (x INT);
-             DROP TABLE gone;",
+             CREATE TABLE gone_too (x INT);
+             DROP TABLE gone, GONE_TOO, gone;",
         )
         .unwrap();
         // A failed statement leaves the stored table as it was.

@@ -242,12 +242,12 @@ fn replacing_and_dropping_keep_only_referenced_files() {
             "000003-t2.parquet"
         ]
     );
-    store.drop_table("t2").unwrap();
+    store.drop_tables(&["t2"]).unwrap();
     assert_eq!(
         data_files(dir.path()),
         ["000002-t0.dict.parquet", "000002-t0.parquet"]
     );
-    let error = store.drop_table("t1").unwrap_err();
+    let error = store.drop_tables(&["t1"]).unwrap_err();
     assert!(
         matches!(&error, Error::UnknownName { kind: "Table", suggestion: Some(s), .. } if s == "t0"),
         "{error}"
@@ -449,7 +449,7 @@ fn kill_child_writer() {
         store.save_table("t1", &version(1, n)).unwrap();
         // t2 exists here: it was saved for n - 1 (by this child).
         if n % 3 == 0 && n > start {
-            store.drop_table("t2").unwrap();
+            store.drop_tables(&["t2"]).unwrap();
         } else {
             store.save_table("t2", &version(2, n)).unwrap();
         }

@@ -18,6 +18,7 @@ pub mod tns;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 
@@ -42,9 +43,13 @@ pub struct ReadOptions {
 /// A file format, chosen by the user or by the file extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileFormat {
+    /// Matrix Market `.mtx`.
     MatrixMarket,
+    /// FROSTT `.tns`.
     Tns,
+    /// Apache Parquet.
     Parquet,
+    /// Comma-separated values.
     Csv,
 }
 
@@ -129,13 +134,21 @@ pub fn write_atomically(
     let file_name = path
         .file_name()
         .ok_or_else(|| Error::Invalid(format!("'{}' is not a file path", path.display())))?;
+    // Unique per process and per call, so that two writers of one target
+    // never share a temporary file.
+    static WRITES: AtomicU64 = AtomicU64::new(0);
     let temporary = directory.join(format!(
-        ".{}.tmp-{}",
+        ".{}.tmp-{}-{}",
         file_name.to_string_lossy(),
-        std::process::id()
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
     ));
     let result = (|| {
-        let file = File::create(&temporary).map_err(|e| Error::io(&temporary, e))?;
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .map_err(|e| Error::io(&temporary, e))?;
         let mut writer = BufWriter::new(file);
         write(&mut writer)?;
         writer.flush().map_err(|e| Error::io(&temporary, e))?;

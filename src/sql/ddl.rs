@@ -88,11 +88,6 @@ pub fn create_table(context: Context<'_>, create: &CreateTable) -> Result<QueryR
     if let Some((_, construct)) = unsupported.iter().find(|(present, _)| *present) {
         return Err(Error::NotSupported(construct.to_string()));
     }
-    if create.if_not_exists && context.catalog().contains(&name) {
-        return Ok(QueryResult::message(format!(
-            "Table {name} already exists; nothing done"
-        )));
-    }
     let tensor = match &create.query {
         Some(query) => {
             if !create.columns.is_empty() {
@@ -104,10 +99,16 @@ pub fn create_table(context: Context<'_>, create: &CreateTable) -> Result<QueryR
         }
         None => Arc::new(empty_table(create)?),
     };
+    // Check and store under one lock, so a concurrent CREATE cannot slip in
+    // between.
+    let mut catalog = context.catalog_mut();
+    if create.if_not_exists && catalog.contains(&name) {
+        return Ok(QueryResult::message(format!(
+            "Table {name} already exists; nothing done"
+        )));
+    }
     let message = format!("Created table {name} ({})", entries(tensor.nnz()));
-    context
-        .catalog_mut()
-        .put(&name, tensor, create.or_replace)?;
+    catalog.put(&name, tensor, create.or_replace)?;
     Ok(QueryResult::message(message))
 }
 
@@ -224,8 +225,13 @@ fn primary_key(create: &CreateTable) -> Result<Option<Vec<String>>> {
             TableConstraint::PrimaryKey(pk) => declare(
                 pk.columns
                     .iter()
-                    .map(|c| c.column.expr.to_string())
-                    .collect(),
+                    .map(|c| match &c.column.expr {
+                        sqlparser::ast::Expr::Identifier(ident) => Ok(ident.value.clone()),
+                        other => Err(Error::NotSupported(format!(
+                            "the expression {other} in a PRIMARY KEY (name columns)"
+                        ))),
+                    })
+                    .collect::<Result<_>>()?,
             )?,
             other => {
                 return Err(Error::NotSupported(format!("the table constraint {other}")));
@@ -284,13 +290,12 @@ pub fn drop(
     if !if_exists && let Some(missing) = names.iter().find(|n| !catalog.contains(n)) {
         return Err(Error::unknown("Table", missing, catalog.names()));
     }
-    let mut dropped = Vec::new();
-    for name in &names {
-        if catalog.contains(name) {
-            catalog.drop_table(name)?;
-            dropped.push(name.as_str());
-        }
-    }
+    let dropped: Vec<&str> = names
+        .iter()
+        .filter(|n| catalog.contains(n))
+        .map(String::as_str)
+        .collect();
+    catalog.drop_tables(&dropped)?;
     Ok(QueryResult::message(if dropped.is_empty() {
         "No table dropped".to_string()
     } else {

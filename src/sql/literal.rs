@@ -10,9 +10,13 @@ use crate::error::{Error, Result};
 /// A constant.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Literal {
+    /// An integer that fits in 64 bits.
     Integer(i64),
+    /// A number with a fraction or an exponent.
     Float(f64),
+    /// A quoted string.
     String(String),
+    /// `true` or `false`.
     Boolean(bool),
 }
 

@@ -79,16 +79,28 @@ impl Catalog {
         Ok(())
     }
 
-    /// Removes table `name`; an error if it does not exist.
-    pub fn drop_table(&mut self, name: &str) -> Result<()> {
-        let key = name.to_lowercase();
-        let Some((shown, _)) = self.tables.get(&key) else {
-            return Err(Error::unknown("Table", name, self.names()));
-        };
-        if let Some(store) = &mut self.store {
-            store.drop_table(shown)?;
+    /// Removes the tables `names` at once (in a persistent database, in one
+    /// commit); an error, removing none, if one of them does not exist.
+    pub fn drop_tables(&mut self, names: &[&str]) -> Result<()> {
+        let mut keys = Vec::with_capacity(names.len());
+        let mut shown = Vec::with_capacity(names.len());
+        for name in names {
+            let key = name.to_lowercase();
+            let Some((table, _)) = self.tables.get(&key) else {
+                return Err(Error::unknown("Table", name, self.names()));
+            };
+            if !keys.contains(&key) {
+                shown.push(table.clone());
+                keys.push(key);
+            }
         }
-        self.tables.remove(&key);
+        if let Some(store) = &mut self.store {
+            let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
+            store.drop_tables(&shown)?;
+        }
+        for key in &keys {
+            self.tables.remove(key);
+        }
         Ok(())
     }
 }

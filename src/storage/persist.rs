@@ -140,11 +140,6 @@ impl Store {
         Ok((store, tables))
     }
 
-    /// The database directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Stores `tensor` as table `name`, replacing any table of that name.
     /// Atomic: after a crash, the table is either the old or the new one.
     pub fn save_table(&mut self, name: &str, tensor: &Tensor) -> Result<()> {
@@ -168,30 +163,35 @@ impl Store {
         let mut catalog = self.catalog.clone();
         let entry = TableEntry::describe(tensor, data_file, dictionary_file);
         let replaced = catalog.tables.insert(name.to_string(), entry);
-        self.commit(catalog, replaced)
+        self.commit(catalog, replaced.into_iter().collect())
     }
 
-    /// Removes table `name`.
-    pub fn drop_table(&mut self, name: &str) -> Result<()> {
+    /// Removes the tables `names` in one commit: after a crash, either all
+    /// of them are gone or none.
+    pub fn drop_tables(&mut self, names: &[&str]) -> Result<()> {
         let mut catalog = self.catalog.clone();
-        let Some(dropped) = catalog.tables.remove(name) else {
-            return Err(Error::unknown(
-                "Table",
-                name,
-                self.catalog.tables.keys().map(String::as_str),
-            ));
-        };
-        self.commit(catalog, Some(dropped))
+        let mut dropped = Vec::with_capacity(names.len());
+        for name in names {
+            let Some(entry) = catalog.tables.remove(*name) else {
+                return Err(Error::unknown(
+                    "Table",
+                    name,
+                    self.catalog.tables.keys().map(String::as_str),
+                ));
+            };
+            dropped.push(entry);
+        }
+        self.commit(catalog, dropped)
     }
 
     /// Writes `catalog` (the commit point), then removes the files of the
-    /// `replaced` entry.
-    fn commit(&mut self, catalog: Catalog, replaced: Option<TableEntry>) -> Result<()> {
+    /// `replaced` entries.
+    fn commit(&mut self, catalog: Catalog, replaced: Vec<TableEntry>) -> Result<()> {
         write_catalog(&self.dir.join(CATALOG), &catalog)?;
         self.catalog = catalog;
-        if let Some(old) = replaced {
+        if !replaced.is_empty() {
             let data_dir = self.dir.join(DATA);
-            for file in old.files() {
+            for file in replaced.iter().flat_map(TableEntry::files) {
                 // Best effort: an unreferenced file is removed on the next
                 // open anyway.
                 let _ = std::fs::remove_file(data_dir.join(file));

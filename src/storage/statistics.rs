@@ -76,11 +76,6 @@ impl DimSet {
         }
     }
 
-    /// The set whose bit `d` says whether it holds dimension `d`.
-    pub fn from_bits(bits: u64) -> DimSet {
-        DimSet(bits)
-    }
-
     /// The bits of the set (bit `d` for dimension `d`).
     pub fn bits(self) -> u64 {
         self.0

@@ -172,8 +172,11 @@ pub struct ValueColumn {
 /// The values of one column of a tensor being built.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ValueData {
+    /// Booleans.
     Boolean(Vec<bool>),
+    /// Exact 64-bit integers.
     Int64(Vec<i64>),
+    /// 64-bit floats.
     Float64(Vec<f64>),
 }
 
@@ -518,12 +521,19 @@ fn value_data(array: &ArrayRef) -> ValueData {
 
 /// Row indices that repeat row `r` `multiplicities[r]` times.
 fn expansion_indices(multiplicities: &[i64]) -> Result<Vec<u32>> {
-    let total: i64 = multiplicities.iter().sum();
-    if total > i64::from(u32::MAX) {
-        return Err(Error::NotSupported(format!(
-            "listing {total} rows of a bag table at once"
-        )));
-    }
+    let limit = u64::from(u32::MAX);
+    let total = multiplicities
+        .iter()
+        .try_fold(0u64, |total, &count| {
+            total
+                .checked_add(u64::try_from(count).ok()?)
+                .filter(|&t| t <= limit)
+        })
+        .ok_or_else(|| {
+            Error::NotSupported(format!(
+                "listing more than {limit} rows of a bag table at once"
+            ))
+        })?;
     let mut indices = Vec::with_capacity(total as usize);
     for (row, &count) in multiplicities.iter().enumerate() {
         indices.extend(std::iter::repeat_n(row as u32, count as usize));
@@ -898,6 +908,22 @@ mod tests {
             value_data(&tensor.annotation_columns()[1]),
             ValueData::Boolean(vec![false, true])
         );
+    }
+
+    #[test]
+    fn listing_a_bag_beyond_u32_rows_is_an_error() {
+        let tensor = Tensor::from_coo(coo(
+            1,
+            vec![vec![0, 1]],
+            vec![(
+                MULTIPLICITY.into(),
+                ValueData::Int64(vec![i64::MAX, i64::MAX]),
+            )],
+        ))
+        .unwrap();
+        assert!(tensor.is_bag());
+        let err = tensor.to_record_batch().unwrap_err();
+        assert!(matches!(err, Error::NotSupported(_)), "{err}");
     }
 
     #[test]
