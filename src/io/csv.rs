@@ -29,8 +29,13 @@ use crate::io::{ProgressSink, ReadOptions, write_atomically};
 use crate::storage::Tensor;
 use crate::storage::from_arrow::{ColumnRoles, Origin, TensorBuilder, explicit_values};
 
-/// Rows per batch while reading.
+/// Rows per batch while reading (at most).
 const BATCH_ROWS: usize = 64 * 1024;
+
+/// Fields per batch while reading (at most). arrow-csv reserves about 16
+/// bytes per field of a batch up front, over all columns of the file, so a
+/// wide file (a long first line) would otherwise reserve gigabytes.
+const BATCH_FIELDS: usize = 1024 * 1024;
 
 /// Reads the CSV file at `path` into a tensor.
 ///
@@ -90,10 +95,10 @@ fn read_rows(
         first_line: if header { 2 } else { 1 },
     };
     let (columns, mut tensor) = TensorBuilder::projected(&schema, &roles, origin)?;
-    let reader = arrow::csv::ReaderBuilder::new(schema)
+    let reader = arrow::csv::ReaderBuilder::new(Arc::clone(&schema))
         .with_format(format.clone())
         .with_projection(columns)
-        .with_batch_size(BATCH_ROWS)
+        .with_batch_size(batch_rows(schema.fields().len()))
         .build(open(path, progress)?)
         .map_err(|e| csv_error(path, e))?;
     for batch in reader {
@@ -101,6 +106,11 @@ fn read_rows(
         tensor.push(&batch.map_err(|e| csv_error(path, e))?)?;
     }
     tensor.finish()
+}
+
+/// Rows per batch for a file of `columns` columns.
+fn batch_rows(columns: usize) -> usize {
+    (BATCH_FIELDS / columns.max(1)).clamp(1, BATCH_ROWS)
 }
 
 /// The types to parse with: dates and times as strings, and text columns
@@ -215,5 +225,13 @@ mod tests {
             Some(12)
         );
         assert_eq!(line_number("no position here"), None);
+    }
+
+    #[test]
+    fn wide_files_read_in_smaller_batches() {
+        assert_eq!(batch_rows(3), BATCH_ROWS);
+        assert_eq!(batch_rows(1000), BATCH_FIELDS / 1000);
+        assert_eq!(batch_rows(10_000_000), 1);
+        assert_eq!(batch_rows(0), BATCH_ROWS);
     }
 }

@@ -12,8 +12,15 @@
 //! the size of integer dimensions and the stored dimension order, so that
 //! parquet → table → parquet preserves the columns, their order, types,
 //! roles, sizes and values. The file is written atomically.
+//!
+//! The parquet crate panics on some damaged files instead of returning an
+//! error, so its decoding (and only that) runs under [`decode`], which turns
+//! such a panic into an error saying the file is damaged.
 
+use std::any::Any;
+use std::fmt::Display;
 use std::fs::File;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -22,6 +29,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
@@ -40,8 +48,8 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
     reject_options(path, options)?;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let total_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    let builder =
-        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| unreadable(path, e))?;
+    let builder = decode(path, || ParquetRecordBatchReaderBuilder::try_new(file))?;
+    check_column_chunks(path, builder.metadata())?;
     let roles = ColumnRoles {
         keys: options.keys.clone(),
         values: options.values.clone(),
@@ -53,18 +61,18 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
     )?;
     let total_rows = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
     let mask = ProjectionMask::roots(builder.parquet_schema(), columns);
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(|e| unreadable(path, e))?;
+    let mut reader = decode(path, || {
+        builder
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+    })?;
 
     progress.start(&path.display().to_string(), total_bytes);
     let result = (|| {
         let (mut rows, mut reported) = (0u64, 0u64);
-        for batch in reader {
+        while let Some(batch) = decode(path, || reader.next().transpose())? {
             crate::io::check_cancelled(progress)?;
-            let batch = batch.map_err(|e| unreadable(path, e))?;
             tensor.push(&batch)?;
             rows += batch.num_rows() as u64;
             let done = proportion(total_bytes, rows, total_rows);
@@ -129,10 +137,71 @@ fn reject_options(path: &Path, options: &ReadOptions) -> Result<()> {
     }
 }
 
-fn unreadable(path: &Path, error: impl std::fmt::Display) -> Error {
+/// Runs the parquet crate's decoding of the file at `path`, turning its
+/// errors and its panics into errors that name the file.
+///
+/// Why catch panics: the crate asserts instead of returning an error on some
+/// damaged files (e.g. `ColumnChunkMetaData::byte_range` on a negative
+/// offset), and a damaged file must not bring down the engine or the shell.
+/// Only third-party decoding runs in here, never einsql code, and a decoder
+/// that panicked is not used again (the load stops with the error). The
+/// default panic hook still prints the crate's message on stderr.
+fn decode<T, E: Display>(
+    path: &Path,
+    decoding: impl FnOnce() -> std::result::Result<T, E>,
+) -> Result<T> {
+    match std::panic::catch_unwind(AssertUnwindSafe(decoding)) {
+        Ok(result) => result.map_err(|e| unreadable(path, e)),
+        Err(panic) => Err(damaged(path, panic_message(panic.as_ref()))),
+    }
+}
+
+/// The text of a panic payload.
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    match payload.downcast_ref::<&str>() {
+        Some(message) => message,
+        None => payload
+            .downcast_ref::<String>()
+            .map_or("no message", String::as_str),
+    }
+}
+
+/// Rejects column chunks whose recorded start or length is negative, on
+/// which the parquet crate panics: checking first gives the same error as
+/// [`decode`] without a panic message on stderr.
+fn check_column_chunks(path: &Path, metadata: &ParquetMetaData) -> Result<()> {
+    for (group, row_group) in metadata.row_groups().iter().enumerate() {
+        for column in row_group.columns() {
+            let start = column
+                .dictionary_page_offset()
+                .unwrap_or_else(|| column.data_page_offset());
+            if start < 0 || column.compressed_size() < 0 {
+                return Err(damaged(
+                    path,
+                    format!(
+                        "column '{}' of row group {} has a negative offset ({start}) or length ({})",
+                        column.column_path().string(),
+                        group + 1,
+                        column.compressed_size()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unreadable(path: &Path, error: impl Display) -> Error {
     Error::Unsupported {
         path: path.to_path_buf(),
         message: format!("not a readable Parquet file: {error}"),
+    }
+}
+
+fn damaged(path: &Path, problem: impl Display) -> Error {
+    Error::Unsupported {
+        path: path.to_path_buf(),
+        message: format!("the Parquet file is damaged: {problem}"),
     }
 }
 
