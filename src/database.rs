@@ -28,7 +28,9 @@ pub struct Database {
 /// signal handler: requesting is one atomic store). The statement under way
 /// stops at its next check with [`Error::Cancelled`](crate::Error::Cancelled),
 /// changing nothing, and the statements after it in the same text do not
-/// run. Each call of [`Database::execute`] clears the flag when it starts.
+/// run. A request stays pending until [`Interrupt::clear`]: while it is
+/// pending, every statement stops at its first check, so a request made
+/// between two statements of a script still stops the script.
 #[derive(Clone, Debug, Default)]
 pub struct Interrupt(Arc<AtomicBool>);
 
@@ -173,7 +175,6 @@ impl Database {
     /// the reference evaluator and its result stored as the table it names,
     /// replacing a table of that name.
     pub fn execute_all(&self, text: &str) -> Result<Vec<QueryResult>> {
-        self.monitor.interrupt.clear();
         let pieces = einsum::split_statements(text);
         if !pieces.iter().any(|p| p.is_einsum) {
             return sql::parse(text)?

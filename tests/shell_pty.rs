@@ -211,38 +211,49 @@ fn ctrl_c_while_statements_run_stops_the_rest_and_keeps_the_session() {
 
 #[test]
 fn ctrl_c_cancels_a_long_load_and_keeps_the_session() {
-    // A Matrix Market file large enough that loading it takes seconds: 16M
-    // pattern entries, about 150 MB.
+    // The load reads a named pipe that a writer keeps filling with entries
+    // and never closes, so the statement is certainly still running when
+    // Ctrl-C arrives, however fast the machine.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.mtx");
-    let n = 4000;
-    let mut text = format!(
-        "%%MatrixMarket matrix coordinate pattern general\n{n} {n} {}\n",
-        n * n
-    );
-    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    for row in 1..=n {
-        for column in 1..=n {
-            text.push_str(&format!("{row} {column}\n"));
-        }
-        std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
-        text.clear();
-    }
-    drop(file);
+    let pipe = dir.path().join("endless.mtx");
+    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made.success(), "mkfifo failed");
+    let writer = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || {
+            // Opening blocks until the shell opens the pipe to read.
+            let mut file = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
+            let header = "%%MatrixMarket matrix coordinate pattern general\n\
+                          1000000000 1000000000 1000000000000\n";
+            if std::io::Write::write_all(&mut file, header.as_bytes()).is_err() {
+                return;
+            }
+            let mut row = 0u64;
+            loop {
+                let mut chunk = String::with_capacity(1 << 16);
+                for _ in 0..4096 {
+                    row += 1;
+                    chunk.push_str(&format!("{row} 1\n"));
+                }
+                // The shell closing the pipe ends the writer.
+                if std::io::Write::write_all(&mut file, chunk.as_bytes()).is_err() {
+                    return;
+                }
+            }
+        })
+    };
     let mut session = shell(&dir.path().join("history"));
     session.exp_string("einsql> ").unwrap();
     enter(&mut session, "CREATE TABLE kept (x INT);");
     session.exp_string("einsql> ").unwrap();
-    enter(
-        &mut session,
-        &format!(
-            "CREATE TABLE big AS SELECT * FROM read_mtx('{}');",
-            path.display()
-        ),
+    let load = format!(
+        "CREATE TABLE big AS SELECT * FROM read_mtx('{}');",
+        pipe.display()
     );
-    // The progress bar (drawn after about a second) shows the load is under
-    // way: "big.mtx [===>   ] 20 MiB/150 MiB (...)".
-    session.exp_string(" left)").unwrap();
+    enter(&mut session, &load);
+    // The progress spinner (drawn after about a second) shows the load is
+    // under way: "endless.mtx 88.00 MiB (67.10 MiB/s)".
+    session.exp_string("MiB/s)").unwrap();
     session.send_control('c').unwrap();
     session
         .exp_string("Interrupted: the statement under way was cancelled and changed nothing")
@@ -253,4 +264,5 @@ fn ctrl_c_cancels_a_long_load_and_keeps_the_session() {
     assert!(listing.contains("kept"), "{listing}");
     assert!(!listing.contains("big"), "{listing}");
     quit(session);
+    writer.join().unwrap();
 }

@@ -433,7 +433,6 @@ impl Shell {
             ""
         };
         let sql = format!("{prefix}{text}");
-        interrupt::clear();
         let started = Instant::now();
         let result = self.execute(&sql);
         let elapsed = started.elapsed();
