@@ -217,3 +217,16 @@ fn long_operator_chains_are_a_syntax_error_not_a_crash() {
     let message = error(&text);
     assert!(message.contains("nested too deeply"), "{message}");
 }
+
+#[test]
+fn block_comments_are_skipped_like_line_comments() {
+    assert_eq!(
+        compiled("/* c */ t = SUM(i) /* over\n i */ L[i] -- done"),
+        "t = SUM(i) L.v[i];"
+    );
+    assert_eq!(compiled("t = L[0] /**/ / L[1]"), "t = L.v[0] / L.v[1];");
+    assert_eq!(
+        error("t = L[0]\n  /* never closed"),
+        "2:3: Syntax error: unterminated comment: '/*' without '*/'\n    /* never closed\n    ^^"
+    );
+}
