@@ -539,9 +539,28 @@ fn einsum_statements_reach_the_engine() {
     let out = command("C[i,k] = SUM(j) A[i,j] * B[j,k];\nSHOW TABLES;");
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.starts_with("Error: "), "{}", out.stderr);
-    assert!(out.stderr.contains("--> <command>:1:"), "{}", out.stderr);
+    // The report points at the unknown table, once, in input coordinates.
+    assert_eq!(
+        out.stderr,
+        "Error: Table 'A' does not exist\n --> <command>:1:17\n  |\n\
+         1 | C[i,k] = SUM(j) A[i,j] * B[j,k];\n  |                 ^\n"
+    );
     // The statement after it runs: the splitter ended the einsum at its ';'.
     assert!(out.stdout.ends_with("0 rows\n"), "{}", out.stdout);
+}
+
+#[test]
+fn einsum_errors_point_into_the_script_like_sql_errors() {
+    let out = command(
+        "CREATE TABLE a (i INT, v INT, PRIMARY KEY (i));\n\
+         SHOW TABLES; t[i] = a[i] *\n   1 $ 2;",
+    );
+    assert_eq!(out.code, Some(1));
+    assert_eq!(
+        out.stderr,
+        "Error: Syntax error: unexpected character '$'\n --> <command>:3:6\n  |\n\
+         3 |    1 $ 2;\n  |      ^\n"
+    );
 }
 
 #[test]
