@@ -334,12 +334,11 @@ fn create_statement(name: &str, tensor: &Tensor) -> String {
         .column_order()
         .iter()
         .map(|&column| {
-            let ty = match column {
-                ColumnRef::Key(d) if tensor.dims()[d].dictionary.is_some() => "VARCHAR",
-                ColumnRef::Key(_) => "BIGINT",
-                ColumnRef::Value(v) => tensor.values()[v].ty.sql_name(),
-            };
-            format!("{} {ty}", identifier(tensor.column_name(column)))
+            format!(
+                "{} {}",
+                identifier(tensor.column_name(column)),
+                tensor.column_sql_type(column)
+            )
         })
         .collect();
     let keys: Vec<String> = tensor.dims().iter().map(|d| identifier(&d.name)).collect();
@@ -387,28 +386,21 @@ fn description(name: &str, tensor: &Tensor) -> String {
         .iter()
         .map(|&column| {
             let name = tensor.column_name(column).to_string();
+            let ty = tensor.column_sql_type(column).to_string();
             match column {
                 ColumnRef::Key(d) => {
                     let dim = &tensor.dims()[d];
-                    let (ty, detail) = match &dim.dictionary {
-                        Some(dictionary) => (
-                            "VARCHAR",
-                            format!(
-                                "size {} (dictionary of {})",
-                                dim.size,
-                                count(dictionary.len(), "string", "strings")
-                            ),
+                    let detail = match &dim.dictionary {
+                        Some(dictionary) => format!(
+                            "size {} (dictionary of {})",
+                            dim.size,
+                            count(dictionary.len(), "string", "strings")
                         ),
-                        None => ("BIGINT", format!("size {}", dim.size)),
+                        None => format!("size {}", dim.size),
                     };
-                    [format!("dimension {}", d + 1), name, ty.to_string(), detail]
+                    [format!("dimension {}", d + 1), name, ty, detail]
                 }
-                ColumnRef::Value(v) => [
-                    "value".to_string(),
-                    name,
-                    tensor.values()[v].ty.sql_name().to_string(),
-                    String::new(),
-                ],
+                ColumnRef::Value(_) => ["value".to_string(), name, ty, String::new()],
             }
         })
         .collect();
@@ -422,7 +414,7 @@ fn description(name: &str, tensor: &Tensor) -> String {
     let indexes: Vec<String> = tensor
         .built_indexes()
         .iter()
-        .map(ToString::to_string)
+        .map(|spec| spec.named(tensor.dims()))
         .collect();
     let _ = writeln!(
         text,
@@ -686,5 +678,12 @@ mod tests {
         assert!(text.contains("  value        amount  BIGINT\n"), "{text}");
         assert!(text.contains("Statistics: "), "{text}");
         assert!(text.ends_with("Fibertree indexes built: none\n"), "{text}");
+        // Built indexes are shown by dimension name, as DESCRIBE shows them.
+        let spec = einsql::storage::fibertree::IndexSpec::compressed(vec![1, 0]);
+        tensor.index(&spec).unwrap();
+        let text = description("sales", &tensor);
+        let named = format!("Fibertree indexes built: {}\n", spec.named(tensor.dims()));
+        assert!(named.contains("(store,day)"), "{named}");
+        assert!(text.ends_with(&named), "{text}");
     }
 }
