@@ -366,18 +366,32 @@ fn schema(shell: &mut Shell, args: &[String]) -> Result<Flow> {
     shell.write(&text)
 }
 
+/// The number of rows a bag's `multiplicities` stand for, or an error when
+/// it does not fit in 64 bits (a hostile data file can make it that large).
+fn bag_rows(multiplicities: &[i64]) -> Result<u64> {
+    multiplicities.iter().try_fold(0u64, |total, &m| {
+        let m = u64::try_from(m)
+            .map_err(|_| Error::Invalid(format!("internal: a bag entry has multiplicity {m}")))?;
+        total.checked_add(m).ok_or_else(|| {
+            Error::Overflow(
+                "the bag's row count (the sum of its multiplicities) does not fit in 64 bits"
+                    .to_string(),
+            )
+        })
+    })
+}
+
 /// What `.describe` prints about `tensor`.
-fn description(name: &str, tensor: &Tensor) -> String {
+fn description(name: &str, tensor: &Tensor) -> Result<String> {
     let mut text = format!(
         "Table {name}: {}",
         count(tensor.nnz(), "stored entry", "stored entries")
     );
     if let Some(multiplicities) = tensor.multiplicities() {
-        let rows: i64 = multiplicities.iter().sum();
         let _ = write!(
             text,
             ", {} (a bag: each entry counts its duplicate rows)",
-            count(usize::try_from(rows).unwrap_or(usize::MAX), "row", "rows")
+            count(bag_rows(multiplicities)?, "row", "rows")
         );
     }
     text.push('\n');
@@ -425,13 +439,13 @@ fn description(name: &str, tensor: &Tensor) -> String {
             indexes.join(", ")
         }
     );
-    text
+    Ok(text)
 }
 
 fn describe(shell: &mut Shell, args: &[String]) -> Result<Flow> {
     let name = &args[0];
     let tensor = shell.db.table(name)?;
-    shell.write(&description(name, &tensor))
+    shell.write(&description(name, &tensor)?)
 }
 
 /// The table function that reads files in `format`.
@@ -585,6 +599,7 @@ fn quit(_shell: &mut Shell, _args: &[String]) -> Result<Flow> {
 #[cfg(test)]
 mod tests {
     use einsql::Database;
+    use einsql::storage::{Coo, DimensionSpec, MULTIPLICITY, ValueData};
 
     use super::*;
 
@@ -662,7 +677,7 @@ mod tests {
             create_statement("sales", &copy.table("sales").unwrap()),
             statement
         );
-        let text = description("sales", &tensor);
+        let text = description("sales", &tensor).unwrap();
         assert!(
             text.starts_with("Table sales: 3 stored entries\n"),
             "{text}"
@@ -681,9 +696,39 @@ mod tests {
         // Built indexes are shown by dimension name, as DESCRIBE shows them.
         let spec = einsql::storage::fibertree::IndexSpec::compressed(vec![1, 0]);
         tensor.index(&spec).unwrap();
-        let text = description("sales", &tensor);
+        let text = description("sales", &tensor).unwrap();
         let named = format!("Fibertree indexes built: {}\n", spec.named(tensor.dims()));
         assert!(named.contains("(store,day)"), "{named}");
         assert!(text.ends_with(&named), "{text}");
+    }
+
+    #[test]
+    fn bag_row_counts_do_not_overflow() {
+        let bag = |multiplicities: Vec<i64>| {
+            Tensor::from_coo(Coo {
+                dims: vec![DimensionSpec::new("i", None)],
+                coords: vec![(0..multiplicities.len() as i64).collect()],
+                values: vec![(MULTIPLICITY.to_string(), ValueData::Int64(multiplicities))],
+                column_order: None,
+            })
+            .unwrap()
+        };
+        let text = description("b", &bag(vec![i64::MAX, i64::MAX])).unwrap();
+        assert!(
+            text.starts_with("Table b: 2 stored entries, 18446744073709551614 rows (a bag"),
+            "{text}"
+        );
+        let text = description("b", &bag(vec![1])).unwrap();
+        assert!(
+            text.starts_with("Table b: 1 stored entry, 1 row (a bag"),
+            "{text}"
+        );
+        let error = description("b", &bag(vec![i64::MAX; 3])).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("Integer overflow: the bag's row count"),
+            "{error}"
+        );
     }
 }
