@@ -69,8 +69,8 @@ pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> 
         .collect();
     let mut result = QueryResult::rows(schema, vec![batch]);
     result.message = Some(format!(
-        "{name}: {} stored entries{}; fibertree indexes built: {}",
-        tensor.nnz(),
+        "{name}: {}{}; fibertree indexes built: {}",
+        super::count(tensor.nnz(), "stored entry", "stored entries"),
         if tensor.is_bag() {
             " (a bag: each entry counts its duplicate rows)"
         } else {
@@ -83,4 +83,27 @@ pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> 
         }
     ));
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Database;
+
+    #[test]
+    fn describe_counts_entries_in_words() {
+        let db = Database::open_in_memory();
+        db.execute("CREATE TABLE t (i INT, v INT, PRIMARY KEY (i)); INSERT INTO t VALUES (0, 1);")
+            .unwrap();
+        let result = db.execute("DESCRIBE t").unwrap();
+        assert_eq!(
+            result.message.as_deref(),
+            Some("t: 1 stored entry; fibertree indexes built: none")
+        );
+        db.execute("INSERT INTO t VALUES (1, 1)").unwrap();
+        let result = db.execute("DESCRIBE t").unwrap();
+        assert_eq!(
+            result.message.as_deref(),
+            Some("t: 2 stored entries; fibertree indexes built: none")
+        );
+    }
 }
