@@ -271,3 +271,18 @@ fn expressions_nested_up_to_the_limit_evaluate_and_deeper_ones_fail_cleanly() {
         "{message}"
     );
 }
+
+#[test]
+fn an_einsum_statement_says_when_it_replaces_a_table() {
+    let db = Database::open_in_memory();
+    db.execute(
+        "CREATE TABLE a (i INT, v INT, PRIMARY KEY (i));
+         INSERT INTO a VALUES (0, 2), (1, 3);",
+    )
+    .unwrap();
+    let message = |text: &str| db.execute(text).unwrap().message.unwrap_or_default();
+    assert_eq!(message("b[i] = a[i] * 2;"), "Stored b (2 entries)");
+    assert_eq!(message("B = SUM(i) a[i];"), "Replaced table B (1 entry)");
+    assert_eq!(db.table("b").unwrap().dims().len(), 0);
+    assert_eq!(message("a[i] = a[i] + 1;"), "Replaced table a (2 entries)");
+}
