@@ -202,7 +202,9 @@ impl Database {
         sql::execute(self.context(), statement)
     }
 
-    /// Runs the einsum statement at `text[range]` and stores its result.
+    /// Runs the einsum statement at `text[range]` and stores its result, as
+    /// an assignment: a table of the same name is replaced, and the message
+    /// says so.
     fn execute_einsum(&self, text: &str, range: std::ops::Range<usize>) -> Result<QueryResult> {
         let query = einsum::compile_statement(text, range, &self.read_catalog())?;
         let program = crate::ir::Program {
@@ -210,11 +212,15 @@ impl Database {
         };
         let mut messages = Vec::new();
         for (name, tensor) in reference::evaluate(&program)? {
-            messages.push(format!("Stored {name} ({})", sql::entries(tensor.nnz())));
-            self.catalog
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .put(&name, tensor, true)?;
+            let entries = sql::entries(tensor.nnz());
+            let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
+            let message = if catalog.contains(&name) {
+                format!("Replaced table {name} ({entries})")
+            } else {
+                format!("Stored {name} ({entries})")
+            };
+            catalog.put(&name, tensor, true)?;
+            messages.push(message);
         }
         let message = messages.join("; ");
         Ok(QueryResult::message(message))

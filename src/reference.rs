@@ -74,6 +74,7 @@ struct Domain {
 
 /// A fill value and the entries that may differ from it, keyed by the
 /// coordinates of `vars`.
+#[derive(Debug)]
 struct Relation {
     vars: Vec<String>,
     fill: Value,
@@ -482,54 +483,62 @@ fn join(
 /// coordinates match the constants (and agree where a variable repeats),
 /// keyed by the coordinates of the distinct variables.
 fn read(tensor: &Tensor, annotation: Annotation, terms: &[IndexTerm]) -> Result<Relation> {
+    /// What a term asks of a coordinate: a value, or a variable's slot.
+    enum Slot {
+        Const(i64),
+        Var(usize),
+    }
     let mut vars: Vec<String> = Vec::new();
-    for term in terms {
-        if let IndexTerm::Var(v) = term
-            && !vars.contains(v)
-        {
-            vars.push(v.clone());
-        }
+    let slots: Vec<Slot> = terms
+        .iter()
+        .map(|term| match term {
+            IndexTerm::Const(k) => Slot::Const(*k),
+            IndexTerm::Var(v) => Slot::Var(vars.iter().position(|w| w == v).unwrap_or_else(|| {
+                vars.push(v.clone());
+                vars.len() - 1
+            })),
+        })
+        .collect();
+    if terms.len() != tensor.dims().len() {
+        return Err(internal(format!(
+            "{} indices for a tensor of {} dimensions",
+            terms.len(),
+            tensor.dims().len()
+        )));
     }
     let (column, ty) = match annotation {
         Annotation::Column(c) => (
             tensor.annotation_columns().get(c),
-            tensor.values().get(c).map_or(ValueType::Int64, |v| v.ty),
+            tensor.values().get(c).map(|v| v.ty),
         ),
-        Annotation::Multiplicity => (tensor.annotation_columns().first(), ValueType::Int64),
+        Annotation::Multiplicity => (tensor.annotation_columns().first(), Some(ValueType::Int64)),
     };
-    let column = column.ok_or_else(|| {
-        Error::Invalid("an input reads a value column its tensor does not have".to_string())
-    })?;
-    let value_at = |row: usize| -> Value {
-        let any = column.as_any();
-        if let Some(a) = any.downcast_ref::<Int64Array>() {
-            Value::Int(a.value(row))
-        } else if let Some(a) = any.downcast_ref::<Float64Array>() {
-            Value::Float(a.value(row))
-        } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
-            Value::Bool(a.value(row))
-        } else {
-            Value::zero(ty)
-        }
+    let (Some(column), Some(ty)) = (column, ty) else {
+        return Err(internal(
+            "an input reads a value column its tensor does not have".to_string(),
+        ));
     };
+    let values = column_values(column.as_ref())?;
+    let coords: Vec<&[i64]> = (0..terms.len()).map(|d| tensor.coords(d)).collect();
+    let rows = tensor.nnz();
+    if values.len() != rows || coords.iter().any(|c| c.len() != rows) {
+        return Err(internal("a tensor's columns differ in length".to_string()));
+    }
     let mut entries = HashMap::new();
-    'rows: for row in 0..tensor.nnz().min(column.len()) {
+    'rows: for (row, value) in values.into_iter().enumerate() {
         let mut key: Vec<Option<i64>> = vec![None; vars.len()];
-        for (d, term) in terms.iter().enumerate() {
-            let c = tensor.coords(d).get(row).copied().unwrap_or(-1);
-            match term {
-                IndexTerm::Const(k) if *k != c => continue 'rows,
-                IndexTerm::Const(_) => {}
-                IndexTerm::Var(v) => {
-                    let p = vars.iter().position(|w| w == v).unwrap_or_default();
-                    match key[p] {
-                        Some(seen) if seen != c => continue 'rows,
-                        _ => key[p] = Some(c),
-                    }
-                }
+        // `row` is below every column's length, checked above.
+        for (slot, coords) in slots.iter().zip(&coords) {
+            let c = coords[row];
+            match *slot {
+                Slot::Const(k) if k != c => continue 'rows,
+                Slot::Const(_) => {}
+                Slot::Var(p) => match key[p] {
+                    Some(seen) if seen != c => continue 'rows,
+                    _ => key[p] = Some(c),
+                },
             }
         }
-        let value = value_at(row);
         if !value.is_zero() {
             entries.insert(key.into_iter().flatten().collect(), value);
         }
@@ -539,6 +548,28 @@ fn read(tensor: &Tensor, annotation: Annotation, terms: &[IndexTerm]) -> Result<
         fill: Value::zero(ty),
         entries,
     })
+}
+
+/// The values of an annotation column (Int64, Float64 or Boolean).
+fn column_values(column: &dyn Array) -> Result<Vec<Value>> {
+    let any = column.as_any();
+    if let Some(a) = any.downcast_ref::<Int64Array>() {
+        Ok(a.values().iter().map(|&v| Value::Int(v)).collect())
+    } else if let Some(a) = any.downcast_ref::<Float64Array>() {
+        Ok(a.values().iter().map(|&v| Value::Float(v)).collect())
+    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+        Ok(a.values().iter().map(Value::Bool).collect())
+    } else {
+        Err(internal(format!(
+            "an annotation column of type {}",
+            column.data_type()
+        )))
+    }
+}
+
+/// An error for a broken invariant of the engine (not of the input).
+fn internal(message: String) -> Error {
+    Error::Invalid(format!("internal: {message}"))
 }
 
 #[cfg(test)]
@@ -569,6 +600,34 @@ mod tests {
             annotation: Annotation::Column(0),
             indices: vec![IndexTerm::Var(index.to_string())],
         })
+    }
+
+    #[test]
+    fn reads_match_constants_and_repeated_variables() {
+        let a = vector("A", 3, &[(0, 2), (2, -1)]);
+        let all = read(
+            &a.tensor,
+            Annotation::Column(0),
+            &[IndexTerm::Var("i".into())],
+        )
+        .unwrap();
+        assert_eq!(all.entries.len(), 2);
+        let one = read(&a.tensor, Annotation::Column(0), &[IndexTerm::Const(2)]).unwrap();
+        assert_eq!(one.entries.get(&Vec::new()), Some(&Value::Int(-1)));
+    }
+
+    #[test]
+    fn reads_that_break_invariants_are_internal_errors() {
+        let a = vector("A", 3, &[(0, 2), (2, -1)]);
+        let terms = [IndexTerm::Var("i".into()), IndexTerm::Var("j".into())];
+        let error = read(&a.tensor, Annotation::Column(0), &terms).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Invalid input: internal: 2 indices for a tensor of 1 dimensions"
+        );
+        let terms = [IndexTerm::Var("i".into())];
+        let error = read(&a.tensor, Annotation::Column(1), &terms).unwrap_err();
+        assert!(error.to_string().contains("internal: "), "{error}");
     }
 
     #[test]

@@ -248,3 +248,41 @@ fn einsum_results_are_tables_through_the_database() {
     assert_eq!(c.dims()[0].name, "i");
     assert_eq!(db.execute("SELECT * FROM C").unwrap().num_rows(), 2);
 }
+
+#[test]
+fn expressions_nested_up_to_the_limit_evaluate_and_deeper_ones_fail_cleanly() {
+    let db = Database::open_in_memory();
+    db.execute(
+        "CREATE TABLE a (i INT, v INT, PRIMARY KEY (i));
+         INSERT INTO a VALUES (0, 2);",
+    )
+    .unwrap();
+    let depth = einsum::parser::MAX_DEPTH;
+    let n = depth / 2 - 1;
+    db.execute(&format!("t = {}a[0]{};", "-(".repeat(n), ")".repeat(n)))
+        .unwrap();
+    assert_eq!(db.table("t").unwrap().nnz(), 1);
+    let sum = format!("s = a[0]{};", " + a[0]".repeat(depth - 2));
+    db.execute(&sum).unwrap();
+    let deeper = format!("u = {}a[0]{};", "(".repeat(100_000), ")".repeat(100_000));
+    let message = db.execute(&deeper).unwrap_err().to_string();
+    assert!(
+        message.contains("expression nested too deeply"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_einsum_statement_says_when_it_replaces_a_table() {
+    let db = Database::open_in_memory();
+    db.execute(
+        "CREATE TABLE a (i INT, v INT, PRIMARY KEY (i));
+         INSERT INTO a VALUES (0, 2), (1, 3);",
+    )
+    .unwrap();
+    let message = |text: &str| db.execute(text).unwrap().message.unwrap_or_default();
+    assert_eq!(message("b[i] = a[i] * 2;"), "Stored b (2 entries)");
+    assert_eq!(message("B = SUM(i) a[i];"), "Replaced table B (1 entry)");
+    assert_eq!(db.table("b").unwrap().dims().len(), 0);
+    assert_eq!(message("a[i] = a[i] + 1;"), "Replaced table a (2 entries)");
+}

@@ -347,7 +347,6 @@ fn help_lists_every_command_and_filters() {
     for name in [
         ".describe",
         ".exit",
-        ".explain",
         ".help",
         ".load",
         ".maxrows",
@@ -364,7 +363,8 @@ fn help_lists_every_command_and_filters() {
     ] {
         assert!(out.stdout.contains(&format!("  {name}")), "{name}");
     }
-    assert!(out.stdout.contains("EXPLAIN"));
+    // EXPLAIN does not exist yet, so neither does a command to turn it on.
+    assert!(!out.stdout.contains(".explain"), "{}", out.stdout);
     let filtered = command(".help mode");
     assert_eq!(
         filtered.stdout,
@@ -488,18 +488,17 @@ fn timer_reports_run_time_on_stderr() {
 }
 
 #[test]
-fn explain_prefixes_statements() {
-    let out = command(&format!(
-        "{POINTS}.explain on\n.explain\nSELECT * FROM points;"
-    ));
-    assert!(out.stdout.contains("explain on\n"), "{}", out.stdout);
-    // The engine has no EXPLAIN yet; the statement reaches it with the prefix.
+fn there_is_no_explain_command_until_explain_exists() {
+    let out = command(&format!("{POINTS}.explain on\nSELECT * FROM points;"));
     assert_eq!(out.code, Some(1));
-    assert!(out.stderr.contains("EXPLAIN"), "{}", out.stderr);
-    let off = command(&format!(
-        "{POINTS}.explain on\n.explain off\nSELECT * FROM points;"
-    ));
-    assert_eq!(off.code, Some(0), "{}", off.stderr);
+    assert!(
+        out.stderr
+            .starts_with("Error: Command '.explain' does not exist"),
+        "{}",
+        out.stderr
+    );
+    // The statement after it runs as written.
+    assert!(out.stdout.ends_with("3 rows\n"), "{}", out.stdout);
 }
 
 #[test]
@@ -539,9 +538,28 @@ fn einsum_statements_reach_the_engine() {
     let out = command("C[i,k] = SUM(j) A[i,j] * B[j,k];\nSHOW TABLES;");
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.starts_with("Error: "), "{}", out.stderr);
-    assert!(out.stderr.contains("--> <command>:1:"), "{}", out.stderr);
+    // The report points at the unknown table, once, in input coordinates.
+    assert_eq!(
+        out.stderr,
+        "Error: Table 'A' does not exist\n --> <command>:1:17\n  |\n\
+         1 | C[i,k] = SUM(j) A[i,j] * B[j,k];\n  |                 ^\n"
+    );
     // The statement after it runs: the splitter ended the einsum at its ';'.
     assert!(out.stdout.ends_with("0 rows\n"), "{}", out.stdout);
+}
+
+#[test]
+fn einsum_errors_point_into_the_script_like_sql_errors() {
+    let out = command(
+        "CREATE TABLE a (i INT, v INT, PRIMARY KEY (i));\n\
+         SHOW TABLES; t[i] = a[i] *\n   1 $ 2;",
+    );
+    assert_eq!(out.code, Some(1));
+    assert_eq!(
+        out.stderr,
+        "Error: Syntax error: unexpected character '$'\n --> <command>:3:6\n  |\n\
+         3 |    1 $ 2;\n  |      ^\n"
+    );
 }
 
 #[test]

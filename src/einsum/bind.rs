@@ -207,7 +207,17 @@ impl Binder<'_> {
             .iter()
             .zip(tensor.dims())
             .map(|(term, dim)| match term {
-                Term::Int(c, _) => Ok(IndexTerm::Const(*c)),
+                Term::Int(c, span) => match &dim.dictionary {
+                    None => Ok(IndexTerm::Const(*c)),
+                    Some(_) => Err(self.error(
+                        span,
+                        Error::Type(format!(
+                            "dimension '{}' of '{name}' has string keys; index it with a \
+                             'string' key, not the number {c}",
+                            dim.name
+                        )),
+                    )),
+                },
                 Term::Str(s, span) => match &dim.dictionary {
                     Some(dictionary) => dictionary.code(s).map(IndexTerm::Const).ok_or_else(|| {
                         self.error(

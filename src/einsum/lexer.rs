@@ -5,7 +5,8 @@
 //! `and or true false` (case-insensitive), integers, floats (`0.5`, `1e-3`),
 //! `'string'` keys, punctuation `[ ] ( ) , .`, and the operators
 //! `= == <> != < <= > >= + - * /`. `--` starts a comment to the end of the
-//! line.
+//! line and `/* ... */` is a comment (not nested), as in SQL and as the
+//! statement splitter ([`super::split`]) reads them.
 
 use std::ops::Range;
 
@@ -68,6 +69,19 @@ pub fn tokenize(source: &str, range: Range<usize>) -> Result<Vec<Token>> {
         }
         if text[at..].starts_with("--") {
             at = text[at..].find('\n').map_or(bytes.len(), |n| at + n);
+            continue;
+        }
+        if text[at..].starts_with("/*") {
+            at = text[at + 2..]
+                .find("*/")
+                .map(|n| at + 2 + n + 2)
+                .ok_or_else(|| {
+                    located(
+                        source,
+                        base + at..base + at + 2,
+                        Error::Syntax("unterminated comment: '/*' without '*/'".to_string()),
+                    )
+                })?;
             continue;
         }
         let kind = if c.is_ascii_alphabetic() || c == b'_' {

@@ -20,7 +20,9 @@
 //! An aggregate's body is a whole expression: `SUM(j) A[i,j] * B[j] + 1`
 //! sums `A[i,j] * B[j] + 1`; it extends to the closing parenthesis around
 //! it or the end of the statement. A `-` directly before a number makes a
-//! negative literal.
+//! negative literal. Parentheses, aggregates, calls and prefix `-` may nest
+//! at most [`MAX_DEPTH`] deep, so that hostile text gets a syntax error
+//! instead of exhausting the stack.
 
 use std::ops::Range;
 
@@ -99,6 +101,7 @@ pub fn parse_statement(source: &str, tokens: &[Token], end: usize) -> Result<Sta
         tokens,
         at: 0,
         end,
+        depth: 0,
     };
     let output = parser.name("the name of the output tensor")?;
     let mut indices = Vec::new();
@@ -132,7 +135,13 @@ struct Parser<'a> {
     at: usize,
     /// The byte offset where the statement ends (for "unexpected end").
     end: usize,
+    /// How many nested expressions and prefix `-` enclose the current one.
+    depth: usize,
 }
+
+/// How deep expressions may nest (parentheses, aggregate bodies, function
+/// arguments, prefix `-`).
+pub const MAX_DEPTH: usize = 256;
 
 const COMPARISONS: [(&str, ScalarOp); 8] = [
     ("=", ScalarOp::Eq),
@@ -214,7 +223,23 @@ impl Parser<'_> {
     }
 
     fn expr(&mut self) -> Result<Ast> {
-        self.infix(0)
+        self.nested(|parser| parser.infix(0))
+    }
+
+    /// Runs `parse` one nesting level deeper, failing at the current token
+    /// when that exceeds [`MAX_DEPTH`].
+    fn nested(&mut self, parse: impl FnOnce(&mut Self) -> Result<Ast>) -> Result<Ast> {
+        if self.depth >= MAX_DEPTH {
+            let span = self.peek().map_or(self.end..self.end, |t| t.span.clone());
+            return Err(self.error_at(
+                span,
+                &format!("expression nested too deeply (more than {MAX_DEPTH} levels)"),
+            ));
+        }
+        self.depth += 1;
+        let result = parse(self);
+        self.depth -= 1;
+        result
     }
 
     /// Parses operators of precedence level `level` and tighter.
@@ -224,9 +249,13 @@ impl Parser<'_> {
         }
         let start = self.peek().map_or(self.end, |t| t.span.start);
         let mut left = self.infix(level + 1)?;
+        // Each operator of a chain nests the tree one level deeper on the
+        // left (`a + b + c` is `(a + b) + c`), so it counts towards the
+        // limit. (No need to restore the depth on errors: they end the parse.)
+        let outer = self.depth;
         while let Some(op) = self.infix_operator(level) {
             self.at += 1;
-            let right = self.infix(level + 1)?;
+            let right = self.nested(|parser| parser.infix(level + 1))?;
             left = Ast {
                 kind: AstKind::Operator {
                     op,
@@ -234,7 +263,9 @@ impl Parser<'_> {
                 },
                 span: start..self.last_end(),
             };
+            self.depth += 1;
         }
+        self.depth = outer;
         Ok(left)
     }
 
@@ -279,7 +310,7 @@ impl Parser<'_> {
                 span: token.span.start..self.last_end(),
             });
         }
-        let operand = self.unary()?;
+        let operand = self.nested(Self::unary)?;
         Ok(Ast {
             span: token.span.start..operand.span.end,
             kind: AstKind::Operator {

@@ -181,3 +181,52 @@ fn errors_point_at_the_offending_text() {
     assert!(error("C = labels['a', 1]").contains("integer keys; the string 'a'"));
     assert!(error("SELECT 1").contains("expected an einsum statement"));
 }
+
+#[test]
+fn deep_nesting_is_a_syntax_error_not_a_crash() {
+    let deep = |open: &str, close: &str, n: usize| {
+        format!("t = {}L[0]{}", open.repeat(n), close.repeat(n))
+    };
+    for text in [
+        deep("(", ")", 100_000),
+        deep("- ", "", 100_000),
+        deep("sqrt(", ")", 100_000),
+        deep("SUM(i) (", ")", 100_000),
+    ] {
+        let message = error(&text);
+        assert!(
+            message.contains("Syntax error: expression nested too deeply"),
+            "{message}"
+        );
+        assert!(message.starts_with("1:"), "{message}");
+    }
+    // The position is that of the first token past the limit.
+    let message = error(&deep("(", ")", parser::MAX_DEPTH + 1));
+    let column = 5 + parser::MAX_DEPTH;
+    assert!(message.starts_with(&format!("1:{column}: ")), "{message}");
+    // Nesting up to the limit still compiles (and binds, and prints).
+    let text = deep("(", ")", parser::MAX_DEPTH - 1);
+    assert_eq!(compiled(&text), "t = L.v[0];");
+    let text = deep("-(", ")", parser::MAX_DEPTH / 2 - 1);
+    assert!(compile(&text, &catalog()).is_ok());
+}
+
+#[test]
+fn long_operator_chains_are_a_syntax_error_not_a_crash() {
+    let text = format!("t = L[0]{}", " + L[0]".repeat(100_000));
+    let message = error(&text);
+    assert!(message.contains("nested too deeply"), "{message}");
+}
+
+#[test]
+fn block_comments_are_skipped_like_line_comments() {
+    assert_eq!(
+        compiled("/* c */ t = SUM(i) /* over\n i */ L[i] -- done"),
+        "t = SUM(i) L.v[i];"
+    );
+    assert_eq!(compiled("t = L[0] /**/ / L[1]"), "t = L.v[0] / L.v[1];");
+    assert_eq!(
+        error("t = L[0]\n  /* never closed"),
+        "2:3: Syntax error: unterminated comment: '/*' without '*/'\n    /* never closed\n    ^^"
+    );
+}

@@ -71,15 +71,6 @@ pub static COMMANDS: &[Command] = &[
         run: quit,
     },
     Command {
-        name: ".explain",
-        usage: "[on|off]",
-        help: "on: prefix every statement with EXPLAIN to show its plan instead of its rows \
-               (EXPLAIN arrives with the query planner; until then the engine rejects it)",
-        arity: (0, 1),
-        arguments: Arguments::Choices(ON_OFF),
-        run: explain,
-    },
-    Command {
         name: ".help",
         usage: "[PATTERN]",
         help: "Show this help, or only the commands whose name contains PATTERN",
@@ -334,12 +325,11 @@ fn create_statement(name: &str, tensor: &Tensor) -> String {
         .column_order()
         .iter()
         .map(|&column| {
-            let ty = match column {
-                ColumnRef::Key(d) if tensor.dims()[d].dictionary.is_some() => "VARCHAR",
-                ColumnRef::Key(_) => "BIGINT",
-                ColumnRef::Value(v) => tensor.values()[v].ty.sql_name(),
-            };
-            format!("{} {ty}", identifier(tensor.column_name(column)))
+            format!(
+                "{} {}",
+                identifier(tensor.column_name(column)),
+                tensor.column_sql_type(column)
+            )
         })
         .collect();
     let keys: Vec<String> = tensor.dims().iter().map(|d| identifier(&d.name)).collect();
@@ -367,18 +357,32 @@ fn schema(shell: &mut Shell, args: &[String]) -> Result<Flow> {
     shell.write(&text)
 }
 
+/// The number of rows a bag's `multiplicities` stand for, or an error when
+/// it does not fit in 64 bits (a hostile data file can make it that large).
+fn bag_rows(multiplicities: &[i64]) -> Result<u64> {
+    multiplicities.iter().try_fold(0u64, |total, &m| {
+        let m = u64::try_from(m)
+            .map_err(|_| Error::Invalid(format!("internal: a bag entry has multiplicity {m}")))?;
+        total.checked_add(m).ok_or_else(|| {
+            Error::Overflow(
+                "the bag's row count (the sum of its multiplicities) does not fit in 64 bits"
+                    .to_string(),
+            )
+        })
+    })
+}
+
 /// What `.describe` prints about `tensor`.
-fn description(name: &str, tensor: &Tensor) -> String {
+fn description(name: &str, tensor: &Tensor) -> Result<String> {
     let mut text = format!(
         "Table {name}: {}",
         count(tensor.nnz(), "stored entry", "stored entries")
     );
     if let Some(multiplicities) = tensor.multiplicities() {
-        let rows: i64 = multiplicities.iter().sum();
         let _ = write!(
             text,
             ", {} (a bag: each entry counts its duplicate rows)",
-            count(usize::try_from(rows).unwrap_or(usize::MAX), "row", "rows")
+            count(bag_rows(multiplicities)?, "row", "rows")
         );
     }
     text.push('\n');
@@ -387,28 +391,21 @@ fn description(name: &str, tensor: &Tensor) -> String {
         .iter()
         .map(|&column| {
             let name = tensor.column_name(column).to_string();
+            let ty = tensor.column_sql_type(column).to_string();
             match column {
                 ColumnRef::Key(d) => {
                     let dim = &tensor.dims()[d];
-                    let (ty, detail) = match &dim.dictionary {
-                        Some(dictionary) => (
-                            "VARCHAR",
-                            format!(
-                                "size {} (dictionary of {})",
-                                dim.size,
-                                count(dictionary.len(), "string", "strings")
-                            ),
+                    let detail = match &dim.dictionary {
+                        Some(dictionary) => format!(
+                            "size {} (dictionary of {})",
+                            dim.size,
+                            count(dictionary.len(), "string", "strings")
                         ),
-                        None => ("BIGINT", format!("size {}", dim.size)),
+                        None => format!("size {}", dim.size),
                     };
-                    [format!("dimension {}", d + 1), name, ty.to_string(), detail]
+                    [format!("dimension {}", d + 1), name, ty, detail]
                 }
-                ColumnRef::Value(v) => [
-                    "value".to_string(),
-                    name,
-                    tensor.values()[v].ty.sql_name().to_string(),
-                    String::new(),
-                ],
+                ColumnRef::Value(_) => ["value".to_string(), name, ty, String::new()],
             }
         })
         .collect();
@@ -422,7 +419,7 @@ fn description(name: &str, tensor: &Tensor) -> String {
     let indexes: Vec<String> = tensor
         .built_indexes()
         .iter()
-        .map(ToString::to_string)
+        .map(|spec| spec.named(tensor.dims()))
         .collect();
     let _ = writeln!(
         text,
@@ -433,13 +430,13 @@ fn description(name: &str, tensor: &Tensor) -> String {
             indexes.join(", ")
         }
     );
-    text
+    Ok(text)
 }
 
 fn describe(shell: &mut Shell, args: &[String]) -> Result<Flow> {
     let name = &args[0];
     let tensor = shell.db.table(name)?;
-    shell.write(&description(name, &tensor))
+    shell.write(&description(name, &tensor)?)
 }
 
 /// The table function that reads files in `format`.
@@ -506,16 +503,6 @@ fn timer(shell: &mut Shell, args: &[String]) -> Result<Flow> {
             Ok(Flow::Continue)
         }
         None => shell.write(&format!("timer {}\n", on_off(shell.settings.timer))),
-    }
-}
-
-fn explain(shell: &mut Shell, args: &[String]) -> Result<Flow> {
-    match args.first() {
-        Some(word) => {
-            shell.settings.explain = parse_on_off(".explain", word)?;
-            Ok(Flow::Continue)
-        }
-        None => shell.write(&format!("explain {}\n", on_off(shell.settings.explain))),
     }
 }
 
@@ -593,6 +580,7 @@ fn quit(_shell: &mut Shell, _args: &[String]) -> Result<Flow> {
 #[cfg(test)]
 mod tests {
     use einsql::Database;
+    use einsql::storage::{Coo, DimensionSpec, MULTIPLICITY, ValueData};
 
     use super::*;
 
@@ -670,7 +658,7 @@ mod tests {
             create_statement("sales", &copy.table("sales").unwrap()),
             statement
         );
-        let text = description("sales", &tensor);
+        let text = description("sales", &tensor).unwrap();
         assert!(
             text.starts_with("Table sales: 3 stored entries\n"),
             "{text}"
@@ -686,5 +674,42 @@ mod tests {
         assert!(text.contains("  value        amount  BIGINT\n"), "{text}");
         assert!(text.contains("Statistics: "), "{text}");
         assert!(text.ends_with("Fibertree indexes built: none\n"), "{text}");
+        // Built indexes are shown by dimension name, as DESCRIBE shows them.
+        let spec = einsql::storage::fibertree::IndexSpec::compressed(vec![1, 0]);
+        tensor.index(&spec).unwrap();
+        let text = description("sales", &tensor).unwrap();
+        let named = format!("Fibertree indexes built: {}\n", spec.named(tensor.dims()));
+        assert!(named.contains("(store,day)"), "{named}");
+        assert!(text.ends_with(&named), "{text}");
+    }
+
+    #[test]
+    fn bag_row_counts_do_not_overflow() {
+        let bag = |multiplicities: Vec<i64>| {
+            Tensor::from_coo(Coo {
+                dims: vec![DimensionSpec::new("i", None)],
+                coords: vec![(0..multiplicities.len() as i64).collect()],
+                values: vec![(MULTIPLICITY.to_string(), ValueData::Int64(multiplicities))],
+                column_order: None,
+            })
+            .unwrap()
+        };
+        let text = description("b", &bag(vec![i64::MAX, i64::MAX])).unwrap();
+        assert!(
+            text.starts_with("Table b: 2 stored entries, 18446744073709551614 rows (a bag"),
+            "{text}"
+        );
+        let text = description("b", &bag(vec![1])).unwrap();
+        assert!(
+            text.starts_with("Table b: 1 stored entry, 1 row (a bag"),
+            "{text}"
+        );
+        let error = description("b", &bag(vec![i64::MAX; 3])).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("Integer overflow: the bag's row count"),
+            "{error}"
+        );
     }
 }

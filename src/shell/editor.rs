@@ -44,7 +44,6 @@ const KEYWORDS: &[&str] = &[
     "ELSE",
     "END",
     "EXISTS",
-    "EXPLAIN",
     "FALSE",
     "FORMAT",
     "FROM",

@@ -56,11 +56,6 @@ pub fn install() -> bool {
     false
 }
 
-/// Clears a pending request (before a statement starts).
-pub fn clear() {
-    handle().clear();
-}
-
 /// Whether Ctrl-C was pressed since the last [`clear`]; clears it.
 pub fn take() -> bool {
     let flag = handle();
@@ -75,7 +70,7 @@ mod tests {
 
     #[test]
     fn take_reads_and_clears() {
-        clear();
+        take();
         assert!(!take());
         handle().request();
         assert!(take());

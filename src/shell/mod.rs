@@ -82,7 +82,6 @@ struct Settings {
     mode: Mode,
     max_rows: usize,
     timer: bool,
-    explain: bool,
     threads: usize,
     bail: bool,
 }
@@ -169,7 +168,6 @@ impl Shell {
                 mode: options.mode,
                 max_rows: 40,
                 timer: false,
-                explain: false,
                 threads: 0,
                 bail: options.bail,
             },
@@ -427,14 +425,8 @@ impl Shell {
 
     /// Executes one statement's text and prints its result or error.
     fn run_statement(&mut self, text: &str, origin: &Origin) -> Flow {
-        let prefix = if self.settings.explain {
-            "EXPLAIN "
-        } else {
-            ""
-        };
-        let sql = format!("{prefix}{text}");
         let started = Instant::now();
-        let result = self.execute(&sql);
+        let result = self.execute(text);
         let elapsed = started.elapsed();
         self.refresh_names();
         if interrupt::take() {
@@ -455,11 +447,8 @@ impl Shell {
                 Err(error) => self.output_failed(&error),
             },
             Err(error) => {
-                let (message, offset) = report::locate(&error, &sql);
-                let spot = Spot {
-                    text,
-                    offset: offset.and_then(|o| o.checked_sub(prefix.len())),
-                };
+                let (message, offset) = report::locate(&error, text);
+                let spot = Spot { text, offset };
                 report::print(&message, Some(origin), Some(spot), self.color);
                 self.fail()
             }

@@ -106,8 +106,11 @@ pub fn write_rows(
 }
 
 /// "1 row", "2 rows": `n` with the `singular` or `plural` noun.
-pub fn count(n: usize, singular: &str, plural: &str) -> String {
-    if n == 1 {
+pub fn count<N>(n: N, singular: &str, plural: &str) -> String
+where
+    N: std::fmt::Display + PartialEq + From<u8>,
+{
+    if n == N::from(1) {
         format!("1 {singular}")
     } else {
         format!("{n} {plural}")

@@ -1,10 +1,12 @@
 //! Error reports: the message, where it happened, and the offending line
 //! with a caret under the position the error refers to.
 //!
-//! The engine reports syntax errors with a line and column relative to the
-//! statement it was given ("... at Line: 1, Column: 10"); unknown and
-//! duplicate table names come without a position, so the report points at
-//! the first place the statement mentions the name. Positions are turned
+//! The engine reports SQL syntax errors with a line and column relative to
+//! the statement it was given ("... at Line: 1, Column: 10") and einsum
+//! errors as [`Error::Positioned`] (a statement-relative line and column,
+//! with an excerpt the report replaces by its own); unknown and duplicate
+//! table names come without a position, so the report points at the first
+//! place the statement mentions the name. Positions are turned
 //! into positions in the input (script line, column) before printing, in
 //! colour when standard error is a terminal that supports it.
 
@@ -70,6 +72,15 @@ pub fn locate(error: &Error, statement: &str) -> (String, Option<usize>) {
                 position.and_then(|(line, column)| splitter::offset_of(statement, line, column));
             (format!("Syntax error: {message}"), offset)
         }
+        Error::Positioned {
+            line,
+            column,
+            source,
+            ..
+        } => (
+            source.to_string(),
+            splitter::offset_of(statement, *line, *column),
+        ),
         Error::UnknownName { name, .. } | Error::TableExists(name) => {
             (error.to_string(), find_word(statement, name))
         }
@@ -200,6 +211,30 @@ mod tests {
             format(&message, Some(&origin), Some(spot), false),
             "Error: Syntax error: Expected: end of statement, found: FORM\n \
              --> script.sql:8:3\n  |\n8 |   FORM t;\n  |   ^\n"
+        );
+    }
+
+    #[test]
+    fn einsum_positions_become_input_positions() {
+        let statement = "C[i] = SUM(j)\n  Bb[i, j];";
+        let error =
+            einsql::einsum::located(statement, 16..18, Error::unknown("Table", "Bb", ["B"]));
+        let (message, offset) = locate(&error, statement);
+        assert_eq!(message, "Table 'Bb' does not exist (did you mean 'B'?)");
+        assert_eq!(offset, Some(16));
+        let origin = Origin {
+            source: "script.sql".to_string(),
+            line: 3,
+            column: 1,
+        };
+        let spot = Spot {
+            text: statement,
+            offset,
+        };
+        assert_eq!(
+            format(&message, Some(&origin), Some(spot), false),
+            "Error: Table 'Bb' does not exist (did you mean 'B'?)\n \
+             --> script.sql:4:3\n  |\n4 |   Bb[i, j];\n  |   ^\n"
         );
     }
 

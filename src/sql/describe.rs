@@ -22,10 +22,10 @@ pub fn show_tables(context: Context<'_>) -> Result<QueryResult> {
     Ok(QueryResult::rows(schema, vec![batch]))
 }
 
-/// `DESCRIBE t`: one row per column, in declaration order, with its type,
-/// its role (dimension or value) and, for dimensions, the size and the
-/// number of distinct coordinates stored; the message gives the number of
-/// stored entries and the fibertree indexes built.
+/// `DESCRIBE t`: one row per column, in declaration order, with its SQL
+/// type, its role (dimension or value) and, for dimensions, the size; the
+/// message gives the number of stored entries and the fibertree indexes
+/// built.
 pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> {
     let name = super::table_name(name)?;
     let tensor = context.catalog().get(&name)?;
@@ -35,19 +35,13 @@ pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> 
     let mut sizes = Vec::new();
     for &column in tensor.column_order() {
         names.push(tensor.column_name(column).to_string());
+        types.push(tensor.column_sql_type(column));
         match column {
             ColumnRef::Key(d) => {
-                let dim = &tensor.dims()[d];
-                types.push(if dim.dictionary.is_some() {
-                    "VARCHAR"
-                } else {
-                    "BIGINT"
-                });
                 roles.push("dimension");
-                sizes.push(Some(dim.size));
+                sizes.push(Some(tensor.dims()[d].size));
             }
-            ColumnRef::Value(v) => {
-                types.push(tensor.values()[v].ty.sql_name());
+            ColumnRef::Value(_) => {
                 roles.push("value");
                 sizes.push(None);
             }
@@ -75,8 +69,8 @@ pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> 
         .collect();
     let mut result = QueryResult::rows(schema, vec![batch]);
     result.message = Some(format!(
-        "{name}: {} stored entries{}; fibertree indexes built: {}",
-        tensor.nnz(),
+        "{name}: {}{}; fibertree indexes built: {}",
+        super::count(tensor.nnz(), "stored entry", "stored entries"),
         if tensor.is_bag() {
             " (a bag: each entry counts its duplicate rows)"
         } else {
@@ -89,4 +83,27 @@ pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> 
         }
     ));
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Database;
+
+    #[test]
+    fn describe_counts_entries_in_words() {
+        let db = Database::open_in_memory();
+        db.execute("CREATE TABLE t (i INT, v INT, PRIMARY KEY (i)); INSERT INTO t VALUES (0, 1);")
+            .unwrap();
+        let result = db.execute("DESCRIBE t").unwrap();
+        assert_eq!(
+            result.message.as_deref(),
+            Some("t: 1 stored entry; fibertree indexes built: none")
+        );
+        db.execute("INSERT INTO t VALUES (1, 1)").unwrap();
+        let result = db.execute("DESCRIBE t").unwrap();
+        assert_eq!(
+            result.message.as_deref(),
+            Some("t: 2 stored entries; fibertree indexes built: none")
+        );
+    }
 }

@@ -55,10 +55,9 @@ pub fn insert(context: Context<'_>, insert: &Insert) -> Result<QueryResult> {
     let targets = target_columns(&table, &insert.columns)?;
     let tensor = append(&table, &targets, &rows)?;
     catalog.put(&name, Arc::new(tensor), true)?;
-    let count = rows.len();
     Ok(QueryResult::message(format!(
-        "Inserted {count} row{} into {name}",
-        if count == 1 { "" } else { "s" }
+        "Inserted {} into {name}",
+        super::count(rows.len(), "row", "rows")
     )))
 }
 

@@ -132,12 +132,18 @@ pub fn execute(context: Context<'_>, statement: &Statement) -> Result<QueryResul
     }
 }
 
-/// "1 entry", "2 entries": a count of stored entries for messages.
-pub(crate) fn entries(count: usize) -> String {
-    match count {
-        1 => "1 entry".to_string(),
-        n => format!("{n} entries"),
+/// "1 row", "2 rows": `n` with the `singular` or `plural` noun, for
+/// messages.
+pub(crate) fn count(n: usize, singular: &str, plural: &str) -> String {
+    match n {
+        1 => format!("1 {singular}"),
+        n => format!("{n} {plural}"),
     }
+}
+
+/// "1 entry", "2 entries": a count of stored entries for messages.
+pub(crate) fn entries(n: usize) -> String {
+    count(n, "entry", "entries")
 }
 
 /// The name of a table from a (possibly qualified) SQL object name.

@@ -384,6 +384,17 @@ impl Tensor {
         }
     }
 
+    /// The SQL type name of a user-visible column: `VARCHAR` for a
+    /// dimension with string keys, `BIGINT` for one with integer keys, the
+    /// value type's name for a value column.
+    pub fn column_sql_type(&self, column: ColumnRef) -> &'static str {
+        match column {
+            ColumnRef::Key(d) if self.dims[d].dictionary.is_some() => "VARCHAR",
+            ColumnRef::Key(_) => "BIGINT",
+            ColumnRef::Value(v) => self.values[v].ty.sql_name(),
+        }
+    }
+
     /// Number of stored entries.
     pub fn nnz(&self) -> usize {
         self.data.num_rows()
