@@ -1697,7 +1697,9 @@ fn arbitrary_matrix() -> impl Strategy<Value = Tensor> {
             let values = if real {
                 ValueData::Float64(entries.iter().map(|e| f64::from_bits(e.2)).collect())
             } else {
-                ValueData::Int64(entries.iter().map(|e| (e.2 as i64) >> 2).collect())
+                // At most 2^55 in size, so that up to 60 duplicates add up
+                // without overflow.
+                ValueData::Int64(entries.iter().map(|e| (e.2 as i64) >> 8).collect())
             };
             build(
                 vec![
@@ -1722,7 +1724,9 @@ fn arbitrary_tensor() -> impl Strategy<Value = Tensor> {
             let values = if real {
                 ValueData::Float64(entries.iter().map(|e| f64::from_bits(e.1)).collect())
             } else {
-                ValueData::Int64(entries.iter().map(|e| (e.1 as i64) >> 2).collect())
+                // At most 2^55 in size, so that up to 50 duplicates add up
+                // without overflow.
+                ValueData::Int64(entries.iter().map(|e| (e.1 as i64) >> 8).collect())
             };
             let names = ["i", "j", "k", "l", "m", "n"];
             build(
