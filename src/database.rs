@@ -184,7 +184,15 @@ impl Database {
         }
         let mut results = Vec::new();
         for piece in pieces {
-            if piece.is_einsum {
+            if piece.explain {
+                let query = einsum::compile_statement(text, piece.range, &self.read_catalog())?;
+                let program = crate::ir::Program {
+                    queries: vec![query],
+                };
+                results.push(crate::explain::plan_result(crate::explain::program_lines(
+                    &program,
+                ))?);
+            } else if piece.is_einsum {
                 crate::io::check_cancelled(&self.monitor)?;
                 results.push(self.execute_einsum(text, piece.range)?);
             } else {

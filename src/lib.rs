@@ -14,6 +14,7 @@
 //! - [`Database`]: the public API that ties them together.
 
 pub mod error;
+mod explain;
 pub mod io;
 pub mod storage;
 

@@ -6,6 +6,7 @@
 //! statement. A statement is einsum when, after leading whitespace and
 //! comments, it starts with a name followed by `[` or by `=` (not `==`):
 //! `C[i,k] = ...` or `t = ...`. No SQL statement starts that way.
+//! `EXPLAIN` before an einsum statement asks for its plan.
 
 use std::ops::Range;
 
@@ -16,6 +17,9 @@ pub struct Piece {
     pub range: Range<usize>,
     /// Whether it is an einsum statement (else SQL).
     pub is_einsum: bool,
+    /// Whether an einsum statement was preceded by `EXPLAIN` (which the
+    /// range leaves out).
+    pub explain: bool,
 }
 
 /// The statements of `text`, skipping empty ones (only whitespace and
@@ -62,9 +66,21 @@ fn push_piece(text: &str, range: Range<usize>, pieces: &mut Vec<Piece>) {
     if rest.is_empty() {
         return;
     }
+    let end = range.end.min(text.len());
+    if let Some(statement) = explained(rest)
+        && is_einsum(statement)
+    {
+        pieces.push(Piece {
+            is_einsum: true,
+            explain: true,
+            range: end - statement.len()..end,
+        });
+        return;
+    }
     pieces.push(Piece {
         is_einsum: is_einsum(rest),
-        range: range.start..range.end.min(text.len()),
+        explain: false,
+        range: range.start..end,
     });
 }
 
@@ -80,6 +96,14 @@ fn skip_blank(mut text: &str) -> &str {
             return text;
         }
     }
+}
+
+/// The statement after a leading `EXPLAIN` keyword, if `text` has one.
+fn explained(text: &str) -> Option<&str> {
+    let keyword = text.get(..7)?;
+    let rest = &text[7..];
+    let separated = rest.starts_with(|c: char| c.is_whitespace()) || rest.starts_with("/*");
+    (keyword.eq_ignore_ascii_case("explain") && separated).then(|| skip_blank(rest))
 }
 
 /// Whether `text` (starting at a token) is `name[` or `name =`.

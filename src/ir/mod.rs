@@ -171,6 +171,16 @@ impl Expr {
         Expr::Map { op, args }
     }
 
+    /// The stored-tensor inputs of the expression, in order of appearance.
+    pub fn inputs(&self) -> Vec<&Input> {
+        match self {
+            Expr::Input(input) => vec![input],
+            Expr::Agg { body, .. } => body.inputs(),
+            Expr::Map { args, .. } => args.iter().flat_map(Expr::inputs).collect(),
+            Expr::Alias { .. } | Expr::Literal(_) => Vec::new(),
+        }
+    }
+
     /// The free index variables of the expression, in order of first
     /// appearance.
     pub fn free_indices(&self) -> Vec<String> {

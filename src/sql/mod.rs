@@ -3,7 +3,8 @@
 //!
 //! Statements are dispatched by kind to one module each: [`ddl`] (`CREATE
 //! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`insert`] (`INSERT INTO`),
-//! [`copy`] (`COPY ... TO`), [`describe`] (`SHOW TABLES`, `DESCRIBE`) and
+//! [`copy`] (`COPY ... TO`), [`describe`] (`SHOW TABLES`, `DESCRIBE`),
+//! [`explain`] (`EXPLAIN`) and
 //! [`query`] (`SELECT`), with [`table_function`] for the `read_mtx`,
 //! `read_tns`, `read_parquet` and `read_csv` loaders usable in `FROM`, and
 //! [`literal`] for constants. A statement of another kind is rejected with an
@@ -12,6 +13,7 @@
 mod copy;
 mod ddl;
 mod describe;
+mod explain;
 mod insert;
 mod literal;
 mod query;
@@ -119,17 +121,25 @@ pub fn execute(context: Context<'_>, statement: &Statement) -> Result<QueryResul
             ..
         } => copy::copy(context, source, *to, target, options, legacy_options),
         Statement::ShowTables { .. } => describe::show_tables(context),
+        Statement::Explain {
+            statement, analyze, ..
+        } => explain::explain(context, statement, *analyze),
         Statement::ExplainTable { table_name, .. } => describe::describe(context, table_name),
         other => Err(Error::NotSupported(format!(
             "{} statements",
-            other
-                .to_string()
-                .split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_uppercase()
+            statement_kind(other)
         ))),
     }
+}
+
+/// The first word of a statement, e.g. `UPDATE`, for messages.
+fn statement_kind(statement: &Statement) -> String {
+    statement
+        .to_string()
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_uppercase()
 }
 
 /// "1 row", "2 rows": `n` with the `singular` or `plural` noun, for

@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use sqlparser::ast::{Query, Select, SelectItem, SetExpr, TableFactor};
+use sqlparser::ast::{
+    ObjectName, Query, Select, SelectItem, SetExpr, TableFactor, TableFunctionArgs,
+};
 
 use super::Context;
 use crate::database::QueryResult;
@@ -20,8 +22,30 @@ pub fn select(context: Context<'_>, query: &Query) -> Result<QueryResult> {
     Ok(QueryResult::rows(batch.schema(), vec![batch]))
 }
 
+/// Where the rows of a query come from.
+pub enum Source<'q> {
+    /// A stored table, by name.
+    Table(String),
+    /// A file read by a table function such as `read_mtx('a.mtx')`.
+    File {
+        function: &'q ObjectName,
+        args: &'q TableFunctionArgs,
+    },
+}
+
 /// The table that a query denotes.
 pub fn relation(context: Context<'_>, query: &Query) -> Result<Arc<Tensor>> {
+    match source(query)? {
+        Source::Table(name) => context.catalog().get(&name),
+        Source::File { function, args } => {
+            super::table_function::load(context, function, args).map(Arc::new)
+        }
+    }
+}
+
+/// Where a query's rows come from, checked without reading anything;
+/// constructs beyond `SELECT * FROM <table or file>` are rejected by name.
+pub fn source(query: &Query) -> Result<Source<'_>> {
     let unsupported = [
         (query.with.is_some(), "WITH"),
         (query.order_by.is_some(), "ORDER BY"),
@@ -30,15 +54,15 @@ pub fn relation(context: Context<'_>, query: &Query) -> Result<Arc<Tensor>> {
     ];
     reject(&unsupported)?;
     match query.body.as_ref() {
-        SetExpr::Select(select) => select_relation(context, select),
-        SetExpr::Query(inner) => relation(context, inner),
+        SetExpr::Select(select) => select_source(select),
+        SetExpr::Query(inner) => source(inner),
         SetExpr::Values(_) => Err(not_yet("VALUES as a query")),
         SetExpr::SetOperation { op, .. } => Err(not_yet(&op.to_string())),
         other => Err(not_yet(&other.to_string())),
     }
 }
 
-fn select_relation(context: Context<'_>, select: &Select) -> Result<Arc<Tensor>> {
+fn select_source(select: &Select) -> Result<Source<'_>> {
     let star = matches!(
         select.projection.as_slice(),
         [SelectItem::Wildcard(options)] if options.to_string().is_empty()
@@ -60,13 +84,16 @@ fn select_relation(context: Context<'_>, select: &Select) -> Result<Arc<Tensor>>
     match &select.from[0].relation {
         TableFactor::Table {
             name, args: None, ..
-        } => context.catalog().get(&super::table_name(name)?),
+        } => Ok(Source::Table(super::table_name(name)?)),
         TableFactor::Table {
             name,
             args: Some(args),
             ..
-        } => super::table_function::load(context, name, args).map(Arc::new),
-        TableFactor::Derived { subquery, .. } => relation(context, subquery),
+        } => Ok(Source::File {
+            function: name,
+            args,
+        }),
+        TableFactor::Derived { subquery, .. } => source(subquery),
         other => Err(not_yet(&format!("FROM {other}"))),
     }
 }

@@ -1,0 +1,44 @@
+//! `EXPLAIN` of a SQL query (see [`crate::explain`]): the scan of a stored
+//! table or the load of a file, without running it.
+
+use sqlparser::ast::{Statement, TableFunctionArgs};
+
+use super::Context;
+use super::query::{self, Source};
+use crate::database::QueryResult;
+use crate::error::{Error, Result};
+
+/// Runs `EXPLAIN statement`.
+pub fn explain(context: Context<'_>, statement: &Statement, analyze: bool) -> Result<QueryResult> {
+    if analyze {
+        return Err(Error::NotSupported("EXPLAIN ANALYZE".to_string()));
+    }
+    let query = match statement {
+        Statement::Query(query) => query,
+        Statement::CreateTable(create) => create.query.as_ref().ok_or_else(|| {
+            Error::NotSupported("EXPLAIN of CREATE TABLE without AS SELECT".to_string())
+        })?,
+        other => {
+            return Err(Error::NotSupported(format!(
+                "EXPLAIN of {} statements",
+                super::statement_kind(other)
+            )));
+        }
+    };
+    let line = match query::source(query)? {
+        Source::Table(name) => {
+            let tensor = context.catalog().get(&name)?;
+            format!("Scan {}", crate::explain::table_line(&name, &tensor))
+        }
+        Source::File { function, args } => format!("Load {function}({})", arguments(args)),
+    };
+    crate::explain::plan_result(vec![line])
+}
+
+fn arguments(args: &TableFunctionArgs) -> String {
+    args.args
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
