@@ -347,6 +347,7 @@ fn help_lists_every_command_and_filters() {
     for name in [
         ".describe",
         ".exit",
+        ".explain",
         ".help",
         ".load",
         ".maxrows",
@@ -363,8 +364,7 @@ fn help_lists_every_command_and_filters() {
     ] {
         assert!(out.stdout.contains(&format!("  {name}")), "{name}");
     }
-    // EXPLAIN does not exist yet, so neither does a command to turn it on.
-    assert!(!out.stdout.contains(".explain"), "{}", out.stdout);
+    assert!(out.stdout.contains("EXPLAIN"));
     let filtered = command(".help mode");
     assert_eq!(
         filtered.stdout,
@@ -488,17 +488,23 @@ fn timer_reports_run_time_on_stderr() {
 }
 
 #[test]
-fn there_is_no_explain_command_until_explain_exists() {
-    let out = command(&format!("{POINTS}.explain on\nSELECT * FROM points;"));
-    assert_eq!(out.code, Some(1));
+fn explain_prefixes_statements() {
+    let out = command(&format!(
+        "{POINTS}.explain on\n.explain\nSELECT * FROM points;"
+    ));
+    assert!(out.stdout.contains("explain on\n"), "{}", out.stdout);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    // The plan, not the rows.
     assert!(
-        out.stderr
-            .starts_with("Error: Command '.explain' does not exist"),
+        out.stdout.contains("Scan points: dimensions"),
         "{}",
-        out.stderr
+        out.stdout
     );
-    // The statement after it runs as written.
-    assert!(out.stdout.ends_with("3 rows\n"), "{}", out.stdout);
+    let off = command(&format!(
+        "{POINTS}.explain on\n.explain off\nSELECT * FROM points;"
+    ));
+    assert_eq!(off.code, Some(0), "{}", off.stderr);
+    assert!(!off.stdout.contains("Scan points"), "{}", off.stdout);
 }
 
 #[test]

@@ -71,6 +71,14 @@ pub static COMMANDS: &[Command] = &[
         run: quit,
     },
     Command {
+        name: ".explain",
+        usage: "[on|off]",
+        help: "on: prefix every statement with EXPLAIN, showing its plan instead of running it",
+        arity: (0, 1),
+        arguments: Arguments::Choices(ON_OFF),
+        run: explain,
+    },
+    Command {
         name: ".help",
         usage: "[PATTERN]",
         help: "Show this help, or only the commands whose name contains PATTERN",
@@ -503,6 +511,16 @@ fn timer(shell: &mut Shell, args: &[String]) -> Result<Flow> {
             Ok(Flow::Continue)
         }
         None => shell.write(&format!("timer {}\n", on_off(shell.settings.timer))),
+    }
+}
+
+fn explain(shell: &mut Shell, args: &[String]) -> Result<Flow> {
+    match args.first() {
+        Some(word) => {
+            shell.settings.explain = parse_on_off(".explain", word)?;
+            Ok(Flow::Continue)
+        }
+        None => shell.write(&format!("explain {}\n", on_off(shell.settings.explain))),
     }
 }
 

@@ -44,6 +44,7 @@ const KEYWORDS: &[&str] = &[
     "ELSE",
     "END",
     "EXISTS",
+    "EXPLAIN",
     "FALSE",
     "FORMAT",
     "FROM",

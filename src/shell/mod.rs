@@ -82,6 +82,7 @@ struct Settings {
     mode: Mode,
     max_rows: usize,
     timer: bool,
+    explain: bool,
     threads: usize,
     bail: bool,
 }
@@ -168,6 +169,7 @@ impl Shell {
                 mode: options.mode,
                 max_rows: 40,
                 timer: false,
+                explain: false,
                 threads: 0,
                 bail: options.bail,
             },
@@ -425,8 +427,14 @@ impl Shell {
 
     /// Executes one statement's text and prints its result or error.
     fn run_statement(&mut self, text: &str, origin: &Origin) -> Flow {
+        let prefix = if self.settings.explain {
+            "EXPLAIN "
+        } else {
+            ""
+        };
+        let sql = format!("{prefix}{text}");
         let started = Instant::now();
-        let result = self.execute(text);
+        let result = self.execute(&sql);
         let elapsed = started.elapsed();
         self.refresh_names();
         if interrupt::take() {
@@ -447,8 +455,11 @@ impl Shell {
                 Err(error) => self.output_failed(&error),
             },
             Err(error) => {
-                let (message, offset) = report::locate(&error, text);
-                let spot = Spot { text, offset };
+                let (message, offset) = report::locate(&error, &sql);
+                let spot = Spot {
+                    text,
+                    offset: offset.and_then(|o| o.checked_sub(prefix.len())),
+                };
                 report::print(&message, Some(origin), Some(spot), self.color);
                 self.fail()
             }
