@@ -148,3 +148,35 @@ fn an_interrupted_statement_stops_and_changes_nothing() {
     db.execute(&load).unwrap();
     assert_eq!(db.table("m").unwrap().nnz(), 90_000);
 }
+
+#[test]
+fn a_database_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Database>();
+    shareable::<einsql::Interrupt>();
+    let db = std::sync::Arc::new(Database::open_in_memory());
+    db.execute("CREATE TABLE t (x INT)").unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|k| {
+            let db = std::sync::Arc::clone(&db);
+            std::thread::spawn(move || db.execute(&format!("INSERT INTO t VALUES ({k})")).unwrap())
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert_eq!(rows(&db, "SELECT * FROM t"), ["0", "1", "2", "3"]);
+}
+
+#[test]
+fn the_readme_shows_examples_embed_rs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let example = std::fs::read_to_string(root.join("examples/embed.rs")).unwrap();
+    // The example without its module comment, as the README shows it.
+    let code = &example[example.find("use ").unwrap()..];
+    assert!(
+        readme.contains(&format!("```rust\n{code}```")),
+        "README.md's embedding example differs from examples/embed.rs"
+    );
+}
