@@ -12,6 +12,20 @@
 //!   of every operator.
 //! - [`reference`]: the reference evaluator of the IR, the test oracle.
 //! - [`Database`]: the public API that ties them together.
+//!
+//! ```
+//! use einsql::Database;
+//!
+//! let db = Database::open_in_memory();
+//! db.execute("CREATE TABLE a (i INT, j INT, v DOUBLE, PRIMARY KEY (i, j))")?;
+//! db.execute("INSERT INTO a VALUES (0, 1, 2.5), (1, 0, 1.0), (1, 1, 0.5)")?;
+//! // Tensor index notation and SQL share one database.
+//! db.execute("rows[i] = SUM(j) a[i,j];")?;
+//! let result = db.execute("SELECT * FROM rows")?;
+//! assert_eq!(result.num_rows(), 2);
+//! assert_eq!(db.table("a")?.nnz(), 3);
+//! # Ok::<(), einsql::Error>(())
+//! ```
 
 pub mod error;
 mod explain;
