@@ -1298,6 +1298,14 @@ fn read_options_rename_and_are_validated() {
     for options in bad {
         let error = matrix_market::read(&path, &options, &NoProgress).expect_err("rejected");
         assert!(matches!(error, Error::Invalid(_)), "{options:?}: {error}");
+        if options.zero_based || options.header.is_some() || options.delimiter.is_some() {
+            assert!(
+                error.to_string().contains(
+                    "does not apply to Matrix Market files (it applies to: keys, values)"
+                ),
+                "{error}"
+            );
+        }
     }
     let pattern = data.join("matrices/lagraph/karate.mtx");
     let options = ReadOptions {
@@ -1446,6 +1454,14 @@ fn tns_options_rename_and_are_validated() {
     for options in bad {
         let error = tns::read(&path, &options, &NoProgress).expect_err("rejected");
         assert!(matches!(error, Error::Invalid(_)), "{options:?}: {error}");
+        if options.header.is_some() || options.delimiter.is_some() {
+            assert!(
+                error.to_string().contains(
+                    "does not apply to .tns files (it applies to: keys, values, zero_based)"
+                ),
+                "{error}"
+            );
+        }
     }
 }
 

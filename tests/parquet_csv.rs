@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -431,8 +431,25 @@ fn parquet_rejects_bad_options_and_bad_files() {
         },
     ] {
         let error = message(read_parquet(&path, &bad));
-        assert!(error.contains("does not apply to Parquet"), "{error}");
+        assert!(
+            error.contains("does not apply to Parquet files (it applies to: keys, values)"),
+            "{error}"
+        );
     }
+    let error = message(read_parquet(
+        &path,
+        &ReadOptions {
+            zero_based: true,
+            ..ReadOptions::default()
+        },
+    ));
+    assert_eq!(
+        error,
+        format!(
+            "Invalid input: '{}': the option 'zero_based' does not apply to Parquet files (it applies to: keys, values)",
+            path.display()
+        )
+    );
 
     let text = text_file(dir.path(), "text.parquet", "i,j\n1,2\n");
     let error = message(read_parquet(&text, &ReadOptions::default()));
@@ -467,13 +484,15 @@ fn parquet_reads_only_the_listed_columns() {
 /// Counts what a reader reports.
 #[derive(Default)]
 struct Recorder {
+    label: Mutex<String>,
     total: AtomicU64,
     advanced: AtomicU64,
     finished: AtomicU64,
 }
 
 impl ProgressSink for Recorder {
-    fn start(&self, _label: &str, total_bytes: u64) {
+    fn start(&self, label: &str, total_bytes: u64) {
+        *self.label.lock().unwrap() = label.to_string();
         self.total.store(total_bytes, Ordering::SeqCst);
     }
     fn advance(&self, bytes: u64) {
@@ -503,6 +522,7 @@ fn readers_report_progress_in_bytes() {
     let tensor = parquet::read(&path, &ReadOptions::default(), &recorder).unwrap();
     assert_eq!(tensor.nnz(), n as usize);
     let size = std::fs::metadata(&path).unwrap().len();
+    assert_eq!(*recorder.label.lock().unwrap(), "big.parquet");
     assert_eq!(recorder.total.load(Ordering::SeqCst), size);
     assert_eq!(recorder.advanced.load(Ordering::SeqCst), size);
     assert_eq!(recorder.finished.load(Ordering::SeqCst), 1);
@@ -511,6 +531,7 @@ fn readers_report_progress_in_bytes() {
     let recorder = Recorder::default();
     csv::read(&csv_path, &ReadOptions::default(), &recorder).unwrap();
     let size = std::fs::metadata(&csv_path).unwrap().len();
+    assert_eq!(*recorder.label.lock().unwrap(), "small.csv");
     assert_eq!(recorder.total.load(Ordering::SeqCst), 2 * size);
     assert_eq!(recorder.advanced.load(Ordering::SeqCst), 2 * size);
     assert_eq!(recorder.finished.load(Ordering::SeqCst), 1);
@@ -706,7 +727,10 @@ fn csv_errors_name_the_file_and_line() {
                 zero_based: true,
                 ..ReadOptions::default()
             },
-            vec!["zero_based", "CSV"],
+            vec![
+                "bad.csv': the option 'zero_based' does not apply to CSV files (it applies to: \
+                 keys, values, header, delimiter)",
+            ],
         ),
     ];
     for (text, options, expected) in cases {

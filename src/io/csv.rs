@@ -25,7 +25,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::error::ArrowError;
 
 use crate::error::{Error, Result};
-use crate::io::{ProgressSink, ReadOptions, write_atomically};
+use crate::io::{ProgressSink, ReadOptions, progress_label, write_atomically};
 use crate::storage::Tensor;
 use crate::storage::from_arrow::{ColumnRoles, Origin, TensorBuilder, explicit_values};
 
@@ -42,13 +42,7 @@ const BATCH_FIELDS: usize = 1024 * 1024;
 /// Options: `header` (default true), `delimiter` (default `,`), `keys` and
 /// `values`; `zero_based` is rejected.
 pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> Result<Tensor> {
-    if options.zero_based {
-        return Err(Error::Invalid(format!(
-            "the option 'zero_based' does not apply to CSV files ('{}'); CSV takes 'header', \
-             'delimiter', 'keys' and 'values'",
-            path.display()
-        )));
-    }
+    options.check(path, "CSV", &["keys", "values", "header", "delimiter"])?;
     let header = options.header.unwrap_or(true);
     let format = Format::default()
         .with_header(header)
@@ -63,7 +57,7 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
             "the file is empty; expected a header line naming the columns",
         ));
     }
-    progress.start(&path.display().to_string(), 2 * total_bytes);
+    progress.start(&progress_label(path), 2 * total_bytes);
     let result = read_rows(path, options, &format, header, progress);
     progress.finish();
     result

@@ -19,8 +19,6 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use hashbrown::HashMap;
-
 use crate::error::{Error, Result};
 use crate::io::text::{self, Annotation, Cursor, IntError, TextReader};
 use crate::io::{NoProgress, ProgressSink, ReadOptions, write_atomically};
@@ -35,6 +33,7 @@ const BANNER: &str = "%%MatrixMarket";
 /// `options.values` the value column (one name, default `v`); other options
 /// are rejected. Progress is reported in bytes to `progress`.
 pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> Result<Tensor> {
+    options.check(path, "Matrix Market", &["keys", "values"])?;
     let names = Names::from_options(options)?;
     let mut reader = TextReader::open(path, progress)?;
     let header = read_header(&mut reader)?;
@@ -62,7 +61,7 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
         Ok(_) | Err(Error::Overflow(_)) if header.layout == Layout::Coordinate => {
             Err(find_duplicate(path, stored)?)
         }
-        Ok(_) => Err(changed_while_reading(path)),
+        Ok(_) => Err(text::changed_while_reading(path)),
         Err(e) => Err(e),
     }
 }
@@ -120,18 +119,6 @@ struct Names {
 
 impl Names {
     fn from_options(options: &ReadOptions) -> Result<Names> {
-        if options.zero_based {
-            return Err(Error::Invalid(
-                "zero_based applies to .tns files only; Matrix Market indices are always 1-based"
-                    .to_string(),
-            ));
-        }
-        if options.header.is_some() || options.delimiter.is_some() {
-            return Err(Error::Invalid(
-                "the header and delimiter options apply to CSV files only, not to Matrix Market"
-                    .to_string(),
-            ));
-        }
         let (row, col) = match options.keys.as_deref() {
             None => ("i".to_string(), "j".to_string()),
             Some([row, col]) => (row.clone(), col.clone()),
@@ -747,7 +734,7 @@ fn locate(path: &Path, find: impl FnOnce(&[u64]) -> Option<u64>) -> Result<u64> 
         .lines
         .as_deref()
         .and_then(find)
-        .ok_or_else(|| changed_while_reading(path))
+        .ok_or_else(|| text::changed_while_reading(path))
 }
 
 fn reread_with_lines(path: &Path) -> Result<Entries> {
@@ -761,29 +748,12 @@ fn reread_with_lines(path: &Path) -> Result<Entries> {
 fn find_duplicate(path: &Path, expected: usize) -> Result<Error> {
     let entries = reread_with_lines(path)?;
     let lines = entries.lines.as_deref().unwrap_or_default();
-    if entries.len() != expected {
-        return Err(changed_while_reading(path));
-    }
-    let mut seen: HashMap<(i64, i64), u64> = HashMap::with_capacity(entries.len());
-    for ((&row, &col), &line) in entries.rows.iter().zip(&entries.cols).zip(lines) {
-        if let Some(first) = seen.insert((row, col), line) {
-            return Ok(Error::file_format(
-                path,
-                line,
-                format!(
-                    "duplicate entry ({}, {}): line {first} has the same coordinates",
-                    row + 1,
-                    col + 1
-                ),
-            ));
-        }
-    }
-    Err(changed_while_reading(path))
-}
-
-fn changed_while_reading(path: &Path) -> Error {
-    Error::Invalid(format!(
-        "'{}' changed while it was being read",
-        path.display()
-    ))
+    let keyed = entries.rows.iter().zip(&entries.cols).zip(lines);
+    text::find_duplicate(
+        path,
+        entries.len(),
+        expected,
+        keyed.map(|((&row, &col), &line)| ((row, col), line)),
+        |&(row, col)| format!("{}, {}", row + 1, col + 1),
+    )
 }

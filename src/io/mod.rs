@@ -40,6 +40,33 @@ pub struct ReadOptions {
     pub delimiter: Option<u8>,
 }
 
+impl ReadOptions {
+    /// Rejects the options that mean nothing for a file format: every option
+    /// given must be in `allowed` (option names as SQL spells them: `keys`,
+    /// `values`, `zero_based`, `header`, `delimiter`). `format` names the
+    /// format in the message, e.g. "Parquet".
+    pub(crate) fn check(&self, path: &Path, format: &str, allowed: &[&str]) -> Result<()> {
+        let given = [
+            ("keys", self.keys.is_some()),
+            ("values", self.values.is_some()),
+            ("zero_based", self.zero_based),
+            ("header", self.header.is_some()),
+            ("delimiter", self.delimiter.is_some()),
+        ];
+        match given
+            .iter()
+            .find(|&&(name, is_given)| is_given && !allowed.contains(&name))
+        {
+            Some((name, _)) => Err(Error::Invalid(format!(
+                "'{}': the option '{name}' does not apply to {format} files (it applies to: {})",
+                path.display(),
+                allowed.join(", ")
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A file format, chosen by the user or by the file extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileFormat {
@@ -98,6 +125,15 @@ pub trait ProgressSink: Send + Sync {
     fn cancelled(&self) -> bool {
         false
     }
+}
+
+/// The label of a load's progress report: the name of the file read
+/// (the whole path when it has no name).
+pub(crate) fn progress_label(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
 }
 
 /// [`Error::Cancelled`] if `progress` asks the load to stop.

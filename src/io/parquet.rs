@@ -24,6 +24,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
 use arrow::datatypes::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::ProjectionMask;
@@ -33,7 +34,7 @@ use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
-use crate::io::{ProgressSink, ReadOptions, write_atomically};
+use crate::io::{ProgressSink, ReadOptions, progress_label, write_atomically};
 use crate::storage::Tensor;
 use crate::storage::from_arrow::{ColumnRoles, Origin, TensorBuilder, column_metadata};
 
@@ -45,7 +46,7 @@ const BATCH_ROWS: usize = 64 * 1024;
 /// Options: `keys` and `values` choose the column roles; the CSV and TNS
 /// options are rejected.
 pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> Result<Tensor> {
-    reject_options(path, options)?;
+    options.check(path, "Parquet", &["keys", "values"])?;
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let total_bytes = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let builder = decode(path, || ParquetRecordBatchReaderBuilder::try_new(file))?;
@@ -68,7 +69,7 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
             .build()
     })?;
 
-    progress.start(&path.display().to_string(), total_bytes);
+    progress.start(&progress_label(path), total_bytes);
     let result = (|| {
         let (mut rows, mut reported) = (0u64, 0u64);
         while let Some(batch) = decode(path, || reader.next().transpose())? {
@@ -108,33 +109,22 @@ pub fn write(tensor: &Tensor, path: &Path) -> Result<()> {
         })
         .collect();
     let schema = Arc::new(Schema::new(fields));
-    let batch = batch.with_schema(Arc::clone(&schema))?;
+    write_batch(path, &batch.with_schema(schema)?)
+}
+
+/// Writes `batch` to `path` as Parquet (zstd), atomically, with its schema
+/// (field metadata included) as is. Used by [`write`] and by the database
+/// files of [`crate::storage::persist`].
+pub(crate) fn write_batch(path: &Path, batch: &RecordBatch) -> Result<()> {
     let properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .build();
     write_atomically(path, |out| {
-        let mut writer = ArrowWriter::try_new(out, schema, Some(properties))?;
-        writer.write(&batch)?;
+        let mut writer = ArrowWriter::try_new(out, batch.schema(), Some(properties))?;
+        writer.write(batch)?;
         writer.close()?;
         Ok(())
     })
-}
-
-/// Rejects the options that mean nothing for Parquet.
-fn reject_options(path: &Path, options: &ReadOptions) -> Result<()> {
-    let meaningless = [
-        (options.zero_based, "zero_based"),
-        (options.header.is_some(), "header"),
-        (options.delimiter.is_some(), "delimiter"),
-    ];
-    match meaningless.iter().find(|(given, _)| *given) {
-        Some((_, name)) => Err(Error::Invalid(format!(
-            "the option '{name}' does not apply to Parquet files ('{}'); Parquet takes only \
-             'keys' and 'values'",
-            path.display()
-        ))),
-        None => Ok(()),
-    }
 }
 
 /// Runs the parquet crate's decoding of the file at `path`, turning its

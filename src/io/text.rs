@@ -8,20 +8,24 @@
 //! built, not the size of the file. Every piece knows the number of its
 //! first line, and a [`Cursor`] walks a piece field by field while counting
 //! lines, so errors name the exact line. The module also holds the byte-level
-//! number parsers, and what the writers share: checking the dimensions,
-//! picking the one value column and formatting values exactly.
+//! number parsers, the second pass that names the line of a duplicate entry,
+//! and what the writers share: checking the dimensions, picking the one
+//! value column and formatting values exactly.
 
 use std::fmt::Write as _;
 use std::fs::File;
+use std::hash::Hash;
 use std::io::{ErrorKind, Read};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
+use hashbrown::HashMap;
+use hashbrown::hash_map::Entry;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::io::ProgressSink;
+use crate::io::{ProgressSink, progress_label};
 use crate::storage::{ColumnRef, Tensor, ValueType};
 
 /// Bytes read per block; no line may be longer than this.
@@ -54,11 +58,7 @@ impl<'a> TextReader<'a> {
     pub(crate) fn open(path: &Path, progress: &'a dyn ProgressSink) -> Result<TextReader<'a>> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
-        let label = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        progress.start(&label, size);
+        progress.start(&progress_label(path), size);
         Ok(TextReader {
             path: path.to_path_buf(),
             file,
@@ -503,6 +503,52 @@ impl<'t> Annotation<'t> {
             Annotation::Boolean(v) => out.push(if v.value(k) { '1' } else { '0' }),
         }
     }
+}
+
+/// The error for the first entry (in file order) whose key repeats an
+/// earlier entry's, found by a second pass over the file: `keyed` yields
+/// every entry's key and line, and `show` writes a key as the file does
+/// (e.g. `3, 4`). The second pass read `found` entries where the first read
+/// `expected`; a different count, or no repeated key, means that the file
+/// changed in between, and that error is returned instead.
+pub(crate) fn find_duplicate<K: Eq + Hash>(
+    path: &Path,
+    found: usize,
+    expected: usize,
+    keyed: impl IntoIterator<Item = (K, u64)>,
+    show: impl Fn(&K) -> String,
+) -> Result<Error> {
+    if found != expected {
+        return Err(changed_while_reading(path));
+    }
+    let mut seen: HashMap<K, u64> = HashMap::with_capacity(expected);
+    for (key, line) in keyed {
+        match seen.entry(key) {
+            Entry::Occupied(first) => {
+                return Ok(Error::file_format(
+                    path,
+                    line,
+                    format!(
+                        "duplicate entry ({}): line {} has the same coordinates",
+                        show(first.key()),
+                        first.get()
+                    ),
+                ));
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(line);
+            }
+        }
+    }
+    Err(changed_while_reading(path))
+}
+
+/// The error for a file whose second reading disagrees with the first.
+pub(crate) fn changed_while_reading(path: &Path) -> Error {
+    Error::Invalid(format!(
+        "'{}' changed while it was being read",
+        path.display()
+    ))
 }
 
 #[cfg(test)]

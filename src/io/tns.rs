@@ -18,8 +18,6 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use hashbrown::HashMap;
-
 use crate::error::{Error, Result};
 use crate::io::text::{self, Annotation, Cursor, IntError, TextReader};
 use crate::io::{NoProgress, ProgressSink, ReadOptions, write_atomically};
@@ -35,11 +33,7 @@ const DIMENSION_NAMES: [&str; 6] = ["i", "j", "k", "l", "m", "n"];
 /// default `v`), and `options.zero_based` accepts 0-based coordinates; the
 /// CSV options are rejected. Progress is reported in bytes to `progress`.
 pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> Result<Tensor> {
-    if options.header.is_some() || options.delimiter.is_some() {
-        return Err(Error::Invalid(
-            "the header and delimiter options apply to CSV files only, not to .tns".to_string(),
-        ));
-    }
+    options.check(path, ".tns", &["keys", "values", "zero_based"])?;
     let value_name = match options.values.as_deref() {
         None => "v".to_string(),
         Some([name]) => name.clone(),
@@ -390,34 +384,16 @@ fn find_duplicate(path: &Path, zero_based: bool, expected: usize) -> Result<Erro
         None => Entries::new(0, true),
     };
     let lines = entries.lines.as_deref().unwrap_or_default();
-    if entries.len() != expected {
-        return Err(changed_while_reading(path));
-    }
-    let mut seen: HashMap<Vec<i64>, u64> = HashMap::with_capacity(expected);
-    for (k, &line) in lines.iter().enumerate() {
+    let keyed = lines.iter().enumerate().map(|(k, &line)| {
         let key: Vec<i64> = entries.coords.iter().map(|c| c[k]).collect();
-        if let Some(first) = seen.get(&key) {
-            let shown: Vec<String> = key
-                .iter()
-                .map(|&c| (if zero_based { c } else { c + 1 }).to_string())
-                .collect();
-            return Ok(Error::file_format(
-                path,
-                line,
-                format!(
-                    "duplicate entry ({}): line {first} has the same coordinates",
-                    shown.join(", ")
-                ),
-            ));
-        }
-        seen.insert(key, line);
-    }
-    Err(changed_while_reading(path))
-}
-
-fn changed_while_reading(path: &Path) -> Error {
-    Error::Invalid(format!(
-        "'{}' changed while it was being read",
-        path.display()
-    ))
+        (key, line)
+    });
+    let show = |key: &Vec<i64>| {
+        let shown: Vec<String> = key
+            .iter()
+            .map(|&c| (if zero_based { c } else { c + 1 }).to_string())
+            .collect();
+        shown.join(", ")
+    };
+    text::find_duplicate(path, entries.len(), expected, keyed, show)
 }

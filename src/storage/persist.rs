@@ -34,13 +34,11 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::io::parquet::write_batch;
 use crate::io::{sync_directory, write_atomically};
 use crate::storage::{
     ColumnRef, Coo, Dictionary, DimensionSpec, MULTIPLICITY, Tensor, ValueData, ValueType,
@@ -151,11 +149,11 @@ impl Store {
         let data_dir = self.dir.join(DATA);
 
         let data_file = format!("{stem}.parquet");
-        write_parquet(&data_dir.join(&data_file), tensor.data())?;
+        write_batch(&data_dir.join(&data_file), tensor.data())?;
         let dictionary_file = match dictionary_batch(tensor)? {
             Some(batch) => {
                 let file = format!("{stem}.dict.parquet");
-                write_parquet(&data_dir.join(&file), &batch)?;
+                write_batch(&data_dir.join(&file), &batch)?;
                 Some(file)
             }
             None => None,
@@ -462,18 +460,6 @@ fn write_catalog(path: &Path, catalog: &Catalog) -> Result<()> {
         .map_err(|e| catalog_error(path, format!("cannot encode the catalog: {e}")))?;
     write_atomically(path, |out| {
         std::io::Write::write_all(out, &text).map_err(|e| Error::io(path, e))
-    })
-}
-
-fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
-    let properties = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .build();
-    write_atomically(path, |out| {
-        let mut writer = ArrowWriter::try_new(out, batch.schema(), Some(properties))?;
-        writer.write(batch)?;
-        writer.close()?;
-        Ok(())
     })
 }
 
