@@ -132,13 +132,7 @@ fn adjust_types(inferred: &Schema, values: &[bool]) -> Schema {
 
 /// Writes `tensor` to `path` as CSV with a header line, atomically.
 pub fn write(tensor: &Tensor, path: &Path) -> Result<()> {
-    let batch = tensor.to_record_batch()?;
-    if batch.num_columns() == 0 {
-        return Err(Error::Invalid(format!(
-            "cannot write '{}': the table has no columns",
-            path.display()
-        )));
-    }
+    let batch = super::exported_rows(tensor, path)?;
     write_atomically(path, |out| {
         let mut writer = arrow::csv::WriterBuilder::new()
             .with_header(true)

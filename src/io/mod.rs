@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
+use crate::storage::Tensor;
 
 /// Options that a loader accepts (from `read_mtx(..., keys = [...])` and
 /// the like). Each reader rejects options that mean nothing for its format.
@@ -109,6 +110,19 @@ impl FileFormat {
             ))
         })
     }
+}
+
+/// The rows of `tensor` as SQL shows them, for a writer of `path`; a table
+/// without columns cannot be written.
+fn exported_rows(tensor: &Tensor, path: &Path) -> Result<arrow::array::RecordBatch> {
+    let batch = tensor.to_record_batch()?;
+    if batch.num_columns() == 0 {
+        return Err(Error::Invalid(format!(
+            "cannot write '{}': the table has no columns",
+            path.display()
+        )));
+    }
+    Ok(batch)
 }
 
 /// Receives progress reports from long-running loads. The shell draws a

@@ -89,13 +89,7 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
 
 /// Writes `tensor` to `path` as Parquet (zstd), atomically.
 pub fn write(tensor: &Tensor, path: &Path) -> Result<()> {
-    let batch = tensor.to_record_batch()?;
-    if batch.num_columns() == 0 {
-        return Err(Error::Invalid(format!(
-            "cannot write '{}': the table has no columns",
-            path.display()
-        )));
-    }
+    let batch = super::exported_rows(tensor, path)?;
     let fields: Vec<Field> = batch
         .schema()
         .fields()
