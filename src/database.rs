@@ -68,6 +68,10 @@ impl ProgressSink for Monitor {
         self.progress.start(label, total_bytes);
     }
 
+    fn start_query(&self, label: &str) {
+        self.progress.start_query(label);
+    }
+
     fn advance(&self, bytes: u64) {
         self.progress.advance(bytes);
     }
@@ -218,8 +222,12 @@ impl Database {
         let program = crate::ir::Program {
             queries: vec![query],
         };
+        self.monitor
+            .start_query(&format!("computing {}", program.queries[0].name));
+        let evaluated = reference::evaluate_with(&program, &self.monitor);
+        self.monitor.finish();
         let mut messages = Vec::new();
-        for (name, tensor) in reference::evaluate(&program)? {
+        for (name, tensor) in evaluated? {
             let entries = sql::entries(tensor.nnz());
             let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
             let message = if catalog.contains(&name) {

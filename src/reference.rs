@@ -29,32 +29,52 @@ use std::sync::Arc;
 use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
 
 use crate::error::{Error, Result};
+use crate::io::{NoProgress, ProgressSink, check_cancelled};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
 use crate::storage::{Coo, Dictionary, DimensionSpec, Tensor, ValueData, ValueType};
 
 /// The most assignments any one step may enumerate.
 pub const ASSIGNMENT_LIMIT: u128 = 10_000_000;
 
+/// How many assignments the evaluator enumerates between two progress
+/// reports (which are also where it checks for cancellation).
+const REPORT_EVERY: usize = 4096;
+
 /// Evaluates every query of `program` in order and returns the results by
 /// name; a query may refer to earlier results through `Alias`.
 pub fn evaluate(program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
+    evaluate_with(program, &NoProgress)
+}
+
+/// [`evaluate`], reporting to `progress` while it enumerates assignments
+/// (`advance(0)`: the work is not measured in bytes) and stopping with
+/// [`Error::Cancelled`] when `progress` asks it to.
+pub fn evaluate_with(
+    program: &Program,
+    progress: &dyn ProgressSink,
+) -> Result<Vec<(String, Arc<Tensor>)>> {
     let mut results: Vec<(String, Arc<Tensor>)> = Vec::new();
     for query in &program.queries {
         let earlier: HashMap<&str, &Arc<Tensor>> =
             results.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        let tensor = evaluate_query(query, &earlier)?;
+        let tensor = evaluate_query(query, &earlier, progress)?;
         results.push((query.name.clone(), Arc::new(tensor)));
     }
     Ok(results)
 }
 
 /// Evaluates one query; `earlier` holds the results that aliases name.
-pub fn evaluate_query(query: &Query, earlier: &HashMap<&str, &Arc<Tensor>>) -> Result<Tensor> {
+pub fn evaluate_query(
+    query: &Query,
+    earlier: &HashMap<&str, &Arc<Tensor>>,
+    progress: &dyn ProgressSink,
+) -> Result<Tensor> {
     let mut domains = HashMap::new();
     collect_domains(&query.expr, earlier, &mut domains)?;
     let evaluator = Evaluator {
         earlier,
         domains: &domains,
+        progress,
     };
     let relation = evaluator.eval(&query.expr)?;
     let ty = query.expr.value_type(&|name| {
@@ -152,6 +172,7 @@ fn collect_domains(
 struct Evaluator<'a> {
     earlier: &'a HashMap<&'a str, &'a Arc<Tensor>>,
     domains: &'a HashMap<String, Domain>,
+    progress: &'a dyn ProgressSink,
 }
 
 impl Evaluator<'_> {
@@ -208,7 +229,7 @@ impl Evaluator<'_> {
         } else {
             let mut partial = vec![vec![None; vars.len()]];
             for &n in &annihilating {
-                partial = join(partial, &args[n], &positions[n])?;
+                partial = join(partial, &args[n], &positions[n], self.progress)?;
             }
             self.complete(partial, &vars)?
         };
@@ -293,7 +314,8 @@ impl Evaluator<'_> {
     fn complete(&self, partial: Vec<Vec<Option<i64>>>, vars: &[String]) -> Result<Vec<Vec<i64>>> {
         let mut out = Vec::new();
         let mut count: u128 = 0;
-        for assignment in partial {
+        for (k, assignment) in partial.into_iter().enumerate() {
+            report(self.progress, k)?;
             let mut rows: Vec<Vec<i64>> = vec![Vec::with_capacity(vars.len())];
             let mut product: u128 = 1;
             for (slot, var) in assignment.iter().zip(vars) {
@@ -452,13 +474,25 @@ fn partials(arg: &Relation, positions: &[usize], width: usize) -> Vec<Vec<Option
 }
 
 /// The natural join of partial assignments with the entries of `arg`.
+/// Every [`REPORT_EVERY`] steps of a loop: a progress report, and a stop
+/// if the work was cancelled.
+fn report(progress: &dyn ProgressSink, step: usize) -> Result<()> {
+    if step.is_multiple_of(REPORT_EVERY) {
+        check_cancelled(progress)?;
+        progress.advance(0);
+    }
+    Ok(())
+}
+
 fn join(
     partial: Vec<Vec<Option<i64>>>,
     arg: &Relation,
     positions: &[usize],
+    progress: &dyn ProgressSink,
 ) -> Result<Vec<Vec<Option<i64>>>> {
     let mut out = Vec::new();
-    for assignment in &partial {
+    for (k, assignment) in partial.iter().enumerate() {
+        report(progress, k)?;
         for key in arg.entries.keys() {
             let consistent = positions
                 .iter()

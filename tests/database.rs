@@ -180,3 +180,32 @@ fn the_readme_shows_examples_embed_rs() {
         "README.md's embedding example differs from examples/embed.rs"
     );
 }
+
+#[test]
+fn an_interrupted_einsum_statement_stops_and_stores_nothing() {
+    let mut db = Database::open_in_memory();
+    let values = |n: usize| {
+        (0..n)
+            .map(|k| format!("({k}, 1.5)"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    db.execute(&format!(
+        "CREATE TABLE x (i INT, v DOUBLE, PRIMARY KEY (i)); INSERT INTO x VALUES {};
+         CREATE TABLE y (j INT, v DOUBLE, PRIMARY KEY (j)); INSERT INTO y VALUES {};",
+        values(2000),
+        values(2000)
+    ))
+    .unwrap();
+    let interrupt = db.interrupt();
+    db.set_progress(std::sync::Arc::new(InterruptOnProgress(interrupt.clone())));
+    // Four million assignments: the evaluator reports (and checks) every few
+    // thousand, so it stops long before the end.
+    let err = db.execute("t[i,j] = x[i] * y[j];").unwrap_err();
+    assert!(matches!(err, einsql::Error::Cancelled), "{err}");
+    assert_eq!(db.table_names(), ["x", "y"]);
+    interrupt.clear();
+    db.set_progress(std::sync::Arc::new(einsql::io::NoProgress));
+    db.execute("s = SUM(i) x[i];").unwrap();
+    assert_eq!(rows(&db, "SELECT * FROM s"), ["3000.0"]);
+}

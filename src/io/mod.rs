@@ -130,6 +130,11 @@ fn exported_rows(tensor: &Tensor, path: &Path) -> Result<arrow::array::RecordBat
 pub trait ProgressSink: Send + Sync {
     /// A load of `total_bytes` bytes (0 when unknown) called `label` begins.
     fn start(&self, label: &str, total_bytes: u64);
+    /// Work that is not measured in bytes (a query) called `label` begins;
+    /// it calls `advance(0)` now and then while it runs.
+    fn start_query(&self, label: &str) {
+        self.start(label, 0);
+    }
     /// `bytes` more bytes were consumed.
     fn advance(&self, bytes: u64);
     /// The load ended (successfully or not).

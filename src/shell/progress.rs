@@ -1,10 +1,11 @@
-//! Progress bars for long loads.
+//! Progress bars for long loads and queries.
 //!
-//! The engine reports the bytes its file readers consume through
-//! [`einsql::io::ProgressSink`]; [`TerminalProgress`] turns those reports into
-//! an `indicatif` bar on standard error. The bar appears only when standard
-//! error is a terminal and the load has been running for about a second, so
-//! quick loads and piped output never show one.
+//! The engine reports the bytes its file readers consume, and the progress
+//! of queries, through [`einsql::io::ProgressSink`]; [`TerminalProgress`]
+//! turns those reports into an `indicatif` bar (a spinner with the elapsed
+//! time for queries) on standard error. It appears only when standard error
+//! is a terminal and the work has been running for about a second, so quick
+//! statements and piped output never show one.
 
 use std::io::IsTerminal;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -59,6 +60,12 @@ fn due(enabled: bool, elapsed: Duration) -> bool {
     enabled && elapsed >= DELAY
 }
 
+/// A spinner with the time a query has run.
+fn query_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
 fn style(total_bytes: u64) -> ProgressStyle {
     let template = if total_bytes > 0 {
         "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)"
@@ -70,20 +77,31 @@ fn style(total_bytes: u64) -> ProgressStyle {
         .unwrap_or_else(|_| ProgressStyle::default_bar())
 }
 
-impl ProgressSink for TerminalProgress {
-    fn start(&self, label: &str, total_bytes: u64) {
+impl TerminalProgress {
+    /// Tracks a new bar (hidden until it is due).
+    fn begin(&self, label: &str, length: Option<u64>, style: ProgressStyle) {
         if !self.enabled {
             return;
         }
-        let length = (total_bytes > 0).then_some(total_bytes);
         let bar = ProgressBar::with_draw_target(length, ProgressDrawTarget::hidden())
-            .with_style(style(total_bytes))
+            .with_style(style)
             .with_message(label.to_string());
         *self.lock() = Some(Load {
             bar,
             started: Instant::now(),
             shown: false,
         });
+    }
+}
+
+impl ProgressSink for TerminalProgress {
+    fn start(&self, label: &str, total_bytes: u64) {
+        let length = (total_bytes > 0).then_some(total_bytes);
+        self.begin(label, length, style(total_bytes));
+    }
+
+    fn start_query(&self, label: &str) {
+        self.begin(label, None, query_style());
     }
 
     fn advance(&self, bytes: u64) {
@@ -122,6 +140,21 @@ mod tests {
         progress.start("graph.mtx", 1000);
         progress.advance(500);
         assert!(progress.lock().as_ref().is_some_and(|load| !load.shown));
+        progress.finish();
+        assert!(progress.lock().is_none());
+    }
+
+    #[test]
+    fn queries_are_tracked_like_loads() {
+        let progress = TerminalProgress::with_terminal(true);
+        progress.start_query("computing t");
+        progress.advance(0);
+        assert!(
+            progress
+                .lock()
+                .as_ref()
+                .is_some_and(|load| !load.shown && load.bar.length().is_none())
+        );
         progress.finish();
         assert!(progress.lock().is_none());
     }
