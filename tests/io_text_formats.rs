@@ -194,6 +194,12 @@ enum Expect {
     },
     /// Loads exactly like another file of the table.
     SameAs(&'static str),
+    /// Real values, listed entry by entry (for files whose values include
+    /// infinities, which sums cannot check).
+    Reals {
+        shape: [u64; 2],
+        entries: &'static [(i64, i64, f64)],
+    },
     /// A malformed file: a file-format error at this line.
     Malformed { line: u64, contains: &'static str },
     /// Well-formed but unsupported.
@@ -1095,20 +1101,25 @@ fn expected() -> Vec<(&'static str, Expect)> {
             "lagraph/complex.mtx",
             Expect::Unsupported("complex values are not supported"),
         ),
+        // LAGraph's `%%GraphBLAS type float|double` line: the `integer`
+        // header holds floats (with infinities). Entries read off the file
+        // by hand, 0-based, in (row, column) order.
         (
             "lagraph/matrix_fp32.mtx",
-            Expect::Malformed {
-                line: 7,
-                contains: "'-inf' is not an integer",
+            Expect::Reals {
+                shape: [7, 7],
+                entries: LAGRAPH_FLOATS,
             },
         ),
         (
             "lagraph/matrix_fp64.mtx",
-            Expect::Malformed {
-                line: 7,
-                contains: "'-inf' is not an integer",
+            Expect::Reals {
+                shape: [7, 7],
+                entries: LAGRAPH_FLOATS,
             },
         ),
+        // 18446744073709551615 (a uint64) does not fit einsql's signed
+        // 64-bit integers.
         (
             "lagraph/matrix_uint64.mtx",
             Expect::Malformed {
@@ -1116,16 +1127,34 @@ fn expected() -> Vec<(&'static str, Expect)> {
                 contains: "does not fit in 64 bits",
             },
         ),
-        // A symmetric file that stores the upper triangle (scipy mirrors it).
-        (
+        // A symmetric file that stores the upper triangle, mirrored as scipy
+        // mirrors it (scipy: shape (9, 9), nnz 24, sums 24, 111, 111).
+        matrix(
             "lagraph/ldbc-undirected-example-bool.mtx",
-            Expect::Malformed {
-                line: 4,
-                contains: "entry (1, 2) is not on or below the diagonal",
-            },
+            Kind::Integer,
+            [9, 9],
+            24,
+            int(24, 111, 111),
+            ints([(0, 1, 1), (8, 4, 1)]),
         ),
     ]
 }
+
+/// The entries of `lagraph/matrix_fp32.mtx` and `matrix_fp64.mtx`.
+const LAGRAPH_FLOATS: &[(i64, i64, f64)] = &[
+    (0, 1, f64::INFINITY),
+    (0, 3, 7.0),
+    (1, 4, 5.0),
+    (1, 6, 8.0),
+    (2, 5, 1.0),
+    (3, 0, f64::NEG_INFINITY),
+    (3, 2, 0.0),
+    (4, 5, 7.0),
+    (5, 2, 5.0),
+    (6, 2, 9.0),
+    (6, 3, 1.0),
+    (6, 4, 1.0),
+];
 
 fn annotation_type(tensor: &Tensor) -> Kind {
     match tensor.values() {
@@ -1240,6 +1269,19 @@ fn every_dataset_matrix_loads_as_scipy_reads_it() {
                 let twin = read_mtx(&root.join(twin)).unwrap_or_else(|e| panic!("{twin}: {e}"));
                 assert_eq!(sizes(&tensor), sizes(&twin), "{name}: shape");
                 assert_eq!(entries(&tensor), entries(&twin), "{name}: entries");
+            }
+            Expect::Reals {
+                shape,
+                entries: expected,
+            } => {
+                let tensor = result.unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(sizes(&tensor), shape.to_vec(), "{name}: shape");
+                assert_eq!(annotation_type(&tensor), Kind::Real, "{name}: value type");
+                let expected: Vec<(Vec<i64>, Value)> = expected
+                    .iter()
+                    .map(|&(i, j, v)| (vec![i, j], Value::Real(v)))
+                    .collect();
+                assert_eq!(entries(&tensor), expected, "{name}: entries");
             }
             Expect::Malformed { line, contains } => assert_error_at(result, path, *line, contains),
             Expect::Unsupported(contains) => match result {
@@ -1984,12 +2026,17 @@ fn matrix_market_body_errors() {
         (
             format!("{sym}3 3 2\n2 1 1\n1 3 1\n"),
             4,
-            "entry (1, 3) is not on or below the diagonal",
+            "entry (1, 3) is above the diagonal, but the entries before it are below it",
+        ),
+        (
+            format!("{sym}3 3 3\n2 2 1\n1 3 1\n3 1 1\n"),
+            5,
+            "entry (3, 1) is below the diagonal, but the entries before it are above it",
         ),
         (
             format!("{skew}3 3 2\n2 1 1\n2 2 1\n"),
             4,
-            "entry (2, 2) is not below the diagonal",
+            "entry (2, 2) is on the diagonal; a skew-symmetric matrix has a zero diagonal",
         ),
         // Duplicates name both lines.
         (
@@ -2439,4 +2486,38 @@ fn a_one_gigabyte_file_loads() {
     assert_eq!(tensor.nnz(), n as usize);
     assert_eq!(sizes(&tensor), [n, 1000]);
     assert_eq!(recorder.advanced.load(Ordering::Relaxed), bytes);
+}
+
+#[test]
+fn symmetric_files_may_store_the_upper_triangle_instead() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for symmetry in ["symmetric", "skew-symmetric"] {
+        let header = format!("%%MatrixMarket matrix coordinate real {symmetry}\n3 3 2\n");
+        let lower = file(
+            &dir,
+            "lower.mtx",
+            format!("{header}2 1 1.5\n3 2 -4\n").as_bytes(),
+        );
+        let upper = file(
+            &dir,
+            "upper.mtx",
+            format!("{header}1 2 1.5\n2 3 -4\n").as_bytes(),
+        );
+        let lower = read_mtx(&lower).expect("lower triangle");
+        let upper = read_mtx(&upper).expect("upper triangle");
+        assert_eq!(lower.nnz(), 4, "{symmetry}");
+        // The stored triangle keeps its values and the mirror gets them
+        // (negated when skew-symmetric), whichever triangle was stored.
+        let sign = if symmetry == "symmetric" { 1.0 } else { -1.0 };
+        let value = |t: &Tensor, i: i64, j: i64| {
+            entries(t)
+                .into_iter()
+                .find(|(c, _)| c == &vec![i, j])
+                .map(|(_, v)| v)
+        };
+        assert_eq!(value(&lower, 1, 0), Some(Value::Real(1.5)));
+        assert_eq!(value(&lower, 0, 1), Some(Value::Real(sign * 1.5)));
+        assert_eq!(value(&upper, 0, 1), Some(Value::Real(1.5)));
+        assert_eq!(value(&upper, 1, 0), Some(Value::Real(sign * 1.5)));
+    }
 }

@@ -10,8 +10,10 @@
 //! (`i`, `j`, value `v` by default) with [`Tensor::from_coo`]: real values
 //! become `DOUBLE`, integers `BIGINT`, and pattern files a bag. Malformed
 //! input (bad header, wrong entry count, index out of range, bad value,
-//! entry above the diagonal of a symmetric file, duplicate entries) is an
-//! error naming the file and line. The writer stores any two-dimensional
+//! a symmetric file with entries on both sides of the diagonal, duplicate
+//! entries) is an error naming the file and line. A symmetric file may store
+//! the upper triangle instead of the lower one, and LAGraph's
+//! `%%GraphBLAS type float|double` line makes an `integer` file's values real. The writer stores any two-dimensional
 //! tensor with one value column, or a bag, as a coordinate file.
 
 use std::fmt::Write as _;
@@ -46,6 +48,12 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
     let body = parse_body(&mut reader, &header, false)?;
     check_count(&reader, &header, body.len())?;
     drop(reader);
+    if header.layout == Layout::Coordinate
+        && header.symmetry != Symmetry::General
+        && let Some(k) = mixed_triangle(&body)
+    {
+        return Err(triangle_error(path, &body, k)?);
+    }
     let stored = body.len();
     let entries = match header.layout {
         Layout::Coordinate => body,
@@ -201,6 +209,11 @@ fn read_header(reader: &mut TextReader<'_>) -> Result<Header> {
             banner = Some(parse_banner(&path, number, first, &mut cursor)?);
             continue;
         }
+        if first.eq_ignore_ascii_case(b"%%GraphBLAS")
+            && let Some((_, field, _)) = &mut banner
+        {
+            apply_graphblas_type(&mut cursor, field);
+        }
         seen_content = true;
         if !first.starts_with(b"%") {
             return parse_size_line(&path, number, banner, Cursor::new(line, number));
@@ -294,6 +307,22 @@ fn parse_banner(
         return Err(bad("a pattern matrix cannot be skew-symmetric".to_string()));
     }
     Ok((layout, field, symmetry))
+}
+
+/// LAGraph writes the GraphBLAS type of a matrix in a second header line,
+/// `%%GraphBLAS type <type>`, and declares floating-point matrices as
+/// `integer` (so that `inf` and `nan` may appear); a `float` or `double`
+/// type makes the values real. Other types keep the header's value type.
+fn apply_graphblas_type(cursor: &mut Cursor<'_>, field: &mut Field) {
+    let is_type = cursor
+        .field()
+        .is_some_and(|word| word.eq_ignore_ascii_case(b"type"));
+    let floating = cursor
+        .field()
+        .is_some_and(|ty| ty.eq_ignore_ascii_case(b"float") || ty.eq_ignore_ascii_case(b"double"));
+    if is_type && floating && *field == Field::Integer {
+        *field = Field::Real;
+    }
 }
 
 /// Parses the size line, given the header (or its absence).
@@ -588,7 +617,14 @@ fn parse_piece(
                 "column",
             )
             .map_err(&bad)?;
-            check_triangle(header.symmetry, row, col).map_err(&bad)?;
+            if header.symmetry == Symmetry::SkewSymmetric && row == col {
+                return Err(bad(format!(
+                    "entry ({}, {}) is on the diagonal; a skew-symmetric matrix has a zero \
+                     diagonal, which its file leaves out",
+                    row + 1,
+                    col + 1
+                )));
+            }
             entries.rows.push(row);
             entries.cols.push(col);
         }
@@ -668,31 +704,33 @@ fn parse_index(field: &[u8], size: u64, what: &str) -> Result<i64, String> {
     }
 }
 
-/// Symmetric files store the lower triangle only; skew-symmetric ones
-/// also leave out the (zero) diagonal.
-fn check_triangle(symmetry: Symmetry, row: i64, col: i64) -> Result<(), String> {
-    let (above, kind, rule) = match symmetry {
-        Symmetry::General => return Ok(()),
-        Symmetry::Symmetric => (
-            col > row,
-            "symmetric",
-            "on or below the diagonal (row >= column)",
-        ),
-        Symmetry::SkewSymmetric => (
-            col >= row,
-            "skew-symmetric",
-            "below the diagonal (row > column)",
-        ),
-    };
-    if above {
-        Err(format!(
-            "entry ({}, {}) is not {rule}; a {kind} file stores only those entries",
-            row + 1,
-            col + 1
-        ))
+/// The first entry (by position) on the other side of the diagonal from
+/// the first off-diagonal entry: a symmetric or skew-symmetric file stores
+/// one triangle, the lower one by the standard, or the upper one as some
+/// writers do, but never both.
+fn mixed_triangle(entries: &Entries) -> Option<usize> {
+    let side = |k: usize| entries.rows[k].cmp(&entries.cols[k]);
+    let first = (0..entries.count).map(side).find(|s| s.is_ne())?;
+    (0..entries.count).find(|&k| side(k) == first.reverse())
+}
+
+/// The error for an entry on the other side of the diagonal, at its line.
+fn triangle_error(path: &Path, entries: &Entries, k: usize) -> Result<Error> {
+    let line = locate(path, |lines| lines.get(k).copied())?;
+    let (row, col) = (entries.rows[k] + 1, entries.cols[k] + 1);
+    let (this, other) = if row > col {
+        ("below", "above")
     } else {
-        Ok(())
-    }
+        ("above", "below")
+    };
+    Ok(Error::file_format(
+        path,
+        line,
+        format!(
+            "entry ({row}, {col}) is {this} the diagonal, but the entries before it are \
+             {other} it; a symmetric file stores only one triangle"
+        ),
+    ))
 }
 
 /// Checks the number of entries read against the size line.
