@@ -423,7 +423,26 @@ fn description(name: &str, tensor: &Tensor) -> Result<String> {
         let line = format!("  {role:<w0$}  {name:<w1$}  {ty:<w2$}  {detail}");
         let _ = writeln!(text, "{}", line.trim_end());
     }
-    let _ = writeln!(text, "Statistics: {:?}", tensor.statistics());
+    let _ = writeln!(
+        text,
+        "Degree statistics (the most entries over X for one value of Y):"
+    );
+    let dims = tensor.dims();
+    let names = |set: einsql::storage::statistics::DimSet| {
+        set.iter()
+            .filter_map(|d| dims.get(d).map(|dim| dim.name.as_str()))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    for stat in tensor.statistics().degrees() {
+        let given = names(stat.y);
+        let condition = if given.is_empty() {
+            String::new()
+        } else {
+            format!(" | {given}")
+        };
+        let _ = writeln!(text, "  D({}{condition}) = {}", names(stat.x), stat.degree);
+    }
     let indexes: Vec<String> = tensor
         .built_indexes()
         .iter()
@@ -690,7 +709,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  value        amount  BIGINT\n"), "{text}");
-        assert!(text.contains("Statistics: "), "{text}");
+        assert!(text.contains("Degree statistics"), "{text}");
+        assert!(text.contains("  D(day,store) = 3\n"), "{text}");
+        assert!(text.contains("  D(store | day) = 2\n"), "{text}");
         assert!(text.ends_with("Fibertree indexes built: none\n"), "{text}");
         // Built indexes are shown by dimension name, as DESCRIBE shows them.
         let spec = einsql::storage::fibertree::IndexSpec::compressed(vec![1, 0]);
