@@ -70,8 +70,7 @@ pub fn located(source: &str, span: Range<usize>, error: Error) -> Error {
         .find('\n')
         .map_or(source.len(), |n| start + n);
     let line_text = &source[line_start..line_end];
-    let line = source[..start].matches('\n').count() + 1;
-    let column = source[line_start..start].chars().count() + 1;
+    let (line, column) = split::line_and_column(source, start);
     let width = source
         .get(start..span.end.clamp(start, line_end))
         .map_or(1, |s| s.chars().count().max(1));

@@ -7,6 +7,9 @@
 //! comments, it starts with a name followed by `[` or by `=` (not `==`):
 //! `C[i,k] = ...` or `t = ...`. No SQL statement starts that way.
 //! `EXPLAIN` before an einsum statement asks for its plan.
+//!
+//! The shell uses the same scanner ([`scan`], [`is_blank`]) to tell a
+//! complete statement from one still being typed.
 
 use std::ops::Range;
 
@@ -25,37 +28,107 @@ pub struct Piece {
 /// The statements of `text`, skipping empty ones (only whitespace and
 /// comments).
 pub fn split_statements(text: &str) -> Vec<Piece> {
-    let bytes = text.as_bytes();
     let mut pieces = Vec::new();
     let mut start = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        match bytes[at] {
-            quote @ (b'\'' | b'"') => {
-                at += 1;
-                while at < bytes.len() && bytes[at] != quote {
-                    at += 1;
+    scan(text, |end| {
+        // `end` is just after the `;`, which the piece leaves out.
+        push_piece(text, start..end - 1, &mut pieces);
+        start = end;
+    });
+    push_piece(text, start..text.len(), &mut pieces);
+    pieces
+}
+
+/// Where the scanner is in the text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// In statement text.
+    Code,
+    /// Inside a `'...'` string literal.
+    String,
+    /// Inside a `"..."` quoted identifier.
+    Identifier,
+    /// Inside a `-- ...` comment (ends at the end of the line).
+    LineComment,
+    /// Inside a `/* ... */` comment.
+    BlockComment,
+}
+
+/// Whether `text` holds nothing but whitespace, comments and `;`.
+pub fn is_blank(text: &str) -> bool {
+    let mut blank = true;
+    let mut state = State::Code;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match state {
+            State::Code => match c {
+                '-' if chars.peek() == Some(&'-') => {
+                    chars.next();
+                    state = State::LineComment;
                 }
-                at += 1;
+                '/' if chars.peek() == Some(&'*') => {
+                    chars.next();
+                    state = State::BlockComment;
+                }
+                c if c.is_whitespace() || c == ';' => {}
+                _ => blank = false,
+            },
+            State::LineComment if c == '\n' => state = State::Code,
+            State::BlockComment if c == '*' && chars.peek() == Some(&'/') => {
+                chars.next();
+                state = State::Code;
             }
-            b'-' if bytes.get(at + 1) == Some(&b'-') => {
-                at = text[at..].find('\n').map_or(bytes.len(), |n| at + n);
-            }
-            b'/' if bytes.get(at + 1) == Some(&b'*') => {
-                at = text[at + 2..]
-                    .find("*/")
-                    .map_or(bytes.len(), |n| at + 2 + n + 2);
-            }
-            b';' => {
-                push_piece(text, start..at, &mut pieces);
-                at += 1;
-                start = at;
-            }
-            _ => at += 1,
+            _ => {}
         }
     }
-    push_piece(text, start..bytes.len().max(start), &mut pieces);
-    pieces
+    // An unterminated block comment is a statement still being typed.
+    blank && state != State::BlockComment
+}
+
+/// Scans `text`, calling `on_end` with the byte offset just after every
+/// statement-ending `;`, and returns the state at the end.
+pub fn scan(text: &str, mut on_end: impl FnMut(usize)) -> State {
+    let mut state = State::Code;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        state = match (state, c) {
+            (State::Code, '\'') => State::String,
+            (State::Code, '"') => State::Identifier,
+            (State::Code, '-') if next == Some('-') => {
+                chars.next();
+                State::LineComment
+            }
+            (State::Code, '/') if next == Some('*') => {
+                chars.next();
+                State::BlockComment
+            }
+            (State::Code, ';') => {
+                on_end(i + 1);
+                State::Code
+            }
+            // A doubled quote inside a literal closes and reopens it, which
+            // leaves the scanner inside the literal as it should.
+            (State::String, '\'') | (State::Identifier, '"') | (State::LineComment, '\n') => {
+                State::Code
+            }
+            (State::BlockComment, '*') if next == Some('/') => {
+                chars.next();
+                State::Code
+            }
+            (state, _) => state,
+        };
+    }
+    state
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`.
+pub fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |p| p + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
 }
 
 fn push_piece(text: &str, range: Range<usize>, pieces: &mut Vec<Piece>) {

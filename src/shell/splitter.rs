@@ -4,26 +4,15 @@
 //! inside a string literal (`'...'`), a quoted identifier (`"..."`), a line
 //! comment (`-- ...`) or a block comment (`/* ... */`). The shell feeds the
 //! text of each complete statement to [`einsql::Database::execute`] and keeps
-//! the unterminated rest until more input arrives. The scanner knows nothing
-//! else about either language, so an einsum statement such as
+//! the unterminated rest until more input arrives. The scanner is the
+//! engine's own ([`einsql::einsum::split::scan`]); it knows nothing else
+//! about either language, so an einsum statement such as
 //! `C[i,k] = SUM(j) A[i,j] * B[j,k];` splits like any SQL statement.
 
 use std::ops::Range;
 
-/// Where the scanner is in the text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum State {
-    /// In statement text.
-    Code,
-    /// Inside a `'...'` string literal.
-    String,
-    /// Inside a `"..."` quoted identifier.
-    Identifier,
-    /// Inside a `-- ...` comment (ends at the end of the line).
-    LineComment,
-    /// Inside a `/* ... */` comment.
-    BlockComment,
-}
+use einsql::einsum::split::scan;
+pub use einsql::einsum::split::{State, is_blank, line_and_column};
 
 /// The statements of a text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,83 +44,6 @@ pub fn split(text: &str) -> Split {
         rest: start,
         state,
     }
-}
-
-/// Whether `text` holds nothing but whitespace, comments and `;`.
-pub fn is_blank(text: &str) -> bool {
-    let mut blank = true;
-    let mut state = State::Code;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match state {
-            State::Code => match c {
-                '-' if chars.peek() == Some(&'-') => {
-                    chars.next();
-                    state = State::LineComment;
-                }
-                '/' if chars.peek() == Some(&'*') => {
-                    chars.next();
-                    state = State::BlockComment;
-                }
-                c if c.is_whitespace() || c == ';' => {}
-                _ => blank = false,
-            },
-            State::LineComment if c == '\n' => state = State::Code,
-            State::BlockComment if c == '*' && chars.peek() == Some(&'/') => {
-                chars.next();
-                state = State::Code;
-            }
-            _ => {}
-        }
-    }
-    // An unterminated block comment is a statement still being typed.
-    blank && state != State::BlockComment
-}
-
-/// Scans `text`, calling `on_end` with the byte offset just after every
-/// statement-ending `;`, and returns the state at the end.
-fn scan(text: &str, mut on_end: impl FnMut(usize)) -> State {
-    let mut state = State::Code;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let next = chars.peek().map(|&(_, n)| n);
-        state = match (state, c) {
-            (State::Code, '\'') => State::String,
-            (State::Code, '"') => State::Identifier,
-            (State::Code, '-') if next == Some('-') => {
-                chars.next();
-                State::LineComment
-            }
-            (State::Code, '/') if next == Some('*') => {
-                chars.next();
-                State::BlockComment
-            }
-            (State::Code, ';') => {
-                on_end(i + 1);
-                State::Code
-            }
-            // A doubled quote inside a literal closes and reopens it, which
-            // leaves the scanner inside the literal as it should.
-            (State::String, '\'') | (State::Identifier, '"') | (State::LineComment, '\n') => {
-                State::Code
-            }
-            (State::BlockComment, '*') if next == Some('/') => {
-                chars.next();
-                State::Code
-            }
-            (state, _) => state,
-        };
-    }
-    state
-}
-
-/// The 1-based line and column (in characters) of byte `offset` of `text`.
-pub fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |p| p + 1);
-    let column = before[line_start..].chars().count() + 1;
-    (line, column)
 }
 
 /// The byte offset of the 1-based `line` and `column` of `text`, if it is
