@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use arrow::array::RecordBatch;
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::array::{ArrayRef, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::Result;
 use crate::io::{NoProgress, ProgressSink};
@@ -114,6 +114,16 @@ impl QueryResult {
             batches: Vec::new(),
             message: Some(message.into()),
         }
+    }
+
+    /// Rows of one non-null text column called `name`.
+    pub fn text_column(name: &str, values: Vec<String>) -> Result<QueryResult> {
+        let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, false)]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![Arc::new(StringArray::from(values)) as ArrayRef],
+        )?;
+        Ok(QueryResult::rows(schema, vec![batch]))
     }
 
     /// The total number of rows.

@@ -7,11 +7,6 @@
 //! in its text form with the inputs it reads. The optimizer will add the
 //! logical and physical plans and their estimates here.
 
-use std::sync::Arc;
-
-use arrow::array::{ArrayRef, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
-
 use crate::database::QueryResult;
 use crate::error::Result;
 use crate::ir::Program;
@@ -19,12 +14,7 @@ use crate::storage::{ColumnRef, Tensor};
 
 /// The lines of a plan as a result with one `plan` column.
 pub fn plan_result(lines: Vec<String>) -> Result<QueryResult> {
-    let schema = Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)]));
-    let batch = RecordBatch::try_new(
-        Arc::clone(&schema),
-        vec![Arc::new(StringArray::from(lines)) as ArrayRef],
-    )?;
-    Ok(QueryResult::rows(schema, vec![batch]))
+    QueryResult::text_column("plan", lines)
 }
 
 /// The plan of an einsum program: its IR and the inputs it reads.

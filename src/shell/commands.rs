@@ -13,7 +13,7 @@ use einsql::storage::{ColumnRef, Tensor};
 use einsql::{Database, Error, Result};
 
 use super::render::{Mode, count};
-use super::{Flow, Output, Shell};
+use super::{Flow, Output, Settings, Shell};
 
 /// What tab completion offers for a command's arguments.
 #[derive(Clone, Copy, Debug)]
@@ -524,22 +524,29 @@ fn read(shell: &mut Shell, args: &[String]) -> Result<Flow> {
 }
 
 fn timer(shell: &mut Shell, args: &[String]) -> Result<Flow> {
-    match args.first() {
-        Some(word) => {
-            shell.settings.timer = parse_on_off(".timer", word)?;
-            Ok(Flow::Continue)
-        }
-        None => shell.write(&format!("timer {}\n", on_off(shell.settings.timer))),
-    }
+    toggle(shell, "timer", args, |settings| &mut settings.timer)
 }
 
 fn explain(shell: &mut Shell, args: &[String]) -> Result<Flow> {
+    toggle(shell, "explain", args, |settings| &mut settings.explain)
+}
+
+/// Sets the on/off setting `name` from `on` or `off`, or shows it.
+fn toggle(
+    shell: &mut Shell,
+    name: &str,
+    args: &[String],
+    setting: fn(&mut Settings) -> &mut bool,
+) -> Result<Flow> {
     match args.first() {
         Some(word) => {
-            shell.settings.explain = parse_on_off(".explain", word)?;
+            *setting(&mut shell.settings) = parse_on_off(&format!(".{name}"), word)?;
             Ok(Flow::Continue)
         }
-        None => shell.write(&format!("explain {}\n", on_off(shell.settings.explain))),
+        None => {
+            let value = *setting(&mut shell.settings);
+            shell.write(&format!("{name} {}\n", on_off(value)))
+        }
     }
 }
 

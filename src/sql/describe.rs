@@ -14,12 +14,7 @@ use crate::storage::ColumnRef;
 /// `SHOW TABLES`: one row per table, with its name.
 pub fn show_tables(context: Context<'_>) -> Result<QueryResult> {
     let names: Vec<String> = context.catalog().names().map(str::to_string).collect();
-    let schema = Arc::new(Schema::new(vec![Field::new("name", DataType::Utf8, false)]));
-    let batch = RecordBatch::try_new(
-        Arc::clone(&schema),
-        vec![Arc::new(StringArray::from(names)) as ArrayRef],
-    )?;
-    Ok(QueryResult::rows(schema, vec![batch]))
+    QueryResult::text_column("name", names)
 }
 
 /// `DESCRIBE t`: one row per column, in declaration order, with its SQL
