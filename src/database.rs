@@ -199,10 +199,7 @@ impl Database {
         let mut results = Vec::new();
         for piece in pieces {
             if piece.explain {
-                let query = einsum::compile_statement(text, piece.range, &self.read_catalog())?;
-                let program = crate::ir::Program {
-                    queries: vec![query],
-                };
+                let program = self.compile_einsum(text, piece.range)?;
                 results.push(crate::explain::plan_result(crate::explain::program_lines(
                     &program,
                 ))?);
@@ -228,10 +225,7 @@ impl Database {
     /// an assignment: a table of the same name is replaced, and the message
     /// says so.
     fn execute_einsum(&self, text: &str, range: std::ops::Range<usize>) -> Result<QueryResult> {
-        let query = einsum::compile_statement(text, range, &self.read_catalog())?;
-        let program = crate::ir::Program {
-            queries: vec![query],
-        };
+        let program = self.compile_einsum(text, range)?;
         self.monitor
             .start_query(&format!("computing {}", program.queries[0].name));
         let evaluated = reference::evaluate_with(&program, &self.monitor);
@@ -250,6 +244,19 @@ impl Database {
         }
         let message = messages.join("; ");
         Ok(QueryResult::message(message))
+    }
+
+    /// The one-query program of the einsum statement at `text[range]`,
+    /// bound to the current tables.
+    fn compile_einsum(
+        &self,
+        text: &str,
+        range: std::ops::Range<usize>,
+    ) -> Result<crate::ir::Program> {
+        let query = einsum::compile_statement(text, range, &self.read_catalog())?;
+        Ok(crate::ir::Program {
+            queries: vec![query],
+        })
     }
 
     /// The table called `name`.
