@@ -139,7 +139,7 @@ fn collect_domains(
             .iter()
             .try_for_each(|a| collect_domains(a, earlier, domains)),
         Expr::Agg { body, .. } => collect_domains(body, earlier, domains),
-        Expr::Literal(_) => Ok(()),
+        Expr::Literal(_) | Expr::Index(_) => Ok(()),
         leaf_expr => {
             let Some((tensor, _, terms)) = leaf(leaf_expr, earlier)? else {
                 return Ok(());
@@ -188,11 +188,30 @@ impl Evaluator<'_> {
                 self.map(*op, args)
             }
             Expr::Agg { op, indices, body } => self.aggregate(*op, indices, self.eval(body)?),
+            Expr::Index(var) => self.coordinates(var),
             leaf_expr => match leaf(leaf_expr, self.earlier)? {
                 Some((tensor, annotation, terms)) => read(tensor, annotation, terms),
                 None => Err(Error::Invalid(format!("cannot evaluate {leaf_expr}"))),
             },
         }
+    }
+
+    /// The coordinates of `var` as values: every coordinate but 0 (the
+    /// fill) is an entry.
+    fn coordinates(&self, var: &str) -> Result<Relation> {
+        let size = self.domain(var)?.size;
+        if u128::from(size) > ASSIGNMENT_LIMIT {
+            return Err(too_many());
+        }
+        let entries = (1..size)
+            .filter_map(|c| i64::try_from(c).ok())
+            .map(|c| (vec![c], Value::Int(c)))
+            .collect();
+        Ok(Relation {
+            vars: vec![var.to_string()],
+            fill: Value::Int(0),
+            entries,
+        })
     }
 
     fn domain(&self, var: &str) -> Result<&Domain> {
@@ -545,14 +564,19 @@ fn read(tensor: &Tensor, annotation: Annotation, terms: &[IndexTerm]) -> Result<
             tensor.annotation_columns().get(c),
             tensor.values().get(c).map(|v| v.ty),
         ),
+        Annotation::Multiplicity if !tensor.is_bag() => (None, Some(ValueType::Int64)),
         Annotation::Multiplicity => (tensor.annotation_columns().first(), Some(ValueType::Int64)),
     };
-    let (Some(column), Some(ty)) = (column, ty) else {
+    let (values, Some(ty)) = (column, ty) else {
         return Err(internal(
             "an input reads a value column its tensor does not have".to_string(),
         ));
     };
-    let values = column_values(column.as_ref())?;
+    // A keyed table's rows each count once.
+    let values = match values {
+        Some(column) => column_values(column.as_ref())?,
+        None => vec![Value::Int(1); tensor.nnz()],
+    };
     let coords: Vec<&[i64]> = (0..terms.len()).map(|d| tensor.coords(d)).collect();
     let rows = tensor.nnz();
     if values.len() != rows || coords.iter().any(|c| c.len() != rows) {

@@ -19,7 +19,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::located;
-use super::parser::{Ast, AstKind, Name, Statement, Term};
+use super::parser::{Ast, AstKind, Name, ROWS, Statement, Term};
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, Expr, IndexTerm, Input, Query, ScalarOp, TensorRef};
 use crate::storage::catalog::Catalog;
@@ -31,8 +31,22 @@ pub fn bind(source: &str, statement: &Statement, catalog: &Catalog) -> Result<Qu
         source,
         catalog,
         domains: HashMap::new(),
+        coordinates: Vec::new(),
     };
     let expr = binder.expr(&statement.expr)?;
+    if let Some(index) = binder
+        .coordinates
+        .iter()
+        .find(|i| !binder.domains.contains_key(&i.name))
+    {
+        return Err(binder.error(
+            &index.span,
+            Error::Invalid(format!(
+                "coord({}) needs '{}' to index a tensor of the statement",
+                index.name, index.name
+            )),
+        ));
+    }
     let free = expr.free_indices();
     let mut outputs: Vec<String> = Vec::new();
     for index in &statement.indices {
@@ -91,6 +105,9 @@ struct Binder<'a> {
     source: &'a str,
     catalog: &'a Catalog,
     domains: HashMap<String, Domain>,
+    /// The indices of `coord(i)` calls, checked once the whole statement is
+    /// bound.
+    coordinates: Vec<Name>,
 }
 
 impl Binder<'_> {
@@ -105,6 +122,9 @@ impl Binder<'_> {
                 let args = args.iter().map(|a| self.expr(a)).collect::<Result<_>>()?;
                 Ok(Expr::map(*op, args))
             }
+            AstKind::Call { function, args } if function.name.eq_ignore_ascii_case("coord") => {
+                self.coordinate(ast, args)
+            }
             AstKind::Call { function, args } => {
                 let op = ScalarOp::from_function_name(&function.name).ok_or_else(|| {
                     let known = ScalarOp::ALL.iter().filter_map(|op| op.function_name());
@@ -117,6 +137,7 @@ impl Binder<'_> {
                     let wanted = match op.arity() {
                         crate::ir::Arity::Unary => "1 argument",
                         crate::ir::Arity::Binary => "2 arguments",
+                        crate::ir::Arity::Ternary => "3 arguments",
                         crate::ir::Arity::Variadic => "at least 2 arguments",
                     };
                     return Err(self.error(
@@ -170,6 +191,30 @@ impl Binder<'_> {
                 terms,
             } => self.access(ast, tensor, column.as_ref(), terms.as_deref()),
         }
+    }
+
+    /// `coord(i)`: the coordinate of index `i`, which must also index a
+    /// tensor of the statement.
+    fn coordinate(&mut self, ast: &Ast, args: &[Ast]) -> Result<Expr> {
+        let [
+            Ast {
+                kind:
+                    AstKind::Access {
+                        tensor: index,
+                        column: None,
+                        terms: None,
+                    },
+                ..
+            },
+        ] = args
+        else {
+            return Err(self.error(
+                &ast.span,
+                Error::Invalid("coord takes one index name, as in coord(i)".to_string()),
+            ));
+        };
+        self.coordinates.push(index.clone());
+        Ok(Expr::Index(index.name.clone()))
     }
 
     fn access(
@@ -260,7 +305,12 @@ impl Binder<'_> {
         column: Option<&Name>,
     ) -> Result<Annotation> {
         let values = tensor.values();
+        let column_given = column.is_some();
+        let column = column.filter(|c| c.name != ROWS);
         let Some(column) = column else {
+            if column_given {
+                return Ok(Annotation::Multiplicity);
+            }
             return match values.len() {
                 0 => Ok(Annotation::Multiplicity),
                 1 => Ok(Annotation::Column(0)),

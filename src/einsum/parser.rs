@@ -40,6 +40,10 @@ pub struct Name {
     pub span: Range<usize>,
 }
 
+/// The column name that `tensor.*[...]` (the table's row count at a
+/// coordinate) parses to.
+pub const ROWS: &str = "*";
+
 /// One einsum statement: `output[indices] = expr`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Statement {
@@ -354,10 +358,15 @@ impl Parser<'_> {
             }
             return self.call(name);
         }
-        let column = if self.eat(".") {
-            Some(self.name("a value column name after '.'")?)
-        } else {
+        let column = if !self.eat(".") {
             None
+        } else if self.eat("*") {
+            Some(Name {
+                name: ROWS.to_string(),
+                span: self.last_end() - 1..self.last_end(),
+            })
+        } else {
+            Some(self.name("a value column name or '*' after '.'")?)
         };
         let terms = if self.eat("[") {
             Some(self.terms()?)

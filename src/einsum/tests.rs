@@ -131,6 +131,10 @@ fn printing_keeps_needed_parentheses_and_parses_back() {
             "n = COUNT(v) labels[v, 12] * (SUM(w) labels[w, 3]);",
             "n = COUNT(v) labels[v,12] * SUM(w) labels[w,3];",
         ),
+        (
+            "x[i] = SUM(j) A.*[i,j] * ifelse(coord(i) < COORD(j), L[i], -1);",
+            "x[i] = SUM(j) A.*[i,j] * ifelse(coord(i) < coord(j), L.v[i], -1);",
+        ),
     ];
     let catalog = catalog();
     for (input, golden) in cases {

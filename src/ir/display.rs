@@ -2,7 +2,9 @@
 //! golden tests.
 //!
 //! A query prints as `C[i,k] = SUM(j) A.v[i,j] * B.v[j,k]`: inputs with
-//! their value column (`E[i,j]` for a bag's multiplicity), aliases as
+//! their value column (`E[i,j]` for a bag's multiplicity, `A.*[i,j]` for
+//! the row count of a keyed table), `coord(i)` for an index's coordinate,
+//! aliases as
 //! `name[i]`, operators infix with the fewest parentheses the einsum grammar
 //! needs, aggregates as a prefix whose body extends to the right (so an
 //! aggregate is parenthesized unless it ends its context). The output is
@@ -102,6 +104,11 @@ fn write_bare(f: &mut Formatter<'_>, expr: &Expr, right_edge: bool) -> fmt::Resu
     match expr {
         Expr::Literal(value) => write!(f, "{value}"),
         Expr::Input(input) => write_input(f, input),
+        Expr::Index(var) => {
+            f.write_str("coord(")?;
+            write_name(f, var)?;
+            f.write_char(')')
+        }
         Expr::Alias { name, indices } => {
             write_name(f, name)?;
             write_terms(f, indices)
@@ -150,9 +157,13 @@ fn write_bare(f: &mut Formatter<'_>, expr: &Expr, right_edge: bool) -> fmt::Resu
 
 fn write_input(f: &mut Formatter<'_>, input: &Input) -> fmt::Result {
     write_name(f, &input.tensor.name)?;
-    if let (Annotation::Column(_), Some(column)) = (input.annotation, input.column_name()) {
-        f.write_char('.')?;
-        write_name(f, column)?;
+    match (input.annotation, input.column_name()) {
+        (Annotation::Column(_), Some(column)) => {
+            f.write_char('.')?;
+            write_name(f, column)?;
+        }
+        (Annotation::Multiplicity, _) if !input.tensor.tensor.is_bag() => f.write_str(".*")?,
+        _ => {}
     }
     write_terms(f, &input.indices)
 }

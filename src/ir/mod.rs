@@ -11,6 +11,7 @@
 //!          | Input(tensor.column[Term...])  -- A.v[i, j], labels.v[n, 12]
 //!          | Alias(name[Term...])           -- an earlier query's result
 //!          | Literal(value)                 -- 2, 0.5, true
+//!          | Index(var)                     -- coord(i): i's coordinate
 //! Term    := index variable | constant coordinate
 //! ```
 //!
@@ -82,6 +83,11 @@ pub enum Expr {
     },
     /// A constant.
     Literal(Value),
+    /// The coordinate that an index variable is bound to, as an integer
+    /// (for a string key, its position in the sorted dictionary). It lets
+    /// queries compare and compute with keys (`e.src < e.dst` in SQL,
+    /// `coord(i)` in einsum); the variable must also index an input.
+    Index(String),
 }
 
 /// What indexes one dimension of an input: a variable or a constant.
@@ -109,7 +115,9 @@ pub struct Input {
 pub enum Annotation {
     /// The value column at this position.
     Column(usize),
-    /// The multiplicity of a bag's rows.
+    /// How many rows the table holds at a coordinate: a bag's stored
+    /// multiplicity, or 1 for every stored row of a keyed table (even one
+    /// whose values are 0). SQL lowers its row semantics onto this.
     Multiplicity,
 }
 
@@ -177,7 +185,7 @@ impl Expr {
             Expr::Input(input) => vec![input],
             Expr::Agg { body, .. } => body.inputs(),
             Expr::Map { args, .. } => args.iter().flat_map(Expr::inputs).collect(),
-            Expr::Alias { .. } | Expr::Literal(_) => Vec::new(),
+            Expr::Alias { .. } | Expr::Literal(_) | Expr::Index(_) => Vec::new(),
         }
     }
 
@@ -203,6 +211,11 @@ impl Expr {
             Expr::Input(input) => add_terms(&input.indices),
             Expr::Alias { indices, .. } => add_terms(indices),
             Expr::Literal(_) => {}
+            Expr::Index(v) => {
+                if !out.contains(v) {
+                    out.push(v.clone());
+                }
+            }
             Expr::Map { args, .. } => args.iter().for_each(|a| a.collect_free(out)),
             Expr::Agg { indices, body, .. } => {
                 for v in body.free_indices() {
@@ -221,6 +234,7 @@ impl Expr {
             Expr::Input(input) => input.value_type(),
             Expr::Alias { name, .. } => alias_type(name).unwrap_or(ValueType::Int64),
             Expr::Literal(v) => v.value_type(),
+            Expr::Index(_) => ValueType::Int64,
             Expr::Map { op, args } => {
                 let types: Vec<ValueType> = args.iter().map(|a| a.value_type(alias_type)).collect();
                 op.result_type(&types)

@@ -74,6 +74,8 @@ pub enum ScalarOp {
     Sigmoid,
     /// `relu(a)` = greatest(a, 0)
     Relu,
+    /// `ifelse(c, a, b)`: `a` where `c` is non-zero, else `b` (SQL `CASE`)
+    IfElse,
 }
 
 /// How many arguments an operator takes.
@@ -83,6 +85,8 @@ pub enum Arity {
     Unary,
     /// Exactly two.
     Binary,
+    /// Exactly three.
+    Ternary,
     /// Two or more (the operator is associative).
     Variadic,
 }
@@ -150,7 +154,7 @@ const COMPARISON: Algebra = NOTHING;
 
 impl ScalarOp {
     /// Every operator, for tests and listings.
-    pub const ALL: [ScalarOp; 23] = [
+    pub const ALL: [ScalarOp; 24] = [
         ScalarOp::Add,
         ScalarOp::Sub,
         ScalarOp::Mul,
@@ -174,6 +178,7 @@ impl ScalarOp {
         ScalarOp::Least,
         ScalarOp::Sigmoid,
         ScalarOp::Relu,
+        ScalarOp::IfElse,
     ];
 
     /// The algebra of the operator (see [`Algebra`]).
@@ -236,7 +241,7 @@ impl ScalarOp {
                 ..LATTICE
             },
             Greatest | Least => LATTICE,
-            Sub | Ln | Log | Power => NOTHING,
+            Sub | Ln | Log | Power | IfElse => NOTHING,
         }
     }
 
@@ -247,6 +252,7 @@ impl ScalarOp {
             Add | Mul | And | Or | Greatest | Least => Arity::Variadic,
             Sub | Div | Eq | Ne | Lt | Le | Gt | Ge | Power => Arity::Binary,
             Neg | Exp | Ln | Log | Sqrt | Abs | Sigmoid | Relu => Arity::Unary,
+            IfElse => Arity::Ternary,
         }
     }
 
@@ -255,6 +261,7 @@ impl ScalarOp {
         match self.arity() {
             Arity::Unary => count == 1,
             Arity::Binary => count == 2,
+            Arity::Ternary => count == 3,
             Arity::Variadic => count >= 2,
         }
     }
@@ -295,6 +302,7 @@ impl ScalarOp {
             Least => "least",
             Sigmoid => "sigmoid",
             Relu => "relu",
+            IfElse => "ifelse",
             _ => return None,
         })
     }
@@ -319,6 +327,10 @@ impl ScalarOp {
                 .iter()
                 .copied()
                 .reduce(wider)
+                .unwrap_or(ValueType::Int64),
+            IfElse => types
+                .get(1..)
+                .and_then(|branches| branches.iter().copied().reduce(wider))
                 .unwrap_or(ValueType::Int64),
         }
     }
@@ -379,6 +391,10 @@ impl ScalarOp {
                     }
                 });
                 best.cast(self.result_type(&types))
+            }
+            IfElse => {
+                let chosen = if unary.is_zero() { args[2] } else { args[1] };
+                chosen.cast(self.result_type(&types))
             }
         })
     }
@@ -648,6 +664,7 @@ mod tests {
             for op in ScalarOp::ALL {
                 let args: &[Value] = match op.arity() {
                     Arity::Unary => &[x],
+                    Arity::Ternary => &[x, y, x],
                     _ => &[x, y],
                 };
                 let types: Vec<ValueType> = args.iter().map(|a| a.value_type()).collect();
@@ -656,6 +673,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn ifelse_picks_a_branch_and_widens_its_type() {
+        let pick = |c, a, b| ScalarOp::IfElse.apply(&[c, a, b]).ok();
+        assert_eq!(
+            pick(Value::Bool(true), Value::Int(2), Value::Int(3)),
+            Some(Value::Int(2))
+        );
+        assert_eq!(
+            pick(Value::Int(0), Value::Int(2), Value::Float(0.5)),
+            Some(Value::Float(0.5))
+        );
+        assert_eq!(
+            pick(Value::Float(-1.0), Value::Int(2), Value::Float(0.5)),
+            Some(Value::Float(2.0))
+        );
     }
 
     #[test]
