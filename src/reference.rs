@@ -157,12 +157,9 @@ fn collect_domains(
                     size: dim.size,
                     dictionary: dim.dictionary.clone(),
                 });
-                if domain.size != dim.size {
-                    return Err(Error::Invalid(format!(
-                        "index '{var}' has sizes {} and {} in {leaf_expr}",
-                        domain.size, dim.size
-                    )));
-                }
+                // SQL joins columns of different sizes: an index ranges
+                // over the largest (the front-ends check dictionaries).
+                domain.size = domain.size.max(dim.size);
             }
             Ok(())
         }

@@ -1,10 +1,12 @@
 //! `EXPLAIN` of a SQL query (see [`crate::explain`]): the scan of a stored
-//! table or the load of a file, without running it.
+//! table or the load of a file, or the IR program a query lowers to and how
+//! its rows are assembled. Nothing is evaluated, except the sub-queries in
+//! `FROM` and `WITH`, whose results the outer program reads.
 
 use sqlparser::ast::{Statement, TableFunctionArgs};
 
 use super::Context;
-use super::query::{self, Source};
+use super::query::{self, Ctes, Source};
 use crate::database::QueryResult;
 use crate::error::{Error, Result};
 
@@ -25,14 +27,20 @@ pub fn explain(context: Context<'_>, statement: &Statement, analyze: bool) -> Re
             )));
         }
     };
-    let line = match query::source(query)? {
-        Source::Table(name) => {
+    let lines = match query::simple_source(query) {
+        Some(Source::Table(name)) => {
             let tensor = context.catalog().get(&name)?;
-            format!("Scan {}", crate::explain::table_line(&name, &tensor))
+            vec![format!(
+                "Scan {}",
+                crate::explain::table_line(&name, &tensor)
+            )]
         }
-        Source::File { function, args } => format!("Load {function}({})", arguments(args)),
+        Some(Source::File { function, args }) => {
+            vec![format!("Load {function}({})", arguments(args))]
+        }
+        None => query::output::explain(context, query, &Ctes::default())?,
     };
-    crate::explain::plan_result(vec![line])
+    crate::explain::plan_result(lines)
 }
 
 fn arguments(args: &TableFunctionArgs) -> String {

@@ -5,21 +5,23 @@
 //! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`insert`] (`INSERT INTO`),
 //! [`copy`] (`COPY ... TO`), [`describe`] (`SHOW TABLES`, `DESCRIBE`),
 //! [`explain`] (`EXPLAIN`) and
-//! [`query`] (`SELECT`), with [`table_function`] for the `read_mtx`,
-//! `read_tns`, `read_parquet` and `read_csv` loaders usable in `FROM`, and
+//! [`query`] (`SELECT`, lowered to the IR), with [`table_function`] for the
+//! `read_mtx`, `read_tns`, `read_parquet` and `read_csv` loaders usable in
+//! `FROM`, [`einsum_function`] for `einsum('ij,jk->ik', a, b)`, and
 //! [`literal`] for constants. A statement of another kind is rejected with an
 //! error that names it.
 
 mod copy;
 mod ddl;
 mod describe;
+mod einsum_function;
 mod explain;
 mod insert;
 mod literal;
 mod query;
 mod table_function;
 
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::DuckDbDialect;
@@ -30,6 +32,8 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 use crate::database::QueryResult;
 use crate::error::{Error, Result};
 use crate::io::ProgressSink;
+use crate::ir::Program;
+use crate::storage::Tensor;
 use crate::storage::catalog::Catalog;
 
 /// What a statement runs against: the catalog and where to report progress.
@@ -47,6 +51,11 @@ impl Context<'_> {
         // The catalog changes only after a statement's work succeeded, so a
         // panic elsewhere cannot leave it half-changed.
         self.catalog.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Evaluates an IR program and returns its results by query name.
+    fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
+        crate::reference::evaluate_with(program, self.progress)
     }
 
     /// The catalog, for changing.

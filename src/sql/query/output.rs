@@ -1,0 +1,675 @@
+//! Runs a query's program and assembles its SQL rows: one row per entry of
+//! the rows query (repeated by multiplicity for a join listing), each
+//! column read from an aggregate's result or evaluated on the row, then
+//! `HAVING`, `DISTINCT`, `ORDER BY`, `OFFSET` and `LIMIT`. The result goes
+//! out as Arrow batches, or as a tensor for `CREATE TABLE AS` and `FROM`
+//! sub-queries (string columns and plain key columns become dimensions,
+//! the others value columns).
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use hashbrown::HashSet;
+use sqlparser::ast::{Query, SetExpr};
+
+use super::expr::SqlType;
+use super::plan::{self, Item, OrderSource, Plan, Rows};
+use super::{Ctes, Source, simple_source};
+use crate::database::QueryResult;
+use crate::error::{Error, Result};
+use crate::ir::{Annotation, Expr, IndexTerm, Input, Value};
+use crate::sql::Context;
+use crate::storage::{ColumnRef, Coo, DimensionSpec, Tensor, ValueData, ValueType};
+
+/// One value of a result row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// SQL NULL (an aggregate other than `COUNT` over no rows).
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string key.
+    Str(String),
+}
+
+/// A result column's name and type.
+pub struct ResultColumn {
+    /// The SQL name.
+    pub name: String,
+    /// The type.
+    pub ty: SqlType,
+    /// For a plain key column: its dimension size, kept when the result is
+    /// stored.
+    pub key_size: Option<u64>,
+}
+
+/// A query's result.
+pub struct ResultTable {
+    /// The columns.
+    pub columns: Vec<ResultColumn>,
+    /// The rows, in order.
+    pub rows: Vec<Vec<Cell>>,
+}
+
+/// Evaluates `query` with the `WITH` tables `ctes` in scope.
+pub fn run(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<ResultTable> {
+    let ctes = with_tables(context, query, ctes)?;
+    if let Some(inner) = parenthesized(query) {
+        return run(context, inner, &ctes);
+    }
+    let plan = plan::plan(context, query, &ctes, &|q, c| table_of(context, q, c))?;
+    let results = context.evaluate(&plan.program)?;
+    assemble(&plan, &results)
+}
+
+/// The `EXPLAIN` lines of `query`: its program and how its rows are
+/// assembled. `WITH` and `FROM` sub-queries are evaluated.
+pub fn explain(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Vec<String>> {
+    let ctes = with_tables(context, query, ctes)?;
+    if let Some(inner) = parenthesized(query) {
+        return explain(context, inner, &ctes);
+    }
+    let plan = plan::plan(context, query, &ctes, &|q, c| table_of(context, q, c))?;
+    let mut lines = crate::explain::program_lines(&plan.program);
+    lines.extend(plan.describe());
+    Ok(lines)
+}
+
+/// `ctes` and the tables of `query`'s `WITH` clause, evaluated.
+fn with_tables(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Ctes> {
+    let mut ctes = ctes.clone();
+    if let Some(with) = &query.with {
+        if with.recursive {
+            return Err(Error::NotSupported("WITH RECURSIVE".to_string()));
+        }
+        for cte in &with.cte_tables {
+            if !cte.alias.columns.is_empty() {
+                return Err(Error::NotSupported(format!(
+                    "column names in WITH ({})",
+                    cte.alias
+                )));
+            }
+            let tensor = table_of(context, &cte.query, &ctes)?;
+            ctes = ctes.with(&cte.alias.name.value, tensor);
+        }
+    }
+    Ok(ctes)
+}
+
+/// The inner query of `(query)` without clauses of its own.
+fn parenthesized(query: &Query) -> Option<&Query> {
+    match query.body.as_ref() {
+        SetExpr::Query(inner) if query.order_by.is_none() && query.limit_clause.is_none() => {
+            Some(inner)
+        }
+        _ => None,
+    }
+}
+
+/// The table a sub-query or `WITH` query denotes.
+fn table_of(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Arc<Tensor>> {
+    match simple_source(query) {
+        Some(Source::Table(name)) if ctes.get(&name).is_some() => {
+            ctes.get(&name).ok_or_else(|| Error::Invalid(name))
+        }
+        Some(Source::Table(name)) => context.catalog().get(&name),
+        Some(Source::File { function, args }) => Ok(Arc::new(crate::sql::table_function::load(
+            context, function, args,
+        )?)),
+        None => Ok(Arc::new(run(context, query, ctes)?.into_tensor()?)),
+    }
+}
+
+/// The entries of one annotation of a tensor, by coordinates.
+struct Stored {
+    values: HashMap<Vec<i64>, Value>,
+    /// The value of every other coordinate.
+    fill: Value,
+}
+
+impl Stored {
+    fn get(&self, key: &[i64]) -> Value {
+        self.values.get(key).copied().unwrap_or(self.fill)
+    }
+}
+
+/// Reads a result tensor's values by the row's coordinates.
+struct Lookup {
+    /// The positions of the tensor's dimensions among the row's variables.
+    positions: Vec<usize>,
+    stored: Stored,
+}
+
+impl Lookup {
+    fn new(tensor: &Tensor, indices: &[String], vars: &[String]) -> Result<Lookup> {
+        let positions = indices
+            .iter()
+            .map(|i| {
+                vars.iter().position(|v| v == i).ok_or_else(|| {
+                    Error::Invalid(format!("result index '{i}' is not a row variable"))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Lookup {
+            positions,
+            stored: entries(tensor, Annotation::Column(0))?,
+        })
+    }
+
+    fn get(&self, row: &[i64]) -> Value {
+        let key: Vec<i64> = self.positions.iter().map(|&p| row[p]).collect();
+        self.stored.get(&key)
+    }
+}
+
+/// Every stored entry of an annotation of `tensor`, with the fill value.
+fn entries(tensor: &Tensor, annotation: Annotation) -> Result<Stored> {
+    let dims = tensor.dims().len();
+    let values: Vec<Value> = match annotation {
+        Annotation::Multiplicity => match tensor.multiplicities() {
+            Some(m) => m.iter().map(|&c| Value::Int(c)).collect(),
+            None => vec![Value::Int(1); tensor.nnz()],
+        },
+        Annotation::Column(c) => {
+            let column = tensor.annotation_columns().get(c).ok_or_else(|| {
+                Error::Invalid("a result reads a value column its tensor lacks".to_string())
+            })?;
+            column_values(column)?
+        }
+    };
+    let fill = match annotation {
+        Annotation::Multiplicity => Value::Int(0),
+        Annotation::Column(c) => {
+            Value::zero(tensor.values().get(c).map_or(ValueType::Int64, |v| v.ty))
+        }
+    };
+    let values = values
+        .into_iter()
+        .enumerate()
+        .map(|(row, v)| ((0..dims).map(|d| tensor.coords(d)[row]).collect(), v))
+        .collect();
+    Ok(Stored { values, fill })
+}
+
+fn column_values(column: &ArrayRef) -> Result<Vec<Value>> {
+    let any = column.as_any();
+    if let Some(a) = any.downcast_ref::<Int64Array>() {
+        Ok(a.values().iter().map(|&v| Value::Int(v)).collect())
+    } else if let Some(a) = any.downcast_ref::<Float64Array>() {
+        Ok(a.values().iter().map(|&v| Value::Float(v)).collect())
+    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+        Ok(a.values().iter().map(Value::Bool).collect())
+    } else {
+        Err(Error::Invalid(format!(
+            "a value column of type {}",
+            column.data_type()
+        )))
+    }
+}
+
+/// Evaluates pointwise items on rows, reading stored tables as needed.
+struct RowEvaluator<'p> {
+    vars: &'p [String],
+    inputs: HashMap<(usize, Annotation), Stored>,
+}
+
+impl RowEvaluator<'_> {
+    fn prepare(&mut self, expr: &Expr) -> Result<()> {
+        for input in expr.inputs() {
+            if let std::collections::hash_map::Entry::Vacant(slot) =
+                self.inputs.entry(input_key(input))
+            {
+                slot.insert(entries(&input.tensor.tensor, input.annotation)?);
+            }
+        }
+        Ok(())
+    }
+
+    fn eval(&self, expr: &Expr, row: &[i64]) -> Result<Value> {
+        match expr {
+            Expr::Literal(v) => Ok(*v),
+            Expr::Index(var) => self
+                .vars
+                .iter()
+                .position(|v| v == var)
+                .map(|p| Value::Int(row[p]))
+                .ok_or_else(|| Error::Invalid(format!("'{var}' is not a row variable"))),
+            Expr::Map { op, args } => {
+                let values = args
+                    .iter()
+                    .map(|a| self.eval(a, row))
+                    .collect::<Result<Vec<_>>>()?;
+                op.apply(&values)
+            }
+            Expr::Input(input) => {
+                let stored = self
+                    .inputs
+                    .get(&input_key(input))
+                    .ok_or_else(|| Error::Invalid("an input was not prepared".to_string()))?;
+                let key = input
+                    .indices
+                    .iter()
+                    .map(|term| match term {
+                        IndexTerm::Const(c) => Ok(*c),
+                        IndexTerm::Var(v) => self
+                            .vars
+                            .iter()
+                            .position(|w| w == v)
+                            .map(|p| row[p])
+                            .ok_or_else(|| Error::Invalid(format!("'{v}' is not a row variable"))),
+                    })
+                    .collect::<Result<Vec<i64>>>()?;
+                Ok(stored.get(&key))
+            }
+            Expr::Agg { .. } | Expr::Alias { .. } => Err(Error::Invalid(format!(
+                "{expr} cannot be evaluated per row"
+            ))),
+        }
+    }
+}
+
+fn input_key(input: &Input) -> (usize, Annotation) {
+    (Arc::as_ptr(&input.tensor.tensor) as usize, input.annotation)
+}
+
+/// Turns the program's results into the rows the plan describes.
+fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTable> {
+    let result = |name: &str| {
+        results
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t)
+            .ok_or_else(|| Error::Invalid(format!("the program has no result '{name}'")))
+    };
+    let (vars, row_keys, empty): (Vec<String>, Vec<Vec<i64>>, bool) = match &plan.rows {
+        Rows::Entries {
+            query,
+            vars,
+            repeat,
+        } => {
+            let names: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
+            let tensor = result(query)?;
+            let counts = Lookup::new(tensor, &indices_of(plan, query), &names)?;
+            let mut keys = Vec::new();
+            let mut entries: Vec<(Vec<i64>, Value)> = Vec::new();
+            for (key, value) in &counts.stored.values {
+                let mut row = vec![0; names.len()];
+                for (&p, &c) in counts.positions.iter().zip(key) {
+                    row[p] = c;
+                }
+                entries.push((row, *value));
+            }
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            for (row, value) in entries {
+                let n = value.as_i64().unwrap_or(i64::from(!value.is_zero()));
+                let times = if *repeat { n.max(0) } else { i64::from(n != 0) };
+                for _ in 0..times {
+                    keys.push(row.clone());
+                }
+            }
+            (names, keys, false)
+        }
+        Rows::One { count } => {
+            let empty = match count {
+                Some(q) => result(q)?
+                    .annotation_columns()
+                    .first()
+                    .map(column_values)
+                    .transpose()?
+                    .and_then(|v| v.first().copied())
+                    .is_none_or(Value::is_zero),
+                None => false,
+            };
+            (Vec::new(), vec![Vec::new()], empty)
+        }
+    };
+
+    let mut evaluator = RowEvaluator {
+        vars: &vars,
+        inputs: HashMap::new(),
+    };
+    let mut lookups: HashMap<String, Lookup> = HashMap::new();
+    let items: Vec<&Item> = plan
+        .columns
+        .iter()
+        .map(|c| &c.item)
+        .chain(plan.having.iter())
+        .chain(plan.order.iter().filter_map(|o| match &o.source {
+            OrderSource::Item(item) => Some(item),
+            OrderSource::Column(_) => None,
+        }))
+        .collect();
+    for item in &items {
+        match item {
+            Item::Pointwise { expr, .. } => evaluator.prepare(expr)?,
+            Item::Result { query, .. } => {
+                if !lookups.contains_key(query) {
+                    let lookup = Lookup::new(result(query)?, &indices_of(plan, query), &vars)?;
+                    lookups.insert(query.clone(), lookup);
+                }
+            }
+        }
+    }
+    let cell = |item: &Item, row: &[i64]| -> Result<Cell> {
+        let (value, ty) = match item {
+            Item::Pointwise { expr, ty } => (evaluator.eval(expr, row)?, ty),
+            Item::Result { nullable: true, .. } if empty => return Ok(Cell::Null),
+            Item::Result { query, ty, .. } => {
+                let lookup = lookups
+                    .get(query)
+                    .ok_or_else(|| Error::Invalid(format!("no result '{query}'")))?;
+                (lookup.get(row), ty)
+            }
+        };
+        to_cell(value, ty)
+    };
+
+    let mut rows: Vec<(Vec<Cell>, Vec<Cell>)> = Vec::new();
+    for row in &row_keys {
+        if let Some(having) = &plan.having
+            && !matches!(cell(having, row)?, Cell::Bool(true))
+        {
+            continue;
+        }
+        let visible = plan
+            .columns
+            .iter()
+            .map(|c| cell(&c.item, row))
+            .collect::<Result<Vec<_>>>()?;
+        let order = plan
+            .order
+            .iter()
+            .map(|o| match &o.source {
+                OrderSource::Column(n) => Ok(visible[*n].clone()),
+                OrderSource::Item(item) => cell(item, row),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        rows.push((visible, order));
+    }
+    if plan.distinct {
+        let mut seen = HashSet::new();
+        rows.retain(|(visible, _)| seen.insert(row_key(visible)));
+    }
+    if !plan.order.is_empty() {
+        rows.sort_by(|(_, a), (_, b)| {
+            for (n, key) in plan.order.iter().enumerate() {
+                let order = compare_cells(&a[n], &b[n], key.descending, key.nulls_first);
+                if order != Ordering::Equal {
+                    return order;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let rows: Vec<Vec<Cell>> = rows
+        .into_iter()
+        .skip(plan.offset)
+        .take(plan.limit.unwrap_or(usize::MAX))
+        .map(|(visible, _)| visible)
+        .collect();
+    let columns = plan
+        .columns
+        .iter()
+        .map(|c| ResultColumn {
+            name: c.name.clone(),
+            ty: match &c.item {
+                Item::Pointwise { ty, .. } | Item::Result { ty, .. } => ty.clone(),
+            },
+            key_size: c.key.and_then(|k| match &plan.rows {
+                Rows::Entries { vars, .. } => vars.get(k).map(|v| v.size),
+                Rows::One { .. } => None,
+            }),
+        })
+        .collect();
+    Ok(ResultTable { columns, rows })
+}
+
+fn indices_of(plan: &Plan, query: &str) -> Vec<String> {
+    plan.program
+        .queries
+        .iter()
+        .find(|q| q.name == query)
+        .map(|q| q.indices.clone())
+        .unwrap_or_default()
+}
+
+fn to_cell(value: Value, ty: &SqlType) -> Result<Cell> {
+    Ok(match ty {
+        SqlType::Key(dictionary) => {
+            let code = value.as_i64().unwrap_or_default();
+            Cell::Str(
+                dictionary
+                    .string(code)
+                    .ok_or_else(|| Error::Invalid(format!("no string has the code {code}")))?
+                    .to_string(),
+            )
+        }
+        SqlType::Value(ValueType::Boolean) => Cell::Bool(!value.is_zero()),
+        SqlType::Value(ValueType::Int64) => match value.cast(ValueType::Int64) {
+            Value::Int(i) => Cell::Int(i),
+            other => Cell::Float(other.as_f64()),
+        },
+        SqlType::Value(ValueType::Float64) => Cell::Float(value.as_f64()),
+        SqlType::Text(s) => Cell::Str(s.clone()),
+    })
+}
+
+fn row_key(cells: &[Cell]) -> Vec<(u8, u64, String)> {
+    cells
+        .iter()
+        .map(|c| match c {
+            Cell::Null => (0, 0, String::new()),
+            Cell::Bool(b) => (1, u64::from(*b), String::new()),
+            Cell::Int(i) => (2, *i as u64, String::new()),
+            Cell::Float(f) => (3, f.to_bits(), String::new()),
+            Cell::Str(s) => (4, 0, s.clone()),
+        })
+        .collect()
+}
+
+/// SQL ordering of two cells of one column: NULLs where `nulls_first`
+/// says, numbers by value (NaN largest), strings by bytes.
+fn compare_cells(a: &Cell, b: &Cell, descending: bool, nulls_first: bool) -> Ordering {
+    let order = match (a, b) {
+        (Cell::Null, Cell::Null) => return Ordering::Equal,
+        (Cell::Null, _) => {
+            return if nulls_first {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+        }
+        (_, Cell::Null) => {
+            return if nulls_first {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            };
+        }
+        (Cell::Str(x), Cell::Str(y)) => x.cmp(y),
+        (Cell::Int(x), Cell::Int(y)) => x.cmp(y),
+        (Cell::Bool(x), Cell::Bool(y)) => x.cmp(y),
+        (x, y) => number(x).total_cmp(&number(y)),
+    };
+    if descending { order.reverse() } else { order }
+}
+
+fn number(cell: &Cell) -> f64 {
+    match cell {
+        Cell::Bool(b) => f64::from(u8::from(*b)),
+        Cell::Int(i) => *i as f64,
+        Cell::Float(f) if f.is_nan() => f64::INFINITY,
+        Cell::Float(f) => *f,
+        Cell::Null | Cell::Str(_) => 0.0,
+    }
+}
+
+impl ResultTable {
+    /// The rows as one Arrow batch.
+    pub fn into_result(self) -> Result<QueryResult> {
+        let mut fields = Vec::new();
+        let mut arrays: Vec<ArrayRef> = Vec::new();
+        for (n, column) in self.columns.iter().enumerate() {
+            let cells = self.rows.iter().map(|r| &r[n]);
+            let (ty, array): (DataType, ArrayRef) = match &column.ty {
+                SqlType::Key(_) | SqlType::Text(_) => (
+                    DataType::Utf8,
+                    Arc::new(StringArray::from_iter(cells.map(|c| match c {
+                        Cell::Str(s) => Some(s.clone()),
+                        _ => None,
+                    }))),
+                ),
+                SqlType::Value(ValueType::Boolean) => (
+                    DataType::Boolean,
+                    Arc::new(BooleanArray::from_iter(cells.map(|c| match c {
+                        Cell::Bool(b) => Some(*b),
+                        _ => None,
+                    }))),
+                ),
+                SqlType::Value(ValueType::Int64) => (
+                    DataType::Int64,
+                    Arc::new(Int64Array::from_iter(cells.map(|c| match c {
+                        Cell::Int(i) => Some(*i),
+                        _ => None,
+                    }))),
+                ),
+                SqlType::Value(ValueType::Float64) => (
+                    DataType::Float64,
+                    Arc::new(Float64Array::from_iter(cells.map(|c| match c {
+                        Cell::Float(f) => Some(*f),
+                        Cell::Int(i) => Some(*i as f64),
+                        _ => None,
+                    }))),
+                ),
+            };
+            fields.push(Field::new(&column.name, ty, true));
+            arrays.push(array);
+        }
+        let schema = Arc::new(Schema::new(fields));
+        let batch = if arrays.is_empty() {
+            RecordBatch::new_empty(Arc::clone(&schema))
+        } else {
+            RecordBatch::try_new(Arc::clone(&schema), arrays)?
+        };
+        Ok(QueryResult::rows(schema, vec![batch]))
+    }
+
+    /// The rows as a tensor: string columns and plain key columns are its
+    /// dimensions, the other columns its values; without value columns it
+    /// is a bag that counts repeated rows.
+    pub fn into_tensor(self) -> Result<Tensor> {
+        let names = unique_names(self.columns.iter().map(|c| c.name.as_str()));
+        let mut dims = Vec::new();
+        let mut coords: Vec<Vec<i64>> = Vec::new();
+        let mut values: Vec<(String, ValueData)> = Vec::new();
+        let mut order = Vec::new();
+        for (n, (column, name)) in self.columns.iter().zip(names).enumerate() {
+            let cells = self.rows.iter().map(|r| &r[n]);
+            if self.rows.iter().any(|r| r[n] == Cell::Null) {
+                return Err(Error::NotSupported(format!(
+                    "storing the NULL of column {name} (an aggregate over no rows)"
+                )));
+            }
+            match (&column.ty, column.key_size) {
+                (SqlType::Key(dictionary), _) => {
+                    order.push(ColumnRef::Key(dims.len()));
+                    coords.push(
+                        cells
+                            .map(|c| match c {
+                                Cell::Str(s) => dictionary.code(s).unwrap_or_default(),
+                                _ => 0,
+                            })
+                            .collect(),
+                    );
+                    dims.push(DimensionSpec {
+                        name,
+                        size: Some(dictionary.len() as u64),
+                        dictionary: Some(Arc::clone(dictionary)),
+                    });
+                }
+                (SqlType::Value(ValueType::Int64), Some(size)) => {
+                    order.push(ColumnRef::Key(dims.len()));
+                    coords.push(
+                        cells
+                            .map(|c| match c {
+                                Cell::Int(i) => *i,
+                                _ => 0,
+                            })
+                            .collect(),
+                    );
+                    dims.push(DimensionSpec::new(name, Some(size)));
+                }
+                (SqlType::Value(ty), _) => {
+                    order.push(ColumnRef::Value(values.len()));
+                    let data = match ty {
+                        ValueType::Boolean => ValueData::Boolean(
+                            cells.map(|c| matches!(c, Cell::Bool(true))).collect(),
+                        ),
+                        ValueType::Int64 => ValueData::Int64(
+                            cells
+                                .map(|c| match c {
+                                    Cell::Int(i) => *i,
+                                    _ => 0,
+                                })
+                                .collect(),
+                        ),
+                        ValueType::Float64 => ValueData::Float64(
+                            cells
+                                .map(|c| match c {
+                                    Cell::Float(f) => *f,
+                                    Cell::Int(i) => *i as f64,
+                                    _ => 0.0,
+                                })
+                                .collect(),
+                        ),
+                    };
+                    values.push((name, data));
+                }
+                (SqlType::Text(_), _) => {
+                    return Err(Error::NotSupported(format!(
+                        "storing the string constant column {name}"
+                    )));
+                }
+            }
+        }
+        let rows = self.rows.len();
+        let bag = values.is_empty();
+        let tensor = Tensor::from_coo(Coo {
+            dims,
+            coords,
+            values,
+            column_order: Some(order),
+        })?;
+        if !bag && tensor.nnz() < rows {
+            return Err(Error::NotSupported(
+                "storing a result with value columns whose rows repeat the same key columns; \
+                 aggregate with GROUP BY so that the keys are unique"
+                    .to_string(),
+            ));
+        }
+        Ok(tensor)
+    }
+}
+
+/// Column names made unique by suffixes (`i`, `i_1`), as DuckDB does.
+fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let mut candidate = name.to_string();
+        let mut n = 1;
+        while out.iter().any(|o| o.eq_ignore_ascii_case(&candidate)) {
+            candidate = format!("{name}_{n}");
+            n += 1;
+        }
+        out.push(candidate);
+    }
+    out
+}
