@@ -525,7 +525,7 @@ def q_group_two(rng, n):
                 "SELECT r.i, s.k, SUM(r.x * s.w) FROM r JOIN s ON r.j = s.j GROUP BY r.i, s.k",
                 f"SELECT r.i, s.k, SUM(r.v * s.n), COUNT(*) FROM r, s WHERE r.j = s.j AND r.i <= {c} GROUP BY r.i, s.k",
                 "SELECT a.src, b.dst, COUNT(*) FROM edges a JOIN edges b ON a.dst = b.src GROUP BY a.src, b.dst",
-                "SELECT p.name, u.flag, SUM(p.qty) FROM p JOIN u ON p.i = u.i GROUP BY p.name, u.flag",
+                "SELECT p.name, u.i, SUM(p.qty) FROM p JOIN u ON p.i = u.i WHERE u.flag GROUP BY p.name, u.i",
                 "SELECT t.tag, e.dst, COUNT(*) FROM tags t JOIN edges e ON t.node = e.src GROUP BY t.tag, e.dst",
             ],
         )

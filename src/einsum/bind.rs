@@ -4,15 +4,16 @@
 //! Checks, each reported at the offending position: unknown tensors,
 //! columns and functions (with "did you mean"), an ambiguous value column,
 //! the number of indices of each tensor, string keys on integer dimensions
-//! and unknown string keys, an index that ranges over dimensions of
-//! different sizes (or different string dictionaries), a function called
+//! and unknown string keys, an index that joins string keys with integer
+//! keys or with keys of another dictionary, a function called
 //! with the wrong number of arguments, an aggregate over an index its
 //! expression does not use, output indices that the right-hand side does
 //! not bind, and free indices that are neither output nor aggregated
 //! (einsum needs explicit aggregates, as in Galley).
 //!
-//! An index name means one variable throughout a statement: its dimension
-//! size is the same wherever it appears, even in separate aggregates.
+//! An index name means one variable throughout a statement, even in
+//! separate aggregates; over integer dimensions of different sizes it ranges
+//! over the largest.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -377,15 +378,6 @@ impl Binder<'_> {
             );
             return Ok(());
         };
-        if domain.size != dim.size {
-            return Err(self.error(
-                &var.span,
-                Error::Invalid(format!(
-                    "index '{}' has size {} in {} but size {} in {origin}",
-                    var.name, domain.size, domain.origin, dim.size
-                )),
-            ));
-        }
         let same_keys = match (&domain.dictionary, &dim.dictionary) {
             (None, None) => true,
             (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a.strings() == b.strings(),
@@ -399,6 +391,11 @@ impl Binder<'_> {
                     var.name, domain.origin
                 )),
             ));
+        }
+        // Integer dimensions of different sizes (SQL sizes a dimension by
+        // its largest key) join: the index ranges over the largest.
+        if let Some(domain) = self.domains.get_mut(&var.name) {
+            domain.size = domain.size.max(dim.size);
         }
         Ok(())
     }
