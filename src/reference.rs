@@ -606,7 +606,7 @@ fn read(tensor: &Tensor, annotation: Annotation, terms: &[IndexTerm]) -> Result<
 }
 
 /// The values of an annotation column (Int64, Float64 or Boolean).
-fn column_values(column: &dyn Array) -> Result<Vec<Value>> {
+pub(crate) fn column_values(column: &dyn Array) -> Result<Vec<Value>> {
     let any = column.as_any();
     if let Some(a) = any.downcast_ref::<Int64Array>() {
         Ok(a.values().iter().map(|&v| Value::Int(v)).collect())

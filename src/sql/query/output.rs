@@ -22,6 +22,7 @@ use super::{Ctes, Source, simple_source};
 use crate::database::QueryResult;
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, Expr, IndexTerm, Input, Value};
+use crate::reference::column_values;
 use crate::sql::Context;
 use crate::storage::{ColumnRef, Coo, DimensionSpec, Tensor, ValueData, ValueType};
 
@@ -182,7 +183,7 @@ fn entries(tensor: &Tensor, annotation: Annotation) -> Result<Stored> {
             let column = tensor.annotation_columns().get(c).ok_or_else(|| {
                 Error::Invalid("a result reads a value column its tensor lacks".to_string())
             })?;
-            column_values(column)?
+            column_values(column.as_ref())?
         }
     };
     let fill = match annotation {
@@ -197,22 +198,6 @@ fn entries(tensor: &Tensor, annotation: Annotation) -> Result<Stored> {
         .map(|(row, v)| ((0..dims).map(|d| tensor.coords(d)[row]).collect(), v))
         .collect();
     Ok(Stored { values, fill })
-}
-
-fn column_values(column: &ArrayRef) -> Result<Vec<Value>> {
-    let any = column.as_any();
-    if let Some(a) = any.downcast_ref::<Int64Array>() {
-        Ok(a.values().iter().map(|&v| Value::Int(v)).collect())
-    } else if let Some(a) = any.downcast_ref::<Float64Array>() {
-        Ok(a.values().iter().map(|&v| Value::Float(v)).collect())
-    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
-        Ok(a.values().iter().map(Value::Bool).collect())
-    } else {
-        Err(Error::Invalid(format!(
-            "a value column of type {}",
-            column.data_type()
-        )))
-    }
 }
 
 /// Evaluates pointwise items on rows, reading stored tables as needed.
@@ -322,7 +307,7 @@ fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTabl
                 Some(q) => result(q)?
                     .annotation_columns()
                     .first()
-                    .map(column_values)
+                    .map(|c| column_values(c.as_ref()))
                     .transpose()?
                     .and_then(|v| v.first().copied())
                     .is_none_or(Value::is_zero),
