@@ -302,28 +302,29 @@ pub fn plan(
                 }
                 _ => None,
             });
-        let needs_count = groups
-            .as_ref()
-            .is_some_and(|g| !g.is_empty() || !group_exprs.is_empty())
-            || columns
-                .iter()
-                .any(|c| matches!(c.item, Item::Result { nullable: true, .. }));
-        let count = match (counted, needs_count) {
-            (Some(q), _) => Some(q),
-            (None, true) => {
-                let aggregated = lowerer.count_star();
-                Some(builder.push(ROWS, aggregated))
-            }
-            (None, false) => None,
+        let grouped = !group_exprs.is_empty();
+        let order_items = order.iter().filter_map(|key| match &key.source {
+            OrderSource::Item(item) => Some(item),
+            OrderSource::Column(_) => None,
+        });
+        let nullable = columns
+            .iter()
+            .map(|c| &c.item)
+            .chain(having.iter())
+            .chain(order_items)
+            .any(|item| matches!(item, Item::Result { nullable: true, .. }));
+        let count = match counted {
+            Some(query) => Some(query),
+            None if grouped || nullable => Some(builder.push(ROWS, lowerer.count_star())),
+            None => None,
         };
-        if group_exprs.is_empty() {
-            Rows::One { count }
-        } else {
-            Rows::Entries {
-                query: count.unwrap_or_else(|| ROWS.to_string()),
+        match (grouped, count) {
+            (true, Some(query)) => Rows::Entries {
+                query,
                 vars,
                 repeat: false,
-            }
+            },
+            (_, count) => Rows::One { count },
         }
     };
 
