@@ -280,7 +280,7 @@ fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTabl
             vars,
             repeat,
         } => {
-            let names: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
+            let names = vars.clone();
             let tensor = result(query)?;
             let counts = Lookup::new(tensor, &indices_of(plan, query), &names)?;
             let mut keys = Vec::new();
@@ -408,10 +408,7 @@ fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTabl
             ty: match &c.item {
                 Item::Pointwise { ty, .. } | Item::Result { ty, .. } => ty.clone(),
             },
-            key_size: c.key.and_then(|k| match &plan.rows {
-                Rows::Entries { vars, .. } => vars.get(k).map(|v| v.size),
-                Rows::One { .. } => None,
-            }),
+            key_size: c.key_size,
         })
         .collect();
     Ok(ResultTable { columns, rows })

@@ -56,21 +56,12 @@ pub enum Rows {
     /// groups of an aggregate).
     Entries {
         query: String,
-        vars: Vec<Var>,
+        vars: Vec<String>,
         repeat: bool,
     },
     /// Exactly one row (an aggregate without `GROUP BY`); `count` names the
     /// query that tells whether any row matched, when a column needs it.
     One { count: Option<String> },
-}
-
-/// An index variable of the result's rows.
-#[derive(Clone, Debug)]
-pub struct Var {
-    /// Its name in the IR.
-    pub name: String,
-    /// Its size (the dimension size when the result is stored).
-    pub size: u64,
 }
 
 /// A visible result column.
@@ -79,9 +70,9 @@ pub struct OutputColumn {
     pub name: String,
     /// How to compute it.
     pub item: Item,
-    /// The row variable it is, when it is a plain key column (it becomes a
-    /// dimension when the result is stored).
-    pub key: Option<usize>,
+    /// The dimension size of a plain key column (it becomes a dimension
+    /// when the result is stored).
+    pub key_size: Option<u64>,
 }
 
 /// How to compute one value of a row.
@@ -228,17 +219,10 @@ pub fn plan(
             .collect(),
         None => variables.clone(),
     };
-    let vars: Vec<Var> = row_vars
+    let var_names: Vec<String> = row_vars
         .iter()
-        .map(|&c| {
-            let class = &scope.classes()[c];
-            Var {
-                name: class.name.clone(),
-                size: class.size,
-            }
-        })
+        .map(|&c| scope.classes()[c].name.clone())
         .collect();
-    let var_names: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
 
     let mut builder = Builder {
         queries: Vec::new(),
@@ -250,12 +234,22 @@ pub fn plan(
             Selected::Expr(e, name) => (name.clone(), lowerer.item(e)?, has_nullable_aggregate(e)),
             Selected::Column(c, name) => (name.clone(), lowerer.column(*c)?, false),
         };
-        let key = match (&typed.expr, aggregating) {
-            (Expr::Index(v), _) => var_names.iter().position(|n| n == v),
+        let column = match selected {
+            Selected::Expr(e, _) => resolve_column(&scope, e)?,
+            Selected::Column(c, _) => Some(*c),
+        };
+        let key_size = match column {
+            Some(Column::Key { occurrence, dim }) => {
+                Some(scope.classes()[scope.class(occurrence, dim)].size)
+            }
             _ => None,
         };
         let item = builder.item(&name, typed, aggregating, nullable);
-        columns.push(OutputColumn { name, item, key });
+        columns.push(OutputColumn {
+            name,
+            item,
+            key_size,
+        });
     }
     let having = match &select.having {
         Some(h) => {
@@ -289,7 +283,7 @@ pub fn plan(
         builder.push(ROWS, lowerer.row_count());
         Rows::Entries {
             query: ROWS.to_string(),
-            vars,
+            vars: var_names.clone(),
             repeat: true,
         }
     } else {
@@ -321,7 +315,7 @@ pub fn plan(
         match (grouped, count) {
             (true, Some(query)) => Rows::Entries {
                 query,
-                vars,
+                vars: var_names.clone(),
                 repeat: false,
             },
             (_, count) => Rows::One { count },
@@ -353,16 +347,12 @@ impl Plan {
                 vars,
                 repeat,
             } => {
-                let names: Vec<&str> = vars.iter().map(|v| v.name.as_str()).collect();
                 let each = if *repeat {
                     "repeated by its value"
                 } else {
                     "where it is not 0"
                 };
-                format!(
-                    "  one row per entry of {query}[{}], {each}",
-                    names.join(",")
-                )
+                format!("  one row per entry of {query}[{}], {each}", vars.join(","))
             }
             Rows::One { count: Some(q) } => {
                 format!("  one row; aggregates are NULL where {q} is 0")
