@@ -259,6 +259,15 @@ impl Database {
         })
     }
 
+    /// Stores `tensor` as a new table `name`, as `CREATE TABLE` does: an
+    /// error if a table of that name exists; in a database on disk, the
+    /// table is written to the directory before this returns. For loaders
+    /// that build tensors directly (e.g. [`crate::subgraph`]).
+    pub fn create_table_from_tensor(&self, name: &str, tensor: Tensor) -> Result<()> {
+        let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
+        catalog.put(name, Arc::new(tensor), false)
+    }
+
     /// The table called `name`.
     pub fn table(&self, name: &str) -> Result<Arc<Tensor>> {
         self.read_catalog().get(name)

@@ -11,6 +11,7 @@
 //! - [`ir`]: the plan dialects shared by the front-ends, with the algebra
 //!   of every operator.
 //! - [`reference`]: the reference evaluator of the IR, the test oracle.
+//! - [`subgraph`]: subgraph-counting graph files as SQL and einsum queries.
 //! - [`Database`]: the public API that ties them together.
 //!
 //! ```
@@ -38,6 +39,7 @@ pub mod sql;
 pub mod einsum;
 pub mod ir;
 pub mod reference;
+pub mod subgraph;
 
 mod database;
 
