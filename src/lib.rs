@@ -10,6 +10,8 @@
 //! - [`einsum`]: the tensor-index-notation front-end (statements to IR).
 //! - [`ir`]: the plan dialects shared by the front-ends, with the algebra
 //!   of every operator.
+//! - [`optimizer`]: sparsity estimation (uniform and chain bound) for the
+//!   cost-based optimizer.
 //! - [`reference`]: the reference evaluator of the IR, the test oracle.
 //! - [`Database`]: the public API that ties them together.
 //!
@@ -37,6 +39,7 @@ pub mod sql;
 
 pub mod einsum;
 pub mod ir;
+pub mod optimizer;
 pub mod reference;
 
 mod database;
