@@ -125,7 +125,8 @@ enum Shape {
 }
 
 fn shape_strategy() -> impl Strategy<Value = Shape> {
-    let leaf = (0usize..3, prop::collection::vec(0u8..6, 3)).prop_map(|(t, terms)| Shape::Leaf(t, terms));
+    let leaf =
+        (0usize..3, prop::collection::vec(0u8..6, 3)).prop_map(|(t, terms)| Shape::Leaf(t, terms));
     leaf.prop_recursive(4, 12, 3, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 2..=3).prop_map(Shape::Mul),
@@ -180,8 +181,14 @@ fn build(shape: &Shape, tensors: &[TensorRef], size: u64) -> Expr {
 /// Tensors of 1–3 dimensions, all of size `size`, whose coordinates crowd
 /// towards 0 (skewed degrees), with positive values so that no product
 /// cancels.
-fn tensors_strategy() -> impl Strategy<Value = (u64, Vec<(usize, Vec<Vec<u32>>)>)> {
-    let one = (1usize..=3, prop::collection::vec(prop::collection::vec(0u32..1000, 3), 0..24));
+/// Per tensor: its number of dimensions and raw coordinates.
+type TensorSpecs = Vec<(usize, Vec<Vec<u32>>)>;
+
+fn tensors_strategy() -> impl Strategy<Value = (u64, TensorSpecs)> {
+    let one = (
+        1usize..=3,
+        prop::collection::vec(prop::collection::vec(0u32..1000, 3), 0..24),
+    );
     (2u64..=5, prop::collection::vec(one, 1..=3))
 }
 
@@ -245,7 +252,11 @@ fn edge(g: &DataGraph, a: &str, b: &str) -> Expr {
 #[test]
 fn triangle_on_a_small_graph() {
     let g = small_graph();
-    let join = mul(vec![edge(&g, "i", "j"), edge(&g, "j", "k"), edge(&g, "i", "k")]);
+    let join = mul(vec![
+        edge(&g, "i", "j"),
+        edge(&g, "j", "k"),
+        edge(&g, "i", "k"),
+    ]);
     // 2m = 14 directed edges, max degree Δ = 4, 6 vertices with edges.
     // Paths: an edge then the third vertex by degree, 14·4 = 56; a vertex
     // then two degrees, 6·4·4 = 96; sizes 6³. The chain bound is 56 (the
@@ -258,7 +269,13 @@ fn triangle_on_a_small_graph() {
     assert_eq!(chain(&count), 1.0);
     // Wedges around j: SUM(i) over the first two edges bounds {j,k} by
     // the 14 entries of edge(j,k).
-    assert_close(chain(&sum(&["i"], mul(vec![edge(&g, "i", "j"), edge(&g, "j", "k")]))), 14.0);
+    assert_close(
+        chain(&sum(
+            &["i"],
+            mul(vec![edge(&g, "i", "j"), edge(&g, "j", "k")]),
+        )),
+        14.0,
+    );
     let guess = uniform(&join);
     // 6³ · (14/36)³.
     assert_close(guess, 216.0 * (14.0f64 / 36.0).powi(3));
@@ -267,7 +284,11 @@ fn triangle_on_a_small_graph() {
 #[test]
 fn star_on_a_small_graph() {
     let g = small_graph();
-    let star = mul(vec![edge(&g, "c", "x"), edge(&g, "c", "y"), edge(&g, "c", "z")]);
+    let star = mul(vec![
+        edge(&g, "c", "x"),
+        edge(&g, "c", "y"),
+        edge(&g, "c", "z"),
+    ]);
     // An edge then two more neighbours of c: 14·4·4 = 224 (a vertex then
     // three neighbours: 6·4³ = 384). True: Σ deg³ = 8+8+64+8+27+1 = 116.
     assert_close(chain(&star), 224.0);
@@ -289,10 +310,29 @@ fn star_on_a_small_graph() {
 #[test]
 fn matrix_chain() {
     let ones = vec![1; 4];
-    let a = tensor("A", &[4, 4], &[vec![0, 0], vec![0, 1], vec![1, 1], vec![2, 3]], ones.clone());
-    let b = tensor("B", &[4, 4], &[vec![0, 0], vec![1, 0], vec![1, 2], vec![3, 3]], ones.clone());
-    let c = tensor("C", &[4, 4], &[vec![0, 1], vec![2, 2], vec![3, 0], vec![3, 1]], ones);
-    let join = mul(vec![input(&a, &["i", "j"]), input(&b, &["j", "k"]), input(&c, &["k", "l"])]);
+    let a = tensor(
+        "A",
+        &[4, 4],
+        &[vec![0, 0], vec![0, 1], vec![1, 1], vec![2, 3]],
+        ones.clone(),
+    );
+    let b = tensor(
+        "B",
+        &[4, 4],
+        &[vec![0, 0], vec![1, 0], vec![1, 2], vec![3, 3]],
+        ones.clone(),
+    );
+    let c = tensor(
+        "C",
+        &[4, 4],
+        &[vec![0, 1], vec![2, 2], vec![3, 0], vec![3, 1]],
+        ones,
+    );
+    let join = mul(vec![
+        input(&a, &["i", "j"]),
+        input(&b, &["j", "k"]),
+        input(&c, &["k", "l"]),
+    ]);
     // Each matrix: 4 entries, at most 2 per row and per column, 3
     // non-empty rows and columns. Any start (4) then two degrees (2·2).
     assert_close(chain(&join), 16.0);
@@ -303,12 +343,18 @@ fn matrix_chain() {
     assert_close(chain(&product), 9.0);
     assert_eq!(true_nnz(&product), 6);
     // (A·B) first, then C: the same bound through nested aggregates.
-    let ab = sum(&["j"], mul(vec![input(&a, &["i", "j"]), input(&b, &["j", "k"])]));
+    let ab = sum(
+        &["j"],
+        mul(vec![input(&a, &["i", "j"]), input(&b, &["j", "k"])]),
+    );
     let nested = sum(&["k"], mul(vec![ab, input(&c, &["k", "l"])]));
     assert_close(chain(&nested), 9.0);
     assert_eq!(true_nnz(&nested), 6);
     // A + B over {i, j}: 4 + 4 entries at most.
-    let added = Expr::map(ScalarOp::Add, vec![input(&a, &["i", "j"]), input(&b, &["i", "j"])]);
+    let added = Expr::map(
+        ScalarOp::Add,
+        vec![input(&a, &["i", "j"]), input(&b, &["i", "j"])],
+    );
     assert_close(chain(&added), 8.0);
     assert_eq!(true_nnz(&added), 7);
 }
@@ -322,9 +368,13 @@ fn load(path: &std::path::Path) -> Option<Graph> {
 
 #[test]
 fn yeast_triangles_and_query_truths() {
-    let Some(data) = common::datasets() else { return };
+    let Some(data) = common::datasets() else {
+        return;
+    };
     let dir = data.join("subgraph/yeast");
-    let Some(yeast) = load(&dir.join("yeast.graph")) else { return };
+    let Some(yeast) = load(&dir.join("yeast.graph")) else {
+        return;
+    };
     let g = DataGraph::new(&yeast).expect("yeast tensors");
 
     // Ordered triangles, counted directly.
@@ -341,9 +391,16 @@ fn yeast_triangles_and_query_truths() {
             }
         }
     }
-    let join = mul(vec![edge(&g, "i", "j"), edge(&g, "j", "k"), edge(&g, "i", "k")]);
+    let join = mul(vec![
+        edge(&g, "i", "j"),
+        edge(&g, "j", "k"),
+        edge(&g, "i", "k"),
+    ]);
     let bound = chain(&join);
-    eprintln!("yeast: {triangles} ordered triangles, chain bound {bound:.0}, uniform {:.1}", uniform(&join));
+    eprintln!(
+        "yeast: {triangles} ordered triangles, chain bound {bound:.0}, uniform {:.1}",
+        uniform(&join)
+    );
     assert!(bound >= triangles as f64);
 
     // Every query of queries-lite with a trustworthy truth: the bound on
@@ -355,11 +412,15 @@ fn yeast_triangles_and_query_truths() {
         .collect();
     entries.sort();
     for path in entries {
-        let Some(name) = path.file_name() else { continue };
+        let Some(name) = path.file_name() else {
+            continue;
+        };
         let Ok(text) = std::fs::read_to_string(dir.join("truth").join(name)) else {
             continue;
         };
-        let Ok(truth) = text.trim().parse::<u64>() else { continue };
+        let Ok(truth) = text.trim().parse::<u64>() else {
+            continue;
+        };
         if truth > 9_000_000_000_000_000_000 {
             continue;
         }
@@ -393,6 +454,8 @@ fn estimators_agree_on_trivial_shapes() {
     assert_close(chain(&diagonal), 6.0);
     assert_close(uniform(&diagonal), 14.0 / 6.0);
     let chain_estimator = ChainEstimator::default();
-    let scalar = chain_estimator.leaf(einsql::optimizer::Leaf::Empty).expect("empty leaf");
+    let scalar = chain_estimator
+        .leaf(einsql::optimizer::Leaf::Empty)
+        .expect("empty leaf");
     assert_eq!(chain_estimator.estimate(&scalar), 0.0);
 }

@@ -420,31 +420,29 @@ impl ChainEstimator {
     /// slots (named ones shared by name, hidden ones kept apart).
     fn merge(args: &[ChainStats]) -> (Vec<Vec<Option<usize>>>, Vec<Slot>) {
         let mut slots: Vec<Slot> = Vec::new();
-        let maps = args
-            .iter()
-            .map(|arg| {
-                arg.slots
-                    .iter()
-                    .map(|slot| {
-                        let shared = slot.name.as_ref().and_then(|n| {
-                            slots
-                                .iter()
-                                .position(|s| s.name.as_ref() == Some(n))
-                        });
-                        Some(match shared {
-                            Some(k) => {
-                                slots[k].size = slots[k].size.min(slot.size);
-                                k
-                            }
-                            None => {
-                                slots.push(slot.clone());
-                                slots.len() - 1
-                            }
+        let maps =
+            args.iter()
+                .map(|arg| {
+                    arg.slots
+                        .iter()
+                        .map(|slot| {
+                            let shared = slot.name.as_ref().and_then(|n| {
+                                slots.iter().position(|s| s.name.as_ref() == Some(n))
+                            });
+                            Some(match shared {
+                                Some(k) => {
+                                    slots[k].size = slots[k].size.min(slot.size);
+                                    k
+                                }
+                                None => {
+                                    slots.push(slot.clone());
+                                    slots.len() - 1
+                                }
+                            })
                         })
-                    })
-                    .collect()
-            })
-            .collect();
+                        .collect()
+                })
+                .collect();
         (maps, slots)
     }
 
@@ -663,6 +661,11 @@ mod tests {
         assert_eq!(e.estimate(&e.join(&[&a, &empty]).unwrap()), 0.0);
         assert_eq!(e.estimate(&e.union(&[&a, &empty]).unwrap()), 3.0);
         assert_eq!(a.to_string(), "{i}: D(i|) = 3");
-        assert!(e.join(&[&a, &empty]).unwrap().to_string().ends_with("empty"));
+        assert!(
+            e.join(&[&a, &empty])
+                .unwrap()
+                .to_string()
+                .ends_with("empty")
+        );
     }
 }

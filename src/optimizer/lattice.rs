@@ -15,13 +15,15 @@
 //! consistent heuristic: for every target variable `v` not yet in `S`, the
 //! cheapest cost per target variable of a constraint that adds `v`, summed
 //! (any path must add every missing variable, and an edge adding `k` target
-//! variables pays at least their shares), together with the largest single
-//! cheapest cover. Variables that are neither in the target nor in some
-//! constraint's `Y` are dropped from every `X` (they can never help), and
-//! among sets of equal estimated cost the fuller one is expanded first. A
+//! variables pays at least their shares), updated incrementally along each
+//! edge. Variables that are neither in the target nor in some constraint's
+//! `Y` are dropped from every `X` (they can never help), edges that another
+//! edge dominates (needs no more, adds as much, costs no more) are dropped,
+//! and among sets of equal estimated cost the fuller one is expanded first. A
 //! greedy path (cheapest cost per added variable) gives the first incumbent,
 //! which prunes every partial path that cannot beat it, and greedy
-//! completions from the deepest sets reached improve it as the search goes.
+//! completions from sets that first reach a new quarter of the target
+//! improve it as the search goes.
 //! The search expands at most a budget of sets; past it, the incumbent (a
 //! valid but possibly looser bound) is the answer, flagged as not exact.
 
@@ -32,7 +34,7 @@ use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
 /// How many sets the search expands before it settles for its incumbent.
-pub const SEARCH_BUDGET: usize = 4096;
+pub const SEARCH_BUDGET: usize = 256;
 
 /// A degree constraint over variables numbered `0..64`: entries sharing one
 /// assignment of `y` have at most `degree` distinct assignments of `x`.
@@ -84,6 +86,8 @@ struct Open {
     /// Number of target variables in the set.
     depth: u32,
     g: f64,
+    /// The heuristic of `set`.
+    h: f64,
     set: u64,
 }
 
@@ -122,46 +126,40 @@ fn bits(mut set: u64) -> impl Iterator<Item = usize> {
     })
 }
 
-/// The heuristic's per-variable tables.
-struct Heuristic {
-    target: u64,
-    /// Cheapest cost share of a constraint adding the variable.
-    share: [f64; 64],
-    /// Cheapest cost of a constraint adding the variable.
-    cover: [f64; 64],
+/// The cheapest cost share, per target variable, of an edge that adds it:
+/// `cost / (target variables the edge adds)`. Summed over the missing
+/// target variables it is a lower bound on the cost of any completion.
+fn shares(edges: &[Edge], target: u64) -> [f64; 64] {
+    let mut share = [f64::INFINITY; 64];
+    for e in edges {
+        let covered = e.x & target;
+        let count = f64::from(covered.count_ones());
+        for v in bits(covered) {
+            share[v] = share[v].min(e.cost / count);
+        }
+    }
+    share
 }
 
-impl Heuristic {
-    fn new(edges: &[Edge], target: u64) -> Heuristic {
-        let mut share = [f64::INFINITY; 64];
-        let mut cover = [f64::INFINITY; 64];
-        for e in edges {
-            let covered = e.x & target;
-            let count = f64::from(covered.count_ones());
-            for v in bits(covered) {
-                share[v] = share[v].min(e.cost / count);
-                cover[v] = cover[v].min(e.cost);
-            }
-        }
-        Heuristic {
-            target,
-            share,
-            cover,
+/// Drops every edge that another makes redundant: one that needs no more
+/// (`y ⊆`), adds at least as much (`x ⊇`) and costs no more. Replacing the
+/// redundant edge by it in any path gives a path at least as cheap.
+fn prune_dominated(edges: &mut Vec<Edge>) {
+    edges.sort_by(|a, b| {
+        a.cost
+            .total_cmp(&b.cost)
+            .then(b.x.count_ones().cmp(&a.x.count_ones()))
+    });
+    let mut kept: Vec<Edge> = Vec::with_capacity(edges.len());
+    for e in edges.iter() {
+        let dominated = kept
+            .iter()
+            .any(|k| k.y & !e.y == 0 && e.x & !k.x == 0 && k.cost <= e.cost);
+        if !dominated {
+            kept.push(*e);
         }
     }
-
-    fn reachable(&self) -> bool {
-        bits(self.target).all(|v| self.cover[v].is_finite())
-    }
-
-    fn lower_bound(&self, set: u64) -> f64 {
-        let (mut sum, mut max) = (0.0f64, 0.0f64);
-        for v in bits(self.target & !set) {
-            sum += self.share[v];
-            max = max.max(self.cover[v]);
-        }
-        sum.max(max)
-    }
+    *edges = kept;
 }
 
 /// The cost of a greedy path from `set` to a superset of `target`: each step
@@ -206,7 +204,7 @@ pub fn cheapest_path(constraints: &[Constraint], target: u64, budget: usize) -> 
         return done(0.0, true, 0);
     }
     let useful = constraints.iter().fold(target, |m, c| m | c.y);
-    let edges: Vec<Edge> = constraints
+    let mut edges: Vec<Edge> = constraints
         .iter()
         .filter_map(|c| {
             let x = c.x & useful & !c.y;
@@ -217,32 +215,41 @@ pub fn cheapest_path(constraints: &[Constraint], target: u64, budget: usize) -> 
             })
         })
         .collect();
-    let heuristic = Heuristic::new(&edges, target);
-    if !heuristic.reachable() {
+    prune_dominated(&mut edges);
+    let share = shares(&edges, target);
+    if bits(target).any(|v| share[v].is_infinite()) {
         return done(f64::INFINITY, true, 0);
     }
     let grid = |f: f64| (f * 1e9).round() as i64;
+    let h0: f64 = bits(target).map(|v| share[v]).sum();
 
     let mut incumbent = greedy(&edges, 0, target);
-    let mut deepest = 0u32;
+    // Greedy completions run when the search first reaches these depths
+    // (a quarter of the target apart), so at most five per search.
+    let step = (target.count_ones() / 4).max(1);
+    let mut next_completion = step;
     let mut best: HashMap<u64, f64> = HashMap::new();
     let mut open = BinaryHeap::new();
     best.insert(0, 0.0);
     open.push(Open {
-        f: grid(heuristic.lower_bound(0)),
+        f: grid(h0),
         depth: 0,
         g: 0.0,
+        h: h0,
         set: 0,
     });
     let mut expanded = 0;
-    while let Some(Open { depth, g, set, .. }) = open.pop() {
+    while let Some(Open {
+        depth, g, h, set, ..
+    }) = open.pop()
+    {
         if best.get(&set).is_some_and(|&b| g > b + EPS) {
             continue;
         }
         if set & target == target {
             return done(g.min(incumbent), true, expanded);
         }
-        if g + heuristic.lower_bound(set) >= incumbent - EPS {
+        if g + h >= incumbent - EPS {
             // Every set still queued costs at least as much.
             return done(incumbent, true, expanded);
         }
@@ -250,20 +257,21 @@ pub fn cheapest_path(constraints: &[Constraint], target: u64, budget: usize) -> 
             return done(incumbent, false, expanded);
         }
         expanded += 1;
-        if depth > deepest {
-            deepest = depth;
+        if depth >= next_completion {
+            next_completion = depth + step;
             incumbent = incumbent.min(g + greedy(&edges, set, target));
         }
         for e in &edges {
-            if e.y & !set != 0 || e.x & !set == 0 {
+            let new = e.x & !set;
+            if e.y & !set != 0 || new == 0 {
                 continue;
             }
-            let next = set | e.x;
             let g_next = g + e.cost;
-            let f_next = g_next + heuristic.lower_bound(next);
-            if f_next >= incumbent - EPS {
+            let h_next = (h - bits(new & target).map(|v| share[v]).sum::<f64>()).max(0.0);
+            if g_next + h_next >= incumbent - EPS {
                 continue;
             }
+            let next = set | new;
             match best.entry(next) {
                 Entry::Occupied(mut o) if g_next < *o.get() - EPS => {
                     o.insert(g_next);
@@ -274,9 +282,10 @@ pub fn cheapest_path(constraints: &[Constraint], target: u64, budget: usize) -> 
                 }
             }
             open.push(Open {
-                f: grid(f_next),
+                f: grid(g_next + h_next),
                 depth: (next & target).count_ones(),
                 g: g_next,
+                h: h_next,
                 set: next,
             });
         }

@@ -142,10 +142,7 @@ impl SparsityEstimator for UniformEstimator {
                     })
                     .collect();
                 let (vars, ln_selectivity) = read_terms(&sizes, terms)?;
-                Ok(UniformStats::from_ln(
-                    vars,
-                    stats.nnz.ln() + ln_selectivity,
-                ))
+                Ok(UniformStats::from_ln(vars, stats.nnz.ln() + ln_selectivity))
             }
             Leaf::Dense { vars } => {
                 let vars = vars.to_vec();

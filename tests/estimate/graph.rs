@@ -116,13 +116,9 @@ impl DataGraph {
             .map(|&(u, v)| Self::input(&self.edges, vec![var(u), var(v)]))
             .collect();
         if labelled {
-            factors.extend(
-                query
-                    .labels
-                    .iter()
-                    .enumerate()
-                    .map(|(v, &l)| Self::input(&self.labels, vec![var(v as i64), IndexTerm::Const(l)])),
-            );
+            factors.extend(query.labels.iter().enumerate().map(|(v, &l)| {
+                Self::input(&self.labels, vec![var(v as i64), IndexTerm::Const(l)])
+            }));
         }
         Expr::map(ScalarOp::Mul, factors)
     }
