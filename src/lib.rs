@@ -10,6 +10,8 @@
 //! - [`einsum`]: the tensor-index-notation front-end (statements to IR).
 //! - [`ir`]: the plan dialects shared by the front-ends, with the algebra
 //!   of every operator.
+//! - [`optimizer`]: sparsity estimation (uniform and chain bound) for the
+//!   cost-based optimizer.
 //! - [`reference`]: the reference evaluator of the IR, the test oracle.
 //! - [`subgraph`]: subgraph-counting graph files as SQL and einsum queries.
 //! - [`Database`]: the public API that ties them together.
@@ -38,6 +40,7 @@ pub mod sql;
 
 pub mod einsum;
 pub mod ir;
+pub mod optimizer;
 pub mod reference;
 pub mod subgraph;
 

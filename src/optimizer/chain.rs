@@ -1,0 +1,671 @@
+//! The degree-statistics estimator with the chain bound (Galley section
+//! 7.3.2): an upper bound on the number of entries of every sub-expression.
+//!
+//! [`ChainStats`] describe a sub-expression by a relation `R` over *slots*
+//! (index variables, at most 64): its free variables by name, and *hidden*
+//! variables that an aggregate summed away. The sub-expression's entries
+//! are contained in the projection of `R` onto the free variables, and `R`
+//! satisfies a set of degree constraints ([`Constraint`]): the tuples of `R`
+//! that share one assignment of `Y` have at most `d` distinct assignments of
+//! `X`. Every slot also has its dimension size as the constraint
+//! `({v}, ∅, n_v)`.
+//!
+//! - A stored tensor gives its stored degree statistics D(X|Y) (see
+//!   [`crate::storage::statistics`]), translated from dimensions to the
+//!   variables that index them. A constant coordinate drops its dimension
+//!   (selecting entries only lowers degrees) and a repeated variable merges
+//!   its dimensions (`X` loses what `Y` fixes); both stay valid bounds.
+//!   The stored nnz bounds all the variables together.
+//! - A join (annihilating map) is the union of the constraint sets: every
+//!   constraint of an argument holds on the join. Hidden variables of
+//!   different arguments stay distinct slots, so a name that an inner
+//!   aggregate summed away never clashes with the same name outside.
+//! - A union (non-annihilating map) extends each argument's constraints over
+//!   the variables it lacks, `D(X ∪ K|Y) = D(X|Y) · Π_{k∈K} n_k`, and adds
+//!   them up over the arguments, `D_C(X|Y) = Σ_j D_j(X|Y)`, for every
+//!   `(X, Y)` that some argument constrains (as given and extended), where
+//!   `D_j(X|Y)` is the tightest constraint of argument `j` that implies a
+//!   bound on `(X, Y)`. Hidden variables are projected out first.
+//! - An aggregate hides the summed variables: the constraints stay, and the
+//!   estimate then bounds the projection.
+//! - The estimate is the cheapest path in the lattice of variable sets
+//!   ([`crate::optimizer::lattice`]) from ∅ to a set containing the free
+//!   variables: an upper bound on the true number of entries.
+//!
+//! Projecting out a hidden variable `h` (for a union, or when a join would
+//! need more than 64 slots) keeps `(X∖{h}, Y, d)` for every constraint with
+//! `h ∉ Y`, drops those with `h ∈ Y`, and first records the current bound on
+//! the free variables as one more constraint, so the bound never loosens.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::ir::IndexTerm;
+use crate::optimizer::estimate::{Leaf, SparsityEstimator};
+use crate::optimizer::lattice::{Constraint, PathBound, SEARCH_BUDGET, cheapest_path};
+
+/// The most variables (free and hidden) one statistics object can track.
+pub const MAX_SLOTS: usize = 64;
+
+/// The chain-bound estimator; its statistics are [`ChainStats`].
+#[derive(Clone, Copy, Debug)]
+pub struct ChainEstimator {
+    /// How many sets one lattice search may expand (see
+    /// [`cheapest_path`]); past it the bound is valid but may be looser.
+    pub budget: usize,
+}
+
+impl Default for ChainEstimator {
+    fn default() -> Self {
+        ChainEstimator {
+            budget: SEARCH_BUDGET,
+        }
+    }
+}
+
+/// One variable of a [`ChainStats`].
+#[derive(Clone, Debug, PartialEq)]
+struct Slot {
+    /// The variable's name; `None` once an aggregate has summed it away.
+    name: Option<String>,
+    /// Its dimension size.
+    size: u64,
+}
+
+/// Degree constraints over the variables of a sub-expression; see the
+/// module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainStats {
+    slots: Vec<Slot>,
+    constraints: Vec<Constraint>,
+    /// Known to have no entries at all.
+    empty: bool,
+}
+
+fn bit(slot: usize) -> u64 {
+    1u64 << slot
+}
+
+fn bits(mut set: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (set != 0).then(|| {
+            let b = set.trailing_zeros() as usize;
+            set &= set - 1;
+            b
+        })
+    })
+}
+
+/// A set of slots carried through `map` (old slot → new slot, or `None`
+/// for a slot fixed to a constant).
+fn remap(set: u64, map: &[Option<usize>]) -> u64 {
+    bits(set)
+        .filter_map(|b| map.get(b).copied().flatten())
+        .fold(0, |acc, s| acc | bit(s))
+}
+
+fn too_many_slots() -> Error {
+    Error::NotSupported(format!(
+        "the chain-bound estimator tracks at most {MAX_SLOTS} index variables in one expression"
+    ))
+}
+
+impl ChainStats {
+    /// Statistics over `slots` with `constraints`, normalized: size
+    /// constraints added, duplicates merged, constraints no tighter than the
+    /// sizes dropped, and emptiness detected (a size or degree of 0).
+    fn new(slots: Vec<Slot>, constraints: Vec<Constraint>, empty: bool) -> ChainStats {
+        let mut stats = ChainStats {
+            empty: empty
+                || slots.iter().any(|s| s.size == 0)
+                || constraints.iter().any(|c| c.degree <= 0.0),
+            slots,
+            constraints,
+        };
+        stats.normalize();
+        stats
+    }
+
+    fn normalize(&mut self) {
+        let sizes: Vec<f64> = self.slots.iter().map(|s| s.size as f64).collect();
+        let space = |x: u64| bits(x).map(|b| sizes[b]).product::<f64>();
+        let mut all: Vec<Constraint> = self
+            .constraints
+            .iter()
+            .map(|c| Constraint {
+                x: c.x & !c.y,
+                ..*c
+            })
+            .filter(|c| c.x != 0 && c.degree < space(c.x))
+            .collect();
+        all.extend((0..self.slots.len()).map(|s| Constraint {
+            x: bit(s),
+            y: 0,
+            degree: sizes[s],
+        }));
+        all.sort_by(|a, b| {
+            (a.y, a.x)
+                .cmp(&(b.y, b.x))
+                .then(a.degree.total_cmp(&b.degree))
+        });
+        all.dedup_by(|later, kept| later.x == kept.x && later.y == kept.y);
+        self.constraints = all;
+    }
+
+    /// The free variables, in slot order.
+    pub fn free_indices(&self) -> impl Iterator<Item = &str> {
+        self.slots.iter().filter_map(|s| s.name.as_deref())
+    }
+
+    /// The free variables as a slot set.
+    fn free(&self) -> u64 {
+        self.named(|_| true)
+    }
+
+    /// The named slots whose name satisfies `keep`.
+    fn named(&self, keep: impl Fn(&str) -> bool) -> u64 {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.name.as_deref().is_some_and(&keep))
+            .fold(0, |acc, (k, _)| acc | bit(k))
+    }
+
+    fn hidden(&self) -> u64 {
+        let all = if self.slots.len() >= 64 {
+            u64::MAX
+        } else {
+            bit(self.slots.len()) - 1
+        };
+        all & !self.free()
+    }
+
+    /// Whether the statistics prove there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.empty
+    }
+
+    /// The degree constraints as `(X, Y, d)` with variable names (hidden
+    /// variables shown as `_k`), for EXPLAIN output and tests.
+    pub fn constraints(&self) -> Vec<(Vec<String>, Vec<String>, f64)> {
+        let names = |set: u64| -> Vec<String> {
+            bits(set)
+                .map(|b| match &self.slots[b].name {
+                    Some(n) => n.clone(),
+                    None => format!("_{b}"),
+                })
+                .collect()
+        };
+        self.constraints
+            .iter()
+            .map(|c| (names(c.x), names(c.y), c.degree))
+            .collect()
+    }
+
+    /// The chain bound on the number of distinct assignments of the
+    /// variables named in `vars` (free ones; others are ignored).
+    pub fn bound_on(&self, vars: &[&str], budget: usize) -> PathBound {
+        self.search(self.named(|n| vars.contains(&n)), budget)
+    }
+
+    fn search(&self, target: u64, budget: usize) -> PathBound {
+        if self.empty {
+            return PathBound {
+                log2: f64::NEG_INFINITY,
+                exact: true,
+                expanded: 0,
+            };
+        }
+        cheapest_path(&self.constraints, target, budget)
+    }
+
+    /// The same statistics without the `hidden` slots: constraints that
+    /// count them lose them, those that fix them go, and the bound on the
+    /// free variables is kept as a constraint first.
+    fn project_out(&self, hidden: u64, budget: usize) -> ChainStats {
+        if hidden == 0 {
+            return self.clone();
+        }
+        let free = self.free() & !hidden;
+        let mut constraints: Vec<Constraint> = self
+            .constraints
+            .iter()
+            .filter(|c| c.y & hidden == 0)
+            .map(|c| Constraint {
+                x: c.x & !hidden,
+                ..*c
+            })
+            .collect();
+        if free != 0 && !self.empty {
+            constraints.push(Constraint {
+                x: free,
+                y: 0,
+                degree: self.search(free, budget).value(),
+            });
+        }
+        let mut map = Vec::with_capacity(self.slots.len());
+        let mut slots = Vec::new();
+        for (k, slot) in self.slots.iter().enumerate() {
+            if hidden & bit(k) == 0 {
+                map.push(Some(slots.len()));
+                slots.push(slot.clone());
+            } else {
+                map.push(None);
+            }
+        }
+        let constraints = constraints
+            .iter()
+            .map(|c| Constraint {
+                x: remap(c.x, &map),
+                y: remap(c.y, &map),
+                degree: c.degree,
+            })
+            .collect();
+        ChainStats::new(slots, constraints, self.empty)
+    }
+}
+
+impl fmt::Display for ChainStats {
+    /// `{i,j}: D(i,j|) = 12, D(j|i) = 3, ...`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let free: Vec<&str> = self.free_indices().collect();
+        write!(f, "{{{}}}", free.join(","))?;
+        if self.empty {
+            return write!(f, ": empty");
+        }
+        for (k, (x, y, d)) in self.constraints().into_iter().enumerate() {
+            let sep = if k == 0 { ": " } else { ", " };
+            write!(f, "{sep}D({}|{}) = {d}", x.join(","), y.join(","))?;
+        }
+        Ok(())
+    }
+}
+
+/// Slots for reading `sizes.len()` dimensions (of a tensor or an earlier
+/// result) through `terms`: the slot of each dimension (`None` for a
+/// constant), the new slots named after the variables in order of
+/// appearance, and whether a constant lies outside its dimension (no
+/// entries).
+fn read_slots(sizes: &[u64], terms: &[IndexTerm]) -> Result<(Vec<Option<usize>>, Vec<Slot>, bool)> {
+    if sizes.len() != terms.len() {
+        return Err(Error::Invalid(format!(
+            "{} index terms for a tensor of {} dimensions",
+            terms.len(),
+            sizes.len()
+        )));
+    }
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut map = Vec::with_capacity(terms.len());
+    let mut empty = false;
+    for (term, &size) in terms.iter().zip(sizes) {
+        match term {
+            IndexTerm::Const(c) => {
+                empty |= u64::try_from(*c).map_or(true, |c| c >= size);
+                map.push(None);
+            }
+            IndexTerm::Var(v) => {
+                let k = match slots.iter().position(|s| s.name.as_deref() == Some(v)) {
+                    Some(k) => {
+                        slots[k].size = slots[k].size.min(size);
+                        k
+                    }
+                    None => {
+                        slots.push(Slot {
+                            name: Some(v.clone()),
+                            size,
+                        });
+                        slots.len() - 1
+                    }
+                };
+                map.push(Some(k));
+            }
+        }
+    }
+    if slots.len() > MAX_SLOTS {
+        return Err(too_many_slots());
+    }
+    Ok((map, slots, empty))
+}
+
+/// `constraints` over old slots, carried through `map` (dropping what a
+/// constant fixes, merging repeated variables).
+fn carry(constraints: impl Iterator<Item = Constraint>, map: &[Option<usize>]) -> Vec<Constraint> {
+    constraints
+        .map(|c| {
+            let y = remap(c.y, map);
+            Constraint {
+                x: remap(c.x, map) & !y,
+                y,
+                degree: c.degree,
+            }
+        })
+        .filter(|c| c.x != 0)
+        .collect()
+}
+
+impl ChainEstimator {
+    fn stored(&self, tensor: &crate::storage::Tensor, terms: &[IndexTerm]) -> Result<ChainStats> {
+        let sizes: Vec<u64> = tensor.dims().iter().map(|d| d.size).collect();
+        let (map, slots, empty) = read_slots(&sizes, terms)?;
+        let statistics = tensor.statistics();
+        let degrees = statistics.degrees().map(|s| Constraint {
+            x: s.x.bits(),
+            y: s.y.bits(),
+            degree: s.degree as f64,
+        });
+        let mut constraints = carry(degrees, &map);
+        let all = (0..slots.len()).fold(0, |acc, k| acc | bit(k));
+        if all != 0 {
+            constraints.push(Constraint {
+                x: all,
+                y: 0,
+                degree: statistics.nnz() as f64,
+            });
+        }
+        Ok(ChainStats::new(
+            slots,
+            constraints,
+            empty || statistics.nnz() == 0,
+        ))
+    }
+
+    fn estimated(
+        &self,
+        stats: &ChainStats,
+        indices: &[String],
+        terms: &[IndexTerm],
+    ) -> Result<ChainStats> {
+        // Dimension p of the earlier result is the slot named indices[p].
+        let dims: Vec<Option<usize>> = indices
+            .iter()
+            .map(|name| {
+                stats
+                    .slots
+                    .iter()
+                    .position(|s| s.name.as_deref() == Some(name))
+            })
+            .collect();
+        let sizes: Vec<u64> = dims
+            .iter()
+            .map(|d| d.map_or(1, |k| stats.slots[k].size))
+            .collect();
+        let (dim_map, mut slots, empty) = read_slots(&sizes, terms)?;
+        // Old slot → new slot: through the dimension that reads it, or a
+        // fresh hidden slot.
+        let mut map: Vec<Option<usize>> = vec![None; stats.slots.len()];
+        let mut read = vec![false; stats.slots.len()];
+        for (old, new) in dims.iter().zip(&dim_map) {
+            if let Some(old) = *old {
+                map[old] = *new;
+                read[old] = true;
+            }
+        }
+        for (k, slot) in stats.slots.iter().enumerate() {
+            if !read[k] {
+                map[k] = Some(slots.len());
+                slots.push(Slot {
+                    name: None,
+                    size: slot.size,
+                });
+            }
+        }
+        if slots.len() > MAX_SLOTS {
+            return Err(too_many_slots());
+        }
+        let constraints = carry(stats.constraints.iter().copied(), &map);
+        Ok(ChainStats::new(slots, constraints, empty || stats.empty))
+    }
+
+    /// The arguments as one slot space: each argument's slot map, and the
+    /// slots (named ones shared by name, hidden ones kept apart).
+    fn merge(args: &[ChainStats]) -> (Vec<Vec<Option<usize>>>, Vec<Slot>) {
+        let mut slots: Vec<Slot> = Vec::new();
+        let maps =
+            args.iter()
+                .map(|arg| {
+                    arg.slots
+                        .iter()
+                        .map(|slot| {
+                            let shared = slot.name.as_ref().and_then(|n| {
+                                slots.iter().position(|s| s.name.as_ref() == Some(n))
+                            });
+                            Some(match shared {
+                                Some(k) => {
+                                    slots[k].size = slots[k].size.min(slot.size);
+                                    k
+                                }
+                                None => {
+                                    slots.push(slot.clone());
+                                    slots.len() - 1
+                                }
+                            })
+                        })
+                        .collect()
+                })
+                .collect();
+        (maps, slots)
+    }
+
+    /// How many slots merging `args` needs.
+    fn merged_len(args: &[&ChainStats]) -> usize {
+        let mut names: Vec<&str> = Vec::new();
+        let mut hidden = 0;
+        for arg in args {
+            for slot in &arg.slots {
+                match &slot.name {
+                    Some(n) if !names.contains(&n.as_str()) => names.push(n),
+                    Some(_) => {}
+                    None => hidden += 1,
+                }
+            }
+        }
+        names.len() + hidden
+    }
+
+    /// `D_j(X|Y)` of the union rule: the tightest bound that `arg` (with
+    /// free slots `free`, constraints in the merged numbering) implies on
+    /// the distinct `x` assignments per `y` assignment, extended over the
+    /// variables of `x` it lacks.
+    fn extended_degree(arg: &[Constraint], free: u64, x: u64, y: u64, sizes: &[f64]) -> f64 {
+        let own = x & free;
+        let extra: f64 = bits(x & !free).map(|b| sizes[b]).product();
+        if own == 0 {
+            return extra;
+        }
+        let tightest = arg
+            .iter()
+            .filter(|c| c.y & !y == 0 && own & !(c.x | y) == 0)
+            .map(|c| c.degree)
+            .fold(bits(own).map(|b| sizes[b]).product::<f64>(), f64::min);
+        tightest * extra
+    }
+}
+
+impl SparsityEstimator for ChainEstimator {
+    type Stats = ChainStats;
+
+    fn leaf(&self, leaf: Leaf<'_, ChainStats>) -> Result<ChainStats> {
+        match leaf {
+            Leaf::Stored { tensor, terms } => self.stored(tensor, terms),
+            Leaf::Estimated {
+                stats,
+                indices,
+                terms,
+            } => self.estimated(stats, indices, terms),
+            Leaf::Dense { vars } => {
+                if vars.len() > MAX_SLOTS {
+                    return Err(too_many_slots());
+                }
+                let slots = vars
+                    .iter()
+                    .map(|(name, size)| Slot {
+                        name: Some(name.clone()),
+                        size: *size,
+                    })
+                    .collect();
+                Ok(ChainStats::new(slots, Vec::new(), false))
+            }
+            Leaf::Empty => Ok(ChainStats::new(Vec::new(), Vec::new(), true)),
+        }
+    }
+
+    fn join(&self, args: &[&ChainStats]) -> Result<ChainStats> {
+        let owned: Vec<ChainStats> = if Self::merged_len(args) > MAX_SLOTS {
+            args.iter()
+                .map(|a| a.project_out(a.hidden(), self.budget))
+                .collect()
+        } else {
+            args.iter().map(|a| (*a).clone()).collect()
+        };
+        let (maps, slots) = Self::merge(&owned);
+        if slots.len() > MAX_SLOTS {
+            return Err(too_many_slots());
+        }
+        let constraints = owned
+            .iter()
+            .zip(&maps)
+            .flat_map(|(arg, map)| carry(arg.constraints.iter().copied(), map))
+            .collect();
+        let empty = owned.iter().any(|a| a.empty);
+        Ok(ChainStats::new(slots, constraints, empty))
+    }
+
+    fn union(&self, args: &[&ChainStats]) -> Result<ChainStats> {
+        let owned: Vec<ChainStats> = args
+            .iter()
+            .map(|a| a.project_out(a.hidden(), self.budget))
+            .collect();
+        let (maps, slots) = Self::merge(&owned);
+        if slots.len() > MAX_SLOTS {
+            return Err(too_many_slots());
+        }
+        let live: Vec<(u64, Vec<Constraint>)> = owned
+            .iter()
+            .zip(&maps)
+            .filter(|(arg, _)| !arg.empty)
+            .map(|(arg, map)| {
+                (
+                    remap(arg.free(), map),
+                    carry(arg.constraints.iter().copied(), map),
+                )
+            })
+            .collect();
+        if live.is_empty() {
+            return Ok(ChainStats::new(slots, Vec::new(), true));
+        }
+        let sizes: Vec<f64> = slots.iter().map(|s| s.size as f64).collect();
+        let all = (0..slots.len()).fold(0, |acc, k| acc | bit(k));
+        let mut pairs: Vec<(u64, u64)> = vec![(all, 0)];
+        for (free, constraints) in &live {
+            for c in constraints {
+                pairs.push((c.x, c.y));
+                pairs.push(((c.x | (all & !free)) & !c.y, c.y));
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let constraints = pairs
+            .into_iter()
+            .filter(|(x, _)| *x != 0)
+            .map(|(x, y)| Constraint {
+                x,
+                y,
+                degree: live
+                    .iter()
+                    .map(|(free, cs)| Self::extended_degree(cs, *free, x, y, &sizes))
+                    .sum(),
+            })
+            .collect();
+        Ok(ChainStats::new(slots, constraints, false))
+    }
+
+    fn aggregate(&self, indices: &[String], body: &ChainStats) -> Result<ChainStats> {
+        let mut stats = body.clone();
+        for slot in &mut stats.slots {
+            if slot.name.as_ref().is_some_and(|n| indices.contains(n)) {
+                slot.name = None;
+            }
+        }
+        Ok(stats)
+    }
+
+    fn estimate(&self, stats: &ChainStats) -> f64 {
+        stats.search(stats.free(), self.budget).value()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(name: &str, size: u64) -> Slot {
+        Slot {
+            name: Some(name.to_string()),
+            size,
+        }
+    }
+
+    fn c(x: u64, y: u64, degree: f64) -> Constraint {
+        Constraint { x, y, degree }
+    }
+
+    #[test]
+    fn union_extends_and_adds() {
+        let e = ChainEstimator::default();
+        // A[i,j] with 30 entries, B[j,k] with 20, all sizes 10.
+        let a = ChainStats::new(
+            vec![slot("i", 10), slot("j", 10)],
+            vec![c(3, 0, 30.0)],
+            false,
+        );
+        let b = ChainStats::new(
+            vec![slot("j", 10), slot("k", 10)],
+            vec![c(3, 0, 20.0)],
+            false,
+        );
+        let united = e.union(&[&a, &b]).unwrap();
+        // |A|·n_k + n_i·|B| = 300 + 200.
+        assert!((e.estimate(&united) - 500.0).abs() < 1e-6, "{united}");
+        let joined = e.join(&[&a, &b]).unwrap();
+        // ∅ → {i,j} (30) → k (10), or {j,k} (20) → i (10): 200.
+        assert!((e.estimate(&joined) - 200.0).abs() < 1e-6, "{joined}");
+    }
+
+    #[test]
+    fn hidden_names_do_not_clash() {
+        let e = ChainEstimator::default();
+        // SUM(j) A[i,j] where A has one entry per row; then joined with a
+        // dense vector over another j.
+        let a = ChainStats::new(
+            vec![slot("i", 100), slot("j", 100)],
+            vec![c(3, 0, 100.0), c(2, 1, 1.0)],
+            false,
+        );
+        let summed = e.aggregate(&["j".to_string()], &a).unwrap();
+        assert_eq!(summed.free_indices().collect::<Vec<_>>(), ["i"]);
+        let v = ChainStats::new(vec![slot("j", 100)], Vec::new(), false);
+        let joined = e.join(&[&summed, &v]).unwrap();
+        assert_eq!(joined.free_indices().collect::<Vec<_>>(), ["i", "j"]);
+        assert!((e.estimate(&joined) - 10_000.0).abs() < 1e-6, "{joined}");
+        // Projecting the hidden j out keeps the bound.
+        let projected = summed.project_out(summed.hidden(), SEARCH_BUDGET);
+        assert_eq!(projected.slots.len(), 1);
+        assert!((e.estimate(&projected) - 100.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn empties_and_display() {
+        let e = ChainEstimator::default();
+        let empty = e.leaf(Leaf::Empty).unwrap();
+        let a = ChainStats::new(vec![slot("i", 4)], vec![c(1, 0, 3.0)], false);
+        assert_eq!(e.estimate(&e.join(&[&a, &empty]).unwrap()), 0.0);
+        assert_eq!(e.estimate(&e.union(&[&a, &empty]).unwrap()), 3.0);
+        assert_eq!(a.to_string(), "{i}: D(i|) = 3");
+        assert!(
+            e.join(&[&a, &empty])
+                .unwrap()
+                .to_string()
+                .ends_with("empty")
+        );
+    }
+}
