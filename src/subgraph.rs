@@ -277,9 +277,8 @@ impl<'a> Parser<'a> {
     }
 
     fn format(&self) -> Result<Format> {
-        self.format.ok_or_else(|| {
-            self.error("expected the 't' header line before vertices and edges")
-        })
+        self.format
+            .ok_or_else(|| self.error("expected the 't' header line before vertices and edges"))
     }
 
     fn vertex(&mut self, fields: &[&str]) -> Result<()> {
@@ -312,7 +311,11 @@ impl<'a> Parser<'a> {
                     labels: match label {
                         -1 => Vec::new(),
                         l if l >= 0 => vec![l],
-                        l => return Err(self.error(format!("vertex label {l}: expected -1 or more"))),
+                        l => {
+                            return Err(
+                                self.error(format!("vertex label {l}: expected -1 or more"))
+                            );
+                        }
                     },
                     bound: match u64::try_from(dvid) {
                         Ok(v) => Some(v),
@@ -406,8 +409,10 @@ impl<'a> Parser<'a> {
             ));
         };
         if let Format::SunLuo { vertices, edges } = format {
-            let (found_vertices, found_edges) =
-                (self.graph.vertices.len() as u64, self.graph.edges.len() as u64);
+            let (found_vertices, found_edges) = (
+                self.graph.vertices.len() as u64,
+                self.graph.edges.len() as u64,
+            );
             if (found_vertices, found_edges) != (vertices, edges) {
                 return Err(Error::file_format(
                     self.path,
