@@ -339,6 +339,14 @@ fn data_graph_loads_as_two_bags() {
     assert_eq!(types, ["BIGINT", "BIGINT", "BIGINT"]);
     let again = load_data_graph(&db, &small_data_graph()).expect_err("tables exist");
     assert!(matches!(again, Error::TableExists(_)), "{again}");
+    // A clash on `labels` alone stores no `edges` either.
+    let other = Database::open_in_memory();
+    other
+        .execute("CREATE TABLE Labels (x INT)")
+        .expect("create");
+    let clash = load_data_graph(&other, &small_data_graph()).expect_err("labels exists");
+    assert!(matches!(clash, Error::TableExists(_)), "{clash}");
+    assert_eq!(other.table_names(), ["Labels"]);
 }
 
 #[test]
