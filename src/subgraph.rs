@@ -27,8 +27,8 @@ pub const LABELS_TABLE: &str = "labels";
 /// A vertex of a [`QueryGraph`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Vertex {
-    /// The labels a matching data vertex must all carry (sorted, distinct;
-    /// empty: any vertex matches).
+    /// The labels a matching data vertex must all carry (empty: any vertex
+    /// matches); the parser keeps them sorted and distinct.
     pub labels: Vec<i64>,
     /// The data vertex this query vertex must map to (G-CARE's `dvid`).
     pub bound: Option<u64>,
@@ -277,9 +277,8 @@ impl<'a> Parser<'a> {
     }
 
     fn format(&self) -> Result<Format> {
-        self.format.ok_or_else(|| {
-            self.error("expected the 't' header line before vertices and edges")
-        })
+        self.format
+            .ok_or_else(|| self.error("expected the 't' header line before vertices and edges"))
     }
 
     fn vertex(&mut self, fields: &[&str]) -> Result<()> {
@@ -312,7 +311,11 @@ impl<'a> Parser<'a> {
                     labels: match label {
                         -1 => Vec::new(),
                         l if l >= 0 => vec![l],
-                        l => return Err(self.error(format!("vertex label {l}: expected -1 or more"))),
+                        l => {
+                            return Err(
+                                self.error(format!("vertex label {l}: expected -1 or more"))
+                            );
+                        }
                     },
                     bound: match u64::try_from(dvid) {
                         Ok(v) => Some(v),
@@ -406,8 +409,10 @@ impl<'a> Parser<'a> {
             ));
         };
         if let Format::SunLuo { vertices, edges } = format {
-            let (found_vertices, found_edges) =
-                (self.graph.vertices.len() as u64, self.graph.edges.len() as u64);
+            let (found_vertices, found_edges) = (
+                self.graph.vertices.len() as u64,
+                self.graph.edges.len() as u64,
+            );
             if (found_vertices, found_edges) != (vertices, edges) {
                 return Err(Error::file_format(
                     self.path,
@@ -439,6 +444,14 @@ pub fn load_data_file(db: &Database, path: impl AsRef<Path>) -> Result<QueryGrap
 /// number of vertices as their size, and both `label` dimensions the
 /// largest label + 1, so einsum statements joining the two tables bind.
 pub fn load_data_graph(db: &Database, graph: &QueryGraph) -> Result<()> {
+    // Refuse before storing either table, so a clash leaves nothing behind.
+    let existing = db.table_names();
+    if let Some(name) = [EDGES_TABLE, LABELS_TABLE]
+        .into_iter()
+        .find(|name| existing.iter().any(|e| e.eq_ignore_ascii_case(name)))
+    {
+        return Err(Error::TableExists(name.to_string()));
+    }
     let (edges, labels) = data_tensors(graph)?;
     db.create_table_from_tensor(EDGES_TABLE, edges)?;
     db.create_table_from_tensor(LABELS_TABLE, labels)
