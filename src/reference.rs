@@ -489,7 +489,6 @@ fn partials(arg: &Relation, positions: &[usize], width: usize) -> Vec<Vec<Option
         .collect()
 }
 
-/// The natural join of partial assignments with the entries of `arg`.
 /// Every [`REPORT_EVERY`] steps of a loop: a progress report, and a stop
 /// if the work was cancelled.
 fn report(progress: &dyn ProgressSink, step: usize) -> Result<()> {
@@ -500,23 +499,41 @@ fn report(progress: &dyn ProgressSink, step: usize) -> Result<()> {
     Ok(())
 }
 
+/// The natural join of partial assignments with the entries of `arg`.
 fn join(
     partial: Vec<Vec<Option<i64>>>,
     arg: &Relation,
     positions: &[usize],
     progress: &dyn ProgressSink,
 ) -> Result<Vec<Vec<Option<i64>>>> {
+    // A hash join: the entries of `arg` grouped by their coordinates at
+    // the positions every partial assignment binds. Each candidate is then
+    // checked against the whole assignment.
+    let shared: Vec<usize> = (0..positions.len())
+        .filter(|&n| partial.iter().all(|a| a[positions[n]].is_some()))
+        .collect();
+    let mut groups: HashMap<Vec<i64>, Vec<&Vec<i64>>> = HashMap::new();
+    for key in arg.entries.keys() {
+        groups
+            .entry(shared.iter().map(|&n| key[n]).collect())
+            .or_default()
+            .push(key);
+    }
     let mut out = Vec::new();
     for (k, assignment) in partial.iter().enumerate() {
         report(progress, k)?;
-        for key in arg.entries.keys() {
+        let probe: Vec<i64> = shared
+            .iter()
+            .map(|&n| assignment[positions[n]].unwrap_or_default())
+            .collect();
+        for key in groups.get(&probe).into_iter().flatten() {
             let consistent = positions
                 .iter()
-                .zip(key)
+                .zip(key.iter())
                 .all(|(&p, &c)| assignment[p].is_none_or(|a| a == c));
             if consistent {
                 let mut merged = assignment.clone();
-                for (&p, &c) in positions.iter().zip(key) {
+                for (&p, &c) in positions.iter().zip(key.iter()) {
                     merged[p] = Some(c);
                 }
                 out.push(merged);

@@ -127,7 +127,7 @@ fn labelled_subgraph_count() {
         "SELECT COUNT(*) FROM e e0, e e1, labels l0, labels l2 \
          WHERE e0.dst = e1.src AND l0.vertex = e0.src AND l0.label = 7 \
          AND l2.vertex = e1.dst AND l2.label = 8",
-        "n = SUM(src,dst,dst_2) e[src,dst] * e[dst,dst_2] * labels[src,7] * labels[dst_2,8]",
+        "n = SUM(src,dst,dst_2) labels[src,7] * e[src,dst] * e[dst,dst_2] * labels[dst_2,8]",
         "n",
     );
     assert_eq!(sql, einsum);

@@ -641,6 +641,11 @@ fn dataset_matches_truth(name: &str, folder: &Path, form: Form, budget: Duration
          a trusted count",
         queries.len()
     );
+    if matched == 0 && !queries.is_empty() {
+        failures.push(format!(
+            "{name}: no query finished within {budget:?}, so nothing was checked"
+        ));
+    }
     failures
 }
 

@@ -244,7 +244,10 @@ impl<'a> Lowerer<'a> {
     }
 
     fn rows_times(&self, argument: Option<Expr>) -> Expr {
-        let mut factors: Vec<Expr> = (0..self.scope.occurrences.len())
+        let mut factors: Vec<Expr> = self
+            .scope
+            .join_order()
+            .into_iter()
             .filter(|&o| {
                 argument
                     .as_ref()

@@ -378,6 +378,48 @@ impl Scope {
         self.input(occurrence, Annotation::Multiplicity)
     }
 
+    /// The occurrences in the order the IR multiplies their row counts: a
+    /// left-deep join order for evaluators that join left to right (the
+    /// optimizer chooses its own). It starts with the table with the fewest
+    /// rows after its constants, then repeatedly takes the table sharing the
+    /// most variables with those before it (fewest rows, then `FROM` order,
+    /// breaking ties).
+    pub fn join_order(&self) -> Vec<usize> {
+        let vars = |o: usize| -> Vec<usize> {
+            (0..self.occurrences[o].slots.len())
+                .map(|d| self.class(o, d))
+                .filter(|&c| self.classes[c].constant.is_none())
+                .collect()
+        };
+        let rows = |o: usize| -> f64 {
+            let tensor = &self.occurrences[o].table.tensor;
+            let fixed: f64 = (0..tensor.dims().len())
+                .filter(|&d| self.classes[self.class(o, d)].constant.is_some())
+                .map(|d| tensor.dims()[d].size.max(1) as f64)
+                .product();
+            tensor.nnz() as f64 / fixed
+        };
+        let mut order: Vec<usize> = Vec::new();
+        let mut bound: Vec<usize> = Vec::new();
+        while order.len() < self.occurrences.len() {
+            let shared = |o: usize| vars(o).iter().filter(|v| bound.contains(v)).count();
+            let Some(next) = (0..self.occurrences.len())
+                .filter(|o| !order.contains(o))
+                .max_by(|&a, &b| {
+                    shared(a)
+                        .cmp(&shared(b))
+                        .then(rows(b).total_cmp(&rows(a)))
+                        .then(b.cmp(&a))
+                })
+            else {
+                break;
+            };
+            bound.extend(vars(next));
+            order.push(next);
+        }
+        order
+    }
+
     /// The variables (classes not bound to constants), in order.
     pub fn variables(&self) -> Vec<usize> {
         (0..self.classes.len())
