@@ -11,6 +11,8 @@
 //! - [`ir`]: the plan dialects shared by the front-ends, with the algebra
 //!   of every operator.
 //! - [`reference`]: the reference evaluator of the IR, the test oracle.
+//! - [`exec`]: the planner and the worst-case-optimal-join executor that
+//!   runs IR programs over fibertree cursors.
 //! - [`Database`]: the public API that ties them together.
 //!
 //! ```
@@ -38,6 +40,8 @@ pub mod sql;
 pub mod einsum;
 pub mod ir;
 pub mod reference;
+
+pub mod exec;
 
 mod database;
 

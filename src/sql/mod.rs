@@ -5,7 +5,8 @@
 //! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`insert`] (`INSERT INTO`),
 //! [`copy`] (`COPY ... TO`), [`describe`] (`SHOW TABLES`, `DESCRIBE`),
 //! [`explain`] (`EXPLAIN`) and
-//! [`query`] (`SELECT`), with [`table_function`] for the `read_mtx`,
+//! [`query`] (`SELECT`), [`settings`] (`SET`, `RESET`), with
+//! [`table_function`] for the `read_mtx`,
 //! `read_tns`, `read_parquet` and `read_csv` loaders usable in `FROM`, and
 //! [`literal`] for constants. A statement of another kind is rejected with an
 //! error that names it.
@@ -17,7 +18,10 @@ mod explain;
 mod insert;
 mod literal;
 mod query;
+mod settings;
 mod table_function;
+
+pub use settings::Settings;
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -39,6 +43,8 @@ pub struct Context<'a> {
     pub catalog: &'a RwLock<Catalog>,
     /// Receives progress reports of long loads.
     pub progress: &'a dyn ProgressSink,
+    /// The database's settings (`SET threads = 4`).
+    pub settings: &'a Settings,
 }
 
 impl Context<'_> {
@@ -125,6 +131,8 @@ pub fn execute(context: Context<'_>, statement: &Statement) -> Result<QueryResul
             statement, analyze, ..
         } => explain::explain(context, statement, *analyze),
         Statement::ExplainTable { table_name, .. } => describe::describe(context, table_name),
+        Statement::Set(set) => settings::set(context, set),
+        Statement::Reset(reset) => settings::reset(context, reset),
         other => Err(Error::NotSupported(format!(
             "{} statements",
             statement_kind(other)

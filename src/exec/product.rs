@@ -1,0 +1,666 @@
+//! The fast path for products of inputs, optionally under `SUM`: SpMV,
+//! SpMM, SDDMM, MTTKRP, triangle and subgraph counting.
+//!
+//! Values are monomorphized (`i64` with overflow checks, or `f64`); every
+//! loop intersects the fibers of the inputs read there (the driver is
+//! iterated, the others looked up by dense slot, hash probe or galloping
+//! seek); a factor is multiplied in at the depth where its last index is
+//! bound, and the aggregated inner loops return their sums to the loop
+//! above (pushed-down aggregation), so the inner loop of SpMV is one
+//! multiply-add per stored entry of the row.
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::ir::{AggOp, ScalarOp, Value};
+use crate::storage::ValueType;
+use crate::storage::fibertree::{Cursor, Fiber, LevelFormat};
+
+use super::ExecOptions;
+use super::accumulate::{Accumulate, Accumulator};
+use super::control::{CHECK_EVERY, Control};
+use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes};
+use super::plan::Node;
+use super::run::{clone_error, gather, split, top_weights};
+
+/// A numeric type of the fast path.
+trait Num: Accumulate + PartialEq + Send + Sync + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+    /// `self * other` (an error on integer overflow).
+    fn times(self, other: Self) -> Result<Self>;
+    /// The values of an input as this type.
+    fn typed(values: Vals<'_>) -> Typed<'_, Self>;
+    fn value(self) -> Value;
+    /// `n` copies summed.
+    fn repeat(self, n: u128) -> Result<Self>;
+}
+
+impl Num for i64 {
+    const ZERO: i64 = 0;
+    const ONE: i64 = 1;
+
+    #[inline]
+    fn times(self, other: i64) -> Result<i64> {
+        self.checked_mul(other)
+            .ok_or_else(|| Error::Overflow(format!("* of {self}, {other}")))
+    }
+
+    fn typed(values: Vals<'_>) -> Typed<'_, i64> {
+        match values {
+            Vals::Int(v) => Typed::Values(Cow::Borrowed(v)),
+            Vals::Bool(b) => Typed::Values(Cow::Owned(b.iter().map(i64::from).collect())),
+            Vals::Float(v) => Typed::Values(Cow::Owned(v.iter().map(|&x| x as i64).collect())),
+            Vals::One => Typed::One,
+        }
+    }
+
+    fn value(self) -> Value {
+        Value::Int(self)
+    }
+
+    fn repeat(self, n: u128) -> Result<i64> {
+        i64::try_from(n)
+            .ok()
+            .and_then(|n| self.checked_mul(n))
+            .ok_or_else(|| Error::Overflow(format!("SUM of {n} copies of {self}")))
+    }
+}
+
+impl Num for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+
+    #[inline]
+    fn times(self, other: f64) -> Result<f64> {
+        Ok(self * other)
+    }
+
+    fn typed(values: Vals<'_>) -> Typed<'_, f64> {
+        match values {
+            Vals::Float(v) => Typed::Values(Cow::Borrowed(v)),
+            Vals::Int(v) => Typed::Values(Cow::Owned(v.iter().map(|&x| x as f64).collect())),
+            Vals::Bool(b) => Typed::Values(Cow::Owned(
+                b.iter().map(|x| f64::from(u8::from(x))).collect(),
+            )),
+            Vals::One => Typed::One,
+        }
+    }
+
+    fn value(self) -> Value {
+        Value::Float(self)
+    }
+
+    fn repeat(self, n: u128) -> Result<f64> {
+        Ok(self * n as f64)
+    }
+}
+
+/// An input's values as the fast path's type.
+enum Typed<'a, T: Clone + 'static> {
+    Values(Cow<'a, [T]>),
+    One,
+}
+
+impl<T: Num> Typed<'_, T> {
+    #[inline]
+    fn get(&self, p: usize) -> T {
+        match self {
+            Typed::Values(v) => v.get(p).copied().unwrap_or(T::ZERO),
+            Typed::One => T::ONE,
+        }
+    }
+
+    fn owned_bytes(&self) -> u64 {
+        match self {
+            Typed::Values(Cow::Owned(v)) => (v.len() * 8) as u64,
+            _ => 0,
+        }
+    }
+}
+
+/// A kernel that the fast path runs: which factor is multiplied in at
+/// which depth, and in which type.
+pub(crate) struct Product {
+    float: bool,
+    /// The inputs bound before any loop (no variable, or only constants).
+    root: Vec<usize>,
+    /// Per loop, the positions (in the loop's parts) of the inputs whose
+    /// last variable it binds.
+    completes: Vec<Vec<usize>>,
+}
+
+impl Product {
+    /// The fast path's plan for `kernel`, if its expression is a product
+    /// of inputs (fill 0) under `SUM` or no aggregate.
+    pub(crate) fn new(kernel: &Kernel<'_>) -> Option<Product> {
+        let query = kernel.query;
+        if !matches!(query.aggregate, None | Some(AggOp::Sum)) {
+            return None;
+        }
+        let factors: Vec<usize> = match &query.body {
+            Node::Input(k) => vec![*k],
+            Node::Map(ScalarOp::Mul, args) => args
+                .iter()
+                .map(|a| match a {
+                    Node::Input(k) => Some(*k),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?,
+            _ => return None,
+        };
+        let mut seen = factors.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != factors.len() || seen.len() != kernel.inputs.len() {
+            return None;
+        }
+        if kernel.inputs.iter().any(|i| !i.fill.is_zero()) {
+            return None;
+        }
+        let float = query
+            .inputs
+            .iter()
+            .any(|a| a.ty == ValueType::Float64);
+        let last_depth = |k: usize| {
+            kernel
+                .parts
+                .iter()
+                .enumerate()
+                .filter(|(_, parts)| parts.iter().any(|p| p.input == k))
+                .map(|(d, _)| d)
+                .last()
+        };
+        let mut root = Vec::new();
+        let mut completes = vec![Vec::new(); kernel.parts.len()];
+        for k in 0..kernel.inputs.len() {
+            match last_depth(k) {
+                Some(d) => {
+                    let j = kernel.parts[d].iter().position(|p| p.input == k)?;
+                    completes[d].push(j);
+                }
+                None => root.push(k),
+            }
+        }
+        Some(Product {
+            float,
+            root,
+            completes,
+        })
+    }
+
+    /// Runs the kernel and returns its entries with their final values.
+    pub(crate) fn run(
+        &self,
+        kernel: &Kernel<'_>,
+        control: &Control<'_>,
+        options: &ExecOptions,
+    ) -> Result<Vec<(Vec<i64>, Value)>> {
+        if self.float {
+            self.run_typed::<f64>(kernel, control, options)
+        } else {
+            self.run_typed::<i64>(kernel, control, options)
+        }
+    }
+
+    fn run_typed<T: Num>(
+        &self,
+        kernel: &Kernel<'_>,
+        control: &Control<'_>,
+        options: &ExecOptions,
+    ) -> Result<Vec<(Vec<i64>, Value)>> {
+        let values: Vec<Typed<'_, T>> = kernel.inputs.iter().map(|i| T::typed(i.values)).collect();
+        control.reserve(values.iter().map(Typed::owned_bytes).sum())?;
+        let root = Worker::new(kernel, control)?;
+        if !root.feasible() {
+            return Ok(Vec::new());
+        }
+        let mut scale = T::ONE;
+        for &k in &self.root {
+            scale = scale.times(values[k].get(root.pos[k]))?;
+        }
+        if scale == T::ZERO {
+            return Ok(Vec::new());
+        }
+        let shared = Shared {
+            kernel,
+            product: self,
+            values: &values,
+            control,
+        };
+        let parts: Vec<Vec<(Vec<i64>, T)>> = if kernel.vars.is_empty() {
+            vec![shared.worker(&root.pos, None)?.run(scale)?]
+        } else {
+            let top = {
+                let mut root = root;
+                let top = root.candidates(0);
+                let weights = top_weights(kernel, &root.pos, &root.present, &top);
+                (top, weights, root.pos)
+            };
+            let (top, weights, pos) = top;
+            let chunks = split(&weights, top.len());
+            let run_chunk = |&(from, to): &(usize, usize)| -> Result<Vec<(Vec<i64>, T)>> {
+                control.check()?;
+                control.tick();
+                shared
+                    .worker(&pos, Some(top.slice(from, to)))
+                    .and_then(|w| w.run(scale))
+                    .inspect_err(|e| control.fail(clone_error(e)))
+            };
+            let results: Vec<Result<Vec<(Vec<i64>, T)>>> =
+                if options.threads <= 1 || chunks.len() <= 1 {
+                    chunks.iter().map(run_chunk).collect()
+                } else {
+                    super::control::pool(options.threads)?
+                        .install(|| chunks.par_iter().map(run_chunk).collect())
+                };
+            gather(results, control)?
+        };
+        let merged = merge(kernel, parts)?;
+        let copies = kernel.copies;
+        merged
+            .into_iter()
+            .map(|(key, v)| {
+                let v = if copies == 1 { v } else { v.repeat(copies)? };
+                Ok((key, v.value()))
+            })
+            .collect()
+    }
+}
+
+/// What the workers of one run share.
+struct Shared<'s, 'a, T: Num> {
+    kernel: &'s Kernel<'a>,
+    product: &'s Product,
+    values: &'s [Typed<'a, T>],
+    control: &'s Control<'s>,
+}
+
+impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
+    fn worker(&self, pos: &[usize], top: Option<Cands>) -> Result<ProductWorker<'_, 's, 'a, T>> {
+        let kernel = self.kernel;
+        let upfront = Accumulator::<T>::upfront_bytes(kernel.accumulator, &kernel.suffix_sizes);
+        let reserved = u64::try_from(upfront).unwrap_or(u64::MAX);
+        self.control.reserve(reserved)?;
+        Ok(ProductWorker {
+            shared: self,
+            pos: pos.to_vec(),
+            coords: vec![0; kernel.query.vars.len()],
+            top,
+            acc: Accumulator::new(kernel.accumulator, kernel.suffix_sizes.clone()),
+            out: Vec::new(),
+            steps: 0,
+            reserved,
+        })
+    }
+}
+
+/// One worker of the fast path.
+struct ProductWorker<'w, 's, 'a, T: Num> {
+    shared: &'w Shared<'s, 'a, T>,
+    pos: Vec<usize>,
+    coords: Vec<i64>,
+    top: Option<Cands>,
+    acc: Accumulator<T>,
+    out: Vec<(Vec<i64>, T)>,
+    steps: usize,
+    reserved: u64,
+}
+
+/// How one input is looked up at a loop.
+enum Probe<'a> {
+    /// Galloping seek of a cursor over sorted coordinates.
+    Seek(Cursor<'a>),
+    /// Direct lookup: dense slot, bytemap flag or hash probe.
+    Direct(Fiber<'a>),
+}
+
+impl Probe<'_> {
+    #[inline]
+    fn find(&mut self, coord: i64) -> Option<usize> {
+        match self {
+            Probe::Seek(cursor) => {
+                cursor.seek(coord);
+                match cursor.current() {
+                    Some((c, p)) if c == coord => Some(p),
+                    _ => None,
+                }
+            }
+            Probe::Direct(fiber) => fiber.lookup(coord),
+        }
+    }
+}
+
+impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
+    fn run(mut self, scale: T) -> Result<Vec<(Vec<i64>, T)>> {
+        let kernel = self.shared.kernel;
+        let control = self.shared.control;
+        if kernel.vars.is_empty() {
+            self.add(scale)?;
+        } else if kernel.group == 0 {
+            if let Some(sum) = self.group(0)? {
+                self.add(scale.times(sum)?)?;
+            }
+        } else {
+            self.walk(0, scale)?;
+        }
+        if kernel.prefix == 0 {
+            self.flush()?;
+        }
+        control.release(self.reserved);
+        Ok(std::mem::take(&mut self.out))
+    }
+
+    /// The product of the factors completed at loop `depth`, at the
+    /// positions found there.
+    #[inline]
+    fn factors(&self, depth: usize, positions: &[usize]) -> Result<T> {
+        let kernel = self.shared.kernel;
+        let mut v = T::ONE;
+        for &j in &self.shared.product.completes[depth] {
+            let input = kernel.parts[depth][j].input;
+            let factor = self.shared.values[input].get(positions[j]);
+            // A zero factor makes the product zero, even next to a NaN or
+            // an infinity (as `*` does).
+            if factor == T::ZERO {
+                return Ok(T::ZERO);
+            }
+            v = v.times(factor)?;
+        }
+        Ok(v)
+    }
+
+    fn walk(&mut self, depth: usize, partial: T) -> Result<()> {
+        let kernel = self.shared.kernel;
+        visit(self, depth, |w, positions| {
+            let factor = w.factors(depth, positions)?;
+            if factor == T::ZERO {
+                return Ok(());
+            }
+            let v = partial.times(factor)?;
+            w.set(depth, positions);
+            if depth + 1 == kernel.group {
+                if let Some(inner) = w.group(depth + 1)? {
+                    w.add(v.times(inner)?)?;
+                }
+            } else {
+                w.walk(depth + 1, v)?;
+            }
+            if depth + 1 == kernel.prefix {
+                w.flush()?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The sum over the loops from `depth` of the product of the factors
+    /// they complete; `None` when no product is non-zero.
+    fn group(&mut self, depth: usize) -> Result<Option<T>> {
+        let kernel = self.shared.kernel;
+        let n = kernel.vars.len();
+        if depth == n {
+            return Ok(Some(T::ONE));
+        }
+        let mut sum = T::ZERO;
+        let mut any = false;
+        if depth + 1 == n {
+            visit(self, depth, |w, positions| {
+                let v = w.factors(depth, positions)?;
+                if v != T::ZERO {
+                    sum.add(v)?;
+                    any = true;
+                }
+                w.steps += 1;
+                if w.steps.is_multiple_of(CHECK_EVERY) {
+                    w.shared.control.check()?;
+                }
+                Ok(())
+            })?;
+        } else {
+            visit(self, depth, |w, positions| {
+                let v = w.factors(depth, positions)?;
+                if v == T::ZERO {
+                    return Ok(());
+                }
+                w.set(depth, positions);
+                if let Some(inner) = w.group(depth + 1)? {
+                    sum.add(v.times(inner)?)?;
+                    any = true;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(any.then_some(sum))
+    }
+
+    /// Moves the inputs read at `depth` to `positions`.
+    #[inline]
+    fn set(&mut self, depth: usize, positions: &[usize]) {
+        for (part, &p) in self.shared.kernel.parts[depth].iter().zip(positions) {
+            self.pos[part.input] = p;
+        }
+    }
+
+    fn add(&mut self, value: T) -> Result<()> {
+        let kernel = self.shared.kernel;
+        let new = self
+            .acc
+            .add(&self.coords, &kernel.suffix, value, |a, b| a.add(b))?;
+        if new && !kernel.suffix.is_empty() {
+            self.charge(entry_bytes(kernel.suffix.len()))?;
+        }
+        Ok(())
+    }
+
+    fn charge(&mut self, bytes: u64) -> Result<()> {
+        self.shared.control.reserve(bytes)?;
+        self.reserved += bytes;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let kernel = self.shared.kernel;
+        let mut drained = Vec::new();
+        self.acc.drain(|key, v| {
+            drained.push((key.to_vec(), v));
+            Ok(())
+        })?;
+        self.charge(entry_bytes(kernel.query.output.len()) * drained.len() as u64)?;
+        for (suffix_key, v) in drained {
+            let key = kernel
+                .query
+                .output
+                .iter()
+                .map(|&var| match kernel.suffix.iter().position(|&s| s == var) {
+                    Some(j) => suffix_key.get(j).copied().unwrap_or(0),
+                    None => self.coords[var],
+                })
+                .collect();
+            self.out.push((key, v));
+        }
+        Ok(())
+    }
+}
+
+/// Calls `f(worker, positions)` for every coordinate of loop `depth` where
+/// every input read there has an entry, with the inputs' child positions
+/// (in the order of the loop's parts); binds the loop's variable and
+/// restores the inputs' positions afterwards.
+#[inline]
+fn visit<'s, 'a, T: Num, F>(w: &mut ProductWorker<'_, 's, 'a, T>, depth: usize, mut f: F) -> Result<()>
+where
+    F: FnMut(&mut ProductWorker<'_, 's, 'a, T>, &[usize]) -> Result<()>,
+{
+    let kernel: &Kernel<'a> = w.shared.kernel;
+    let parts = &kernel.parts[depth];
+    let var = kernel.vars[depth];
+    let parents: Vec<usize> = parts.iter().map(|p| w.pos[p.input]).collect();
+    let mut positions = vec![0usize; parts.len()];
+    let result = if depth == 0
+        && let Some(top) = w.top.take()
+    {
+        let mut result = Ok(());
+        for i in 0..top.len() {
+            if let Err(e) = w.shared.control.check() {
+                result = Err(e);
+                break;
+            }
+            let c = top.get(i);
+            let found = parts.iter().zip(&parents).zip(positions.iter_mut()).all(
+                |((part, &parent), slot)| {
+                    match kernel.inputs[part.input].descend(parent, part.level, part.count, c) {
+                        Some(p) => {
+                            *slot = p;
+                            true
+                        }
+                        None => false,
+                    }
+                },
+            );
+            if found {
+                w.coords[var] = c;
+                if let Err(e) = f(w, &positions) {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        w.top = Some(top);
+        result
+    } else {
+        intersect(kernel, depth, &parents, &mut positions, |c, positions| {
+            w.coords[var] = c;
+            f(w, positions)
+        })
+    };
+    for (part, &p) in parts.iter().zip(&parents) {
+        w.pos[part.input] = p;
+    }
+    result
+}
+
+/// Iterates the intersection of the fibers read at loop `depth` under
+/// `parents`: the driver (fixed by the plan, else the shortest fiber) is
+/// walked, the others probed.
+#[inline]
+fn intersect<'a>(
+    kernel: &Kernel<'a>,
+    depth: usize,
+    parents: &[usize],
+    positions: &mut [usize],
+    mut f: impl FnMut(i64, &[usize]) -> Result<()>,
+) -> Result<()> {
+    let parts = &kernel.parts[depth];
+    let mut fibers: Vec<Fiber<'a>> = Vec::with_capacity(parts.len());
+    for (part, &parent) in parts.iter().zip(parents) {
+        match kernel.inputs[part.input].fiber(part.level, parent) {
+            Some(fiber) => fibers.push(fiber),
+            None => return Ok(()),
+        }
+    }
+    let dense = |j: usize| {
+        kernel.inputs[parts[j].input]
+            .tree
+            .levels()
+            .get(parts[j].level)
+            .map(|l| l.format())
+            == Some(LevelFormat::Dense)
+    };
+    let fixed = kernel
+        .fixed_driver(depth)
+        .and_then(|k| parts.iter().position(|p| p.input == k));
+    let driver = match fixed {
+        Some(j) => j,
+        None => (0..parts.len())
+            .min_by_key(|&j| {
+                if dense(j) {
+                    usize::MAX
+                } else {
+                    fibers[j].len()
+                }
+            })
+            .unwrap_or(0),
+    };
+    let mut probes: Vec<(usize, Probe<'a>)> = (0..parts.len())
+        .filter(|&j| j != driver)
+        .map(|j| {
+            let format = kernel.inputs[parts[j].input]
+                .tree
+                .levels()
+                .get(parts[j].level)
+                .map(|l| l.format());
+            let probe = match format {
+                Some(LevelFormat::Compressed) => Probe::Seek(fibers[j].cursor()),
+                _ => Probe::Direct(fibers[j]),
+            };
+            (j, probe)
+        })
+        .collect();
+    let drive = &parts[driver];
+    let driver_input = &kernel.inputs[drive.input];
+    let mut emit = |c: i64, child: usize, positions: &mut [usize]| -> Result<bool> {
+        let child = if drive.count > 1 {
+            match driver_input.descend(child, drive.level + 1, drive.count - 1, c) {
+                Some(p) => p,
+                None => return Ok(true),
+            }
+        } else {
+            child
+        };
+        positions[driver] = child;
+        for (j, probe) in probes.iter_mut() {
+            let part = &parts[*j];
+            let Some(mut p) = probe.find(c) else {
+                return Ok(true);
+            };
+            if part.count > 1 {
+                match kernel.inputs[part.input].descend(p, part.level + 1, part.count - 1, c) {
+                    Some(q) => p = q,
+                    None => return Ok(true),
+                }
+            }
+            positions[*j] = p;
+        }
+        f(c, positions)?;
+        Ok(true)
+    };
+    let fiber = fibers[driver];
+    let format = driver_input
+        .tree
+        .levels()
+        .get(drive.level)
+        .map(|l| l.format());
+    match (format, fiber.sorted_coords(), fiber.cursor().current()) {
+        (Some(LevelFormat::Compressed | LevelFormat::Hashed), Some(coords), Some((_, base))) => {
+            for (i, &c) in coords.iter().enumerate() {
+                emit(c, base + i, positions)?;
+            }
+        }
+        _ => {
+            for (c, child) in fiber.cursor() {
+                emit(c, child, positions)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The chunks' entries as one list (see [`super::run`]): concatenated, or
+/// summed coordinate by coordinate in chunk order.
+fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Vec<(Vec<i64>, T)>>) -> Result<Vec<(Vec<i64>, T)>> {
+    if kernel.prefix > 0 || parts.len() <= 1 {
+        return Ok(parts.into_iter().flatten().collect());
+    }
+    let mut table: hashbrown::HashMap<Vec<i64>, T> = hashbrown::HashMap::new();
+    for (key, v) in parts.into_iter().flatten() {
+        match table.get_mut(&key) {
+            Some(existing) => existing.add(v)?,
+            None => {
+                table.insert(key, v);
+            }
+        }
+    }
+    Ok(table.into_iter().collect())
+}
