@@ -222,7 +222,7 @@ impl Database {
                 let program = self.compile_einsum(text, piece.range)?;
                 results.push(crate::explain::plan_result(crate::explain::program_lines(
                     &program,
-                ))?);
+                )?)?);
             } else if piece.is_einsum {
                 crate::io::check_cancelled(&self.monitor)?;
                 results.push(self.execute_einsum(text, piece.range)?);

@@ -23,7 +23,9 @@ use common::Rng;
 use einsql::exec::plan::{Driver, OutputFormat};
 use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run};
 use einsql::io::NoProgress;
-use einsql::ir::{AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value};
+use einsql::ir::{
+    AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
+};
 use einsql::storage::fibertree::LevelFormat;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
 use einsql::{Error, reference};
@@ -86,7 +88,9 @@ impl Gen {
         let (values, annotation) = if bag {
             (Vec::new(), Annotation::Multiplicity)
         } else {
-            let ty = *self.rng.pick(&[ValueType::Boolean, ValueType::Int64, ValueType::Float64]);
+            let ty = *self
+                .rng
+                .pick(&[ValueType::Boolean, ValueType::Int64, ValueType::Float64]);
             // Keep entries distinct so that duplicates do not combine.
             let mut seen = std::collections::HashSet::new();
             let mut keep = Vec::new();
@@ -191,7 +195,9 @@ impl Gen {
                 let free = input.free_indices();
                 match free.first() {
                     Some(v) => Expr::map(
-                        *self.rng.pick(&[ScalarOp::Add, ScalarOp::Mul, ScalarOp::Lt, ScalarOp::Ge]),
+                        *self
+                            .rng
+                            .pick(&[ScalarOp::Add, ScalarOp::Mul, ScalarOp::Lt, ScalarOp::Ge]),
                         vec![input.clone(), Expr::Index(v.clone())],
                     ),
                     None => input,
@@ -227,7 +233,9 @@ impl Gen {
     /// A product of 2–4 inputs summed over some of its variables: the
     /// joins of sparse kernels and subgraph counting.
     fn join(&mut self, vars: usize) -> Expr {
-        let factors = (0..2 + self.rng.below(3)).map(|_| self.input(vars)).collect();
+        let factors = (0..2 + self.rng.below(3))
+            .map(|_| self.input(vars))
+            .collect();
         let body = Expr::map(ScalarOp::Mul, factors);
         let free = body.free_indices();
         let indices: Vec<String> = free.into_iter().filter(|_| self.chance(70)).collect();
@@ -248,7 +256,9 @@ impl Gen {
 
     fn program(&mut self) -> Program {
         let vars = 2 + self.rng.below(3);
-        self.sizes = (0..VARS.len()).map(|_| 1 + self.rng.below(5) as u64).collect();
+        self.sizes = (0..VARS.len())
+            .map(|_| 1 + self.rng.below(5) as u64)
+            .collect();
         if self.chance(5) {
             self.sizes[0] = 0;
         }
@@ -274,7 +284,9 @@ impl Gen {
                     .collect(),
             };
             let other = self.expr(1, vars);
-            let op = *self.rng.pick(&[ScalarOp::Mul, ScalarOp::Add, ScalarOp::Greatest]);
+            let op = *self
+                .rng
+                .pick(&[ScalarOp::Mul, ScalarOp::Add, ScalarOp::Greatest]);
             let mut body = Expr::map(op, vec![alias, other]);
             let free = body.free_indices();
             if !free.is_empty() && self.chance(50) {
@@ -302,8 +314,15 @@ fn query(name: &str, expr: Expr, rng: &mut Rng) -> Query {
     }
 }
 
-/// A result as comparable entries: coordinates to value.
-fn entries(tensor: &Tensor) -> (Vec<(String, u64)>, ValueType, HashMap<Vec<i64>, Value>) {
+/// A result as comparable parts: dimension names and sizes, value type,
+/// and entries by coordinates.
+struct Shape {
+    dims: Vec<(String, u64)>,
+    ty: ValueType,
+    entries: HashMap<Vec<i64>, Value>,
+}
+
+fn entries(tensor: &Tensor) -> Shape {
     let dims = tensor
         .dims()
         .iter()
@@ -323,7 +342,7 @@ fn entries(tensor: &Tensor) -> (Vec<(String, u64)>, ValueType, HashMap<Vec<i64>,
             panic!("unexpected column type {}", column.data_type())
         }
     };
-    let map = (0..tensor.nnz())
+    let entries = (0..tensor.nnz())
         .map(|row| {
             let key = (0..tensor.dims().len())
                 .map(|d| tensor.coords(d)[row])
@@ -331,7 +350,7 @@ fn entries(tensor: &Tensor) -> (Vec<(String, u64)>, ValueType, HashMap<Vec<i64>,
             (key, value(row))
         })
         .collect();
-    (dims, ty, map)
+    Shape { dims, ty, entries }
 }
 
 fn close(a: Value, b: Value) -> bool {
@@ -347,18 +366,35 @@ fn close(a: Value, b: Value) -> bool {
 
 /// Whether two results are the same (floats up to rounding); a message if
 /// not.
-fn compare(expected: &[(String, Arc<Tensor>)], actual: &[(String, Arc<Tensor>)]) -> Result<(), String> {
+fn compare(
+    expected: &[(String, Arc<Tensor>)],
+    actual: &[(String, Arc<Tensor>)],
+) -> Result<(), String> {
     if expected.len() != actual.len() {
-        return Err(format!("{} results, expected {}", actual.len(), expected.len()));
+        return Err(format!(
+            "{} results, expected {}",
+            actual.len(),
+            expected.len()
+        ));
     }
     for ((name, e), (got_name, a)) in expected.iter().zip(actual) {
         if name != got_name {
             return Err(format!("result {got_name}, expected {name}"));
         }
-        let (e_dims, e_ty, e_map) = entries(e);
-        let (a_dims, a_ty, a_map) = entries(a);
+        let Shape {
+            dims: e_dims,
+            ty: e_ty,
+            entries: e_map,
+        } = entries(e);
+        let Shape {
+            dims: a_dims,
+            ty: a_ty,
+            entries: a_map,
+        } = entries(a);
         if e_dims != a_dims || e_ty != a_ty {
-            return Err(format!("{name}: dims {a_dims:?} {a_ty:?}, expected {e_dims:?} {e_ty:?}"));
+            return Err(format!(
+                "{name}: dims {a_dims:?} {a_ty:?}, expected {e_dims:?} {e_ty:?}"
+            ));
         }
         // An entry that rounds to zero on one side may be absent on the other.
         for (key, &ev) in &e_map {
@@ -379,9 +415,9 @@ fn compare(expected: &[(String, Arc<Tensor>)], actual: &[(String, Arc<Tensor>)])
 /// Exact equality of results (thread counts must not change anything).
 fn identical(a: &[(String, Arc<Tensor>)], b: &[(String, Arc<Tensor>)]) -> bool {
     a.len() == b.len()
-        && a.iter().zip(b).all(|((n, x), (m, y))| {
-            n == m && x.data() == y.data()
-        })
+        && a.iter()
+            .zip(b)
+            .all(|((n, x), (m, y))| n == m && x.data() == y.data())
 }
 
 fn permutations(items: &[String]) -> Vec<Vec<String>> {
@@ -448,7 +484,11 @@ fn choices(
 
 /// Drivers for the loops of every query of `plan`: random inputs read at
 /// each loop, or the dynamic choice.
-fn with_drivers(rng: &mut Rng, plan: &einsql::exec::PhysicalPlan, mut choices: PlanChoices) -> PlanChoices {
+fn with_drivers(
+    rng: &mut Rng,
+    plan: &einsql::exec::PhysicalPlan,
+    mut choices: PlanChoices,
+) -> PlanChoices {
     for (q, query) in plan.queries.iter().enumerate() {
         let drivers = (0..query.loops.len())
             .map(|depth| {
@@ -492,15 +532,27 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
         };
         let mut variants = Vec::new();
         for eliminate in [true, false] {
-            let base = match plan_with(&program, &PlanChoices { eliminate, ..PlanChoices::default() }) {
+            let base = match plan_with(
+                &program,
+                &PlanChoices {
+                    eliminate,
+                    ..PlanChoices::default()
+                },
+            ) {
                 Ok(plan) => plan,
                 Err(error) => {
-                    assert!(expected.is_none(), "case {case}: planning failed: {error}\n{program}");
+                    assert!(
+                        expected.is_none(),
+                        "case {case}: planning failed: {error}\n{program}"
+                    );
                     both_failed += 1;
                     continue;
                 }
             };
-            variants.push(PlanChoices { eliminate, ..PlanChoices::default() });
+            variants.push(PlanChoices {
+                eliminate,
+                ..PlanChoices::default()
+            });
             // Every loop order of each query (a sample when there are many),
             // with random formats and drivers elsewhere.
             for (q, query) in base.queries.iter().enumerate() {
@@ -542,7 +594,10 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
             if let Ok(single) = &single {
                 let multi = run(&plan, &options(3), &NoProgress)
                     .unwrap_or_else(|e| panic!("case {case}: 3 threads failed: {e}\n{plan}"));
-                assert!(identical(single, &multi), "case {case}: 1 and 3 threads differ\n{plan}");
+                assert!(
+                    identical(single, &multi),
+                    "case {case}: 1 and 3 threads differ\n{plan}"
+                );
             }
         }
     }
@@ -550,7 +605,10 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
         "{programs} programs, {plans} plans; the reference failed on {reference_errors} \
          (planning too on {both_failed})"
     );
-    assert!(reference_errors < programs / 3, "too few programs are checked");
+    assert!(
+        reference_errors < programs / 3,
+        "too few programs are checked"
+    );
 }
 
 /// A product whose integer sum overflows is an error, not a wrapped value.

@@ -88,7 +88,9 @@ fn catalog(graph: &Graph) -> Catalog {
     .expect("the labels bag");
     let mut catalog = Catalog::in_memory();
     catalog.put("edges", Arc::new(edges), false).expect("edges");
-    catalog.put("labels", Arc::new(labels), false).expect("labels");
+    catalog
+        .put("labels", Arc::new(labels), false)
+        .expect("labels");
     catalog
 }
 

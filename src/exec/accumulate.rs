@@ -15,6 +15,10 @@ use crate::ir::{AggOp, Value};
 
 use super::plan::OutputFormat;
 
+/// Output entries: coordinates (in output order) with their accumulated
+/// value.
+pub(crate) type Entries<S> = Vec<(Vec<i64>, S)>;
+
 /// The aggregate of the assignments visited for one output coordinate: the
 /// combination of their (lifted) values and how many assignments they
 /// stand for, so that the absent ones can be accounted for with the fill
@@ -201,7 +205,7 @@ impl<S: Copy> Accumulator<S> {
                 touched.clear();
             }
             Accumulator::Hashed(table) => {
-                let mut entries: Vec<(Vec<i64>, S)> = table.drain().collect();
+                let mut entries: Entries<S> = table.drain().collect();
                 entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                 for (key, slot) in entries {
                     f(&key, slot)?;

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Annotation, ScalarOp, Value};
 use crate::storage::fibertree::{Fiber, FiberTree, LeafValues};
 
-use super::accumulate::{Accumulator, Slot};
+use super::accumulate::{Accumulator, Entries, Slot};
 use super::control::{CHECK_EVERY, Control};
 use super::plan::{Driver, Node, OutputFormat, PhysicalQuery, Term};
 
@@ -151,7 +151,10 @@ impl Sup {
     /// The support and fill value of `node`, given the inputs' fills.
     pub(crate) fn of(node: &Node, fills: &[Value]) -> Result<(Sup, Value)> {
         Ok(match node {
-            Node::Input(k) => (Sup::Input(*k), fills.get(*k).copied().unwrap_or(Value::Int(0))),
+            Node::Input(k) => (
+                Sup::Input(*k),
+                fills.get(*k).copied().unwrap_or(Value::Int(0)),
+            ),
             Node::Literal(v) => (Sup::Never, *v),
             Node::Coord(_) => (Sup::Always, Value::Int(0)),
             Node::Map(op, args) => {
@@ -357,7 +360,10 @@ impl<'a> Kernel<'a> {
     /// The fiber that input `k` iterates at loop `depth` from `parent`.
     #[inline]
     pub(crate) fn fiber_at(&self, depth: usize, k: usize, parent: usize) -> Option<Fiber<'a>> {
-        let part = self.parts.get(depth)?.get(self.part_of.get(depth)?.get(k).copied()??)?;
+        let part = self
+            .parts
+            .get(depth)?
+            .get(self.part_of.get(depth)?.get(k).copied()??)?;
         self.inputs.get(k)?.fiber(part.level, parent)
     }
 
@@ -442,7 +448,7 @@ pub(crate) struct Worker<'k, 'a> {
     saved: Vec<(usize, bool)>,
     top: Option<Cands>,
     acc: Accumulator<Slot>,
-    out: Vec<(Vec<i64>, Slot)>,
+    out: Entries<Slot>,
     steps: usize,
     reserved: u64,
 }
@@ -483,7 +489,7 @@ impl<'k, 'a> Worker<'k, 'a> {
     /// Runs the loop nest over the outermost candidates `top` (ignored when
     /// there is no loop) and returns the entries written, each with its
     /// output coordinates.
-    pub(crate) fn run(mut self, top: Cands) -> Result<Vec<(Vec<i64>, Slot)>> {
+    pub(crate) fn run(mut self, top: Cands) -> Result<Entries<Slot>> {
         self.top = Some(top);
         let k = self.k;
         if k.group == 0 {
@@ -548,9 +554,7 @@ impl<'k, 'a> Worker<'k, 'a> {
                 let chosen = sets
                     .iter()
                     .position(|s| matches!(s, Set::Fiber(k, _) if Some(*k) == fixed))
-                    .or_else(|| {
-                        (0..sets.len()).min_by_key(|&i| sets[i].estimate())
-                    });
+                    .or_else(|| (0..sets.len()).min_by_key(|&i| sets[i].estimate()));
                 match chosen {
                     Some(i) => sets.swap_remove(i),
                     None => Set::All,

@@ -77,7 +77,13 @@ pub fn default_memory_limit() -> u64 {
         .and_then(|text| {
             text.lines()
                 .find_map(|line| line.strip_prefix("MemTotal:"))
-                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
         })
         .map_or(FALLBACK, |kib| kib.saturating_mul(1024) / 10 * 6)
 }

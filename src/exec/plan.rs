@@ -256,10 +256,7 @@ impl PhysicalQuery {
             Node::Literal(v) => write!(f, "{v}"),
             Node::Coord(v) => write!(f, "coord({})", self.var_name(*v)),
             Node::Map(op, args) => {
-                let name = op
-                    .function_name()
-                    .or_else(|| op.symbol())
-                    .unwrap_or("?");
+                let name = op.function_name().or_else(|| op.symbol()).unwrap_or("?");
                 match (op.symbol(), args.as_slice()) {
                     (Some(symbol), [arg]) => {
                         write!(f, "{symbol}(")?;

@@ -311,7 +311,11 @@ impl Planner<'_> {
             .iter()
             .enumerate()
             .map(|(depth, &var)| {
-                let driver = choices.drivers.get(depth).copied().unwrap_or(Driver::Smallest);
+                let driver = choices
+                    .drivers
+                    .get(depth)
+                    .copied()
+                    .unwrap_or(Driver::Smallest);
                 Loop { var, driver }
             })
             .collect();
@@ -330,7 +334,11 @@ impl Planner<'_> {
         self.results.insert(
             name,
             ResultInfo {
-                dims: query.output.iter().map(|&v| query.vars[v].clone()).collect(),
+                dims: query
+                    .output
+                    .iter()
+                    .map(|&v| query.vars[v].clone())
+                    .collect(),
                 ty: query.ty,
                 // An output stores every coordinate whose value is not 0.
                 fill: match role {
@@ -610,7 +618,10 @@ fn default_formats(access: &Access) -> Vec<LevelFormat> {
 
 /// Sorted for the output levels written in loop order, else the chosen
 /// accumulator, or dense when the random-write levels are small.
-fn output_formats(query: &PhysicalQuery, chosen: Option<OutputFormat>) -> Result<Vec<OutputFormat>> {
+fn output_formats(
+    query: &PhysicalQuery,
+    chosen: Option<OutputFormat>,
+) -> Result<Vec<OutputFormat>> {
     let prefix: Vec<usize> = query.loops[..query.sorted_prefix()]
         .iter()
         .map(|l| l.var)
@@ -690,7 +701,9 @@ fn sum_out(mut indices: Vec<String>, mut factors: Vec<Expr>) -> Expr {
         let vars: Vec<Vec<String>> = factors.iter().map(Expr::free_indices).collect();
         let mut best: Option<(usize, usize, String, Vec<usize>)> = None;
         for v in &indices {
-            let containing: Vec<usize> = (0..factors.len()).filter(|&f| vars[f].contains(v)).collect();
+            let containing: Vec<usize> = (0..factors.len())
+                .filter(|&f| vars[f].contains(v))
+                .collect();
             if containing.is_empty() {
                 continue;
             }

@@ -11,19 +11,17 @@
 
 use std::borrow::Cow;
 
-use rayon::prelude::*;
-
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, ScalarOp, Value};
 use crate::storage::ValueType;
 use crate::storage::fibertree::{Cursor, Fiber, LevelFormat};
 
 use super::ExecOptions;
-use super::accumulate::{Accumulate, Accumulator};
+use super::accumulate::{Accumulate, Accumulator, Entries};
 use super::control::{CHECK_EVERY, Control};
 use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes};
 use super::plan::Node;
-use super::run::{clone_error, gather, split, top_weights};
+use super::run::{run_chunks, split, top_weights};
 
 /// A numeric type of the fast path.
 trait Num: Accumulate + PartialEq + Send + Sync + 'static {
@@ -160,18 +158,12 @@ impl Product {
         if kernel.inputs.iter().any(|i| !i.fill.is_zero()) {
             return None;
         }
-        let float = query
-            .inputs
-            .iter()
-            .any(|a| a.ty == ValueType::Float64);
+        let float = query.inputs.iter().any(|a| a.ty == ValueType::Float64);
         let last_depth = |k: usize| {
             kernel
                 .parts
                 .iter()
-                .enumerate()
-                .filter(|(_, parts)| parts.iter().any(|p| p.input == k))
-                .map(|(d, _)| d)
-                .last()
+                .rposition(|parts| parts.iter().any(|p| p.input == k))
         };
         let mut root = Vec::new();
         let mut completes = vec![Vec::new(); kernel.parts.len()];
@@ -197,7 +189,7 @@ impl Product {
         kernel: &Kernel<'_>,
         control: &Control<'_>,
         options: &ExecOptions,
-    ) -> Result<Vec<(Vec<i64>, Value)>> {
+    ) -> Result<Entries<Value>> {
         if self.float {
             self.run_typed::<f64>(kernel, control, options)
         } else {
@@ -210,7 +202,7 @@ impl Product {
         kernel: &Kernel<'_>,
         control: &Control<'_>,
         options: &ExecOptions,
-    ) -> Result<Vec<(Vec<i64>, Value)>> {
+    ) -> Result<Entries<Value>> {
         let values: Vec<Typed<'_, T>> = kernel.inputs.iter().map(|i| T::typed(i.values)).collect();
         control.reserve(values.iter().map(Typed::owned_bytes).sum())?;
         let root = Worker::new(kernel, control)?;
@@ -230,7 +222,7 @@ impl Product {
             values: &values,
             control,
         };
-        let parts: Vec<Vec<(Vec<i64>, T)>> = if kernel.vars.is_empty() {
+        let parts: Vec<Entries<T>> = if kernel.vars.is_empty() {
             vec![shared.worker(&root.pos, None)?.run(scale)?]
         } else {
             let top = {
@@ -241,22 +233,11 @@ impl Product {
             };
             let (top, weights, pos) = top;
             let chunks = split(&weights, top.len());
-            let run_chunk = |&(from, to): &(usize, usize)| -> Result<Vec<(Vec<i64>, T)>> {
-                control.check()?;
-                control.tick();
+            run_chunks(&chunks, options, control, |from, to| {
                 shared
                     .worker(&pos, Some(top.slice(from, to)))
                     .and_then(|w| w.run(scale))
-                    .inspect_err(|e| control.fail(clone_error(e)))
-            };
-            let results: Vec<Result<Vec<(Vec<i64>, T)>>> =
-                if options.threads <= 1 || chunks.len() <= 1 {
-                    chunks.iter().map(run_chunk).collect()
-                } else {
-                    super::control::pool(options.threads)?
-                        .install(|| chunks.par_iter().map(run_chunk).collect())
-                };
-            gather(results, control)?
+            })?
         };
         let merged = merge(kernel, parts)?;
         let copies = kernel.copies;
@@ -304,7 +285,7 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     coords: Vec<i64>,
     top: Option<Cands>,
     acc: Accumulator<T>,
-    out: Vec<(Vec<i64>, T)>,
+    out: Entries<T>,
     steps: usize,
     reserved: u64,
 }
@@ -334,7 +315,7 @@ impl Probe<'_> {
 }
 
 impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
-    fn run(mut self, scale: T) -> Result<Vec<(Vec<i64>, T)>> {
+    fn run(mut self, scale: T) -> Result<Entries<T>> {
         let kernel = self.shared.kernel;
         let control = self.shared.control;
         if kernel.vars.is_empty() {
@@ -489,7 +470,11 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
 /// (in the order of the loop's parts); binds the loop's variable and
 /// restores the inputs' positions afterwards.
 #[inline]
-fn visit<'s, 'a, T: Num, F>(w: &mut ProductWorker<'_, 's, 'a, T>, depth: usize, mut f: F) -> Result<()>
+fn visit<'s, 'a, T: Num, F>(
+    w: &mut ProductWorker<'_, 's, 'a, T>,
+    depth: usize,
+    mut f: F,
+) -> Result<()>
 where
     F: FnMut(&mut ProductWorker<'_, 's, 'a, T>, &[usize]) -> Result<()>,
 {
@@ -509,14 +494,14 @@ where
             }
             let c = top.get(i);
             let found = parts.iter().zip(&parents).zip(positions.iter_mut()).all(
-                |((part, &parent), slot)| {
-                    match kernel.inputs[part.input].descend(parent, part.level, part.count, c) {
-                        Some(p) => {
-                            *slot = p;
-                            true
-                        }
-                        None => false,
+                |((part, &parent), slot)| match kernel.inputs[part.input]
+                    .descend(parent, part.level, part.count, c)
+                {
+                    Some(p) => {
+                        *slot = p;
+                        true
                     }
+                    None => false,
                 },
             );
             if found {
@@ -649,7 +634,7 @@ fn intersect<'a>(
 
 /// The chunks' entries as one list (see [`super::run`]): concatenated, or
 /// summed coordinate by coordinate in chunk order.
-fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Vec<(Vec<i64>, T)>>) -> Result<Vec<(Vec<i64>, T)>> {
+fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Entries<T>>) -> Result<Entries<T>> {
     if kernel.prefix > 0 || parts.len() <= 1 {
         return Ok(parts.into_iter().flatten().collect());
     }

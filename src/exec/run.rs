@@ -16,7 +16,7 @@ use crate::storage::fibertree::FiberTree;
 use crate::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
 
 use super::ExecOptions;
-use super::accumulate::Slot;
+use super::accumulate::{Entries, Slot};
 use super::control::Control;
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{PhysicalPlan, PhysicalQuery, Role, Source, Term};
@@ -72,7 +72,9 @@ fn run_query(
             } => (Arc::clone(tensor), *annotation, access.fill),
             Source::Result(name) => {
                 let (tensor, fill) = results.get(name).ok_or_else(|| {
-                    Error::Invalid(format!("internal: the plan reads '{name}' before it is computed"))
+                    Error::Invalid(format!(
+                        "internal: the plan reads '{name}' before it is computed"
+                    ))
                 })?;
                 let annotation = if tensor.is_bag() {
                     Annotation::Multiplicity
@@ -127,7 +129,7 @@ fn run_general(
     kernel: &Kernel<'_>,
     control: &Control<'_>,
     options: &ExecOptions,
-) -> Result<Vec<(Vec<i64>, Value)>> {
+) -> Result<Entries<Value>> {
     let mut root = Worker::new(kernel, control)?;
     if !root.feasible() {
         return Ok(Vec::new());
@@ -139,24 +141,32 @@ fn run_general(
     let top = root.candidates(0);
     let weights = top_weights(kernel, &root.pos, &root.present, &top);
     let chunks = split(&weights, top.len());
-    let run_chunk = |&(from, to): &(usize, usize)| -> Result<Vec<(Vec<i64>, Slot)>> {
-        control.check()?;
-        control.tick();
-        let worker = Worker::new(kernel, control)?;
-        worker.run(top.slice(from, to)).inspect_err(|e| control.fail(clone_error(e)))
-    };
-    let parts: Vec<Result<Vec<(Vec<i64>, Slot)>>> = if options.threads <= 1 || chunks.len() <= 1 {
-        chunks.iter().map(run_chunk).collect()
-    } else {
-        super::control::pool(options.threads)?.install(|| chunks.par_iter().map(run_chunk).collect())
-    };
-    let parts = gather(parts, control)?;
+    let parts = run_chunks(&chunks, options, control, |from, to| {
+        Worker::new(kernel, control)?.run(top.slice(from, to))
+    })?;
     let merged = merge(kernel, parts)?;
     finish_all(kernel, merged)
 }
 
-/// The chunks' results, or the first real error any of them met.
-pub(crate) fn gather<T>(parts: Vec<Result<T>>, control: &Control<'_>) -> Result<Vec<T>> {
+/// Runs `run(from, to)` for every chunk, on the thread pool when there
+/// are several threads and chunks, and returns the results in chunk order,
+/// or the first real error any chunk met (the others stop early).
+pub(crate) fn run_chunks<T: Send>(
+    chunks: &[(usize, usize)],
+    options: &ExecOptions,
+    control: &Control<'_>,
+    run: impl Fn(usize, usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let one = |&(from, to): &(usize, usize)| -> Result<T> {
+        control.check()?;
+        control.tick();
+        run(from, to).inspect_err(|e| control.fail(clone_error(e)))
+    };
+    let parts: Vec<Result<T>> = if options.threads <= 1 || chunks.len() <= 1 {
+        chunks.iter().map(one).collect()
+    } else {
+        super::control::pool(options.threads)?.install(|| chunks.par_iter().map(one).collect())
+    };
     let mut out = Vec::with_capacity(parts.len());
     for part in parts {
         match part {
@@ -169,7 +179,7 @@ pub(crate) fn gather<T>(parts: Vec<Result<T>>, control: &Control<'_>) -> Result<
 
 /// A copy of an error for the shared failure slot (errors that wrap
 /// foreign sources become messages).
-pub(crate) fn clone_error(error: &Error) -> Error {
+fn clone_error(error: &Error) -> Error {
     match error {
         Error::Cancelled => Error::Cancelled,
         Error::Overflow(m) => Error::Overflow(m.clone()),
@@ -238,7 +248,7 @@ pub(crate) fn split(weights: &[u64], n: usize) -> Vec<(usize, usize)> {
 /// The chunks' entries as one list: concatenated when the outermost loop
 /// writes the output in order (the chunks' coordinates are disjoint),
 /// else combined coordinate by coordinate in chunk order.
-fn merge(kernel: &Kernel<'_>, parts: Vec<Vec<(Vec<i64>, Slot)>>) -> Result<Vec<(Vec<i64>, Slot)>> {
+fn merge(kernel: &Kernel<'_>, parts: Vec<Entries<Slot>>) -> Result<Entries<Slot>> {
     if kernel.prefix > 0 || parts.len() <= 1 {
         return Ok(parts.into_iter().flatten().collect());
     }
@@ -256,7 +266,7 @@ fn merge(kernel: &Kernel<'_>, parts: Vec<Vec<(Vec<i64>, Slot)>>) -> Result<Vec<(
 
 /// The final value of every entry: the combination of the visited
 /// assignments and, for the others, the body's fill.
-fn finish_all(kernel: &Kernel<'_>, entries: Vec<(Vec<i64>, Slot)>) -> Result<Vec<(Vec<i64>, Value)>> {
+fn finish_all(kernel: &Kernel<'_>, entries: Entries<Slot>) -> Result<Entries<Value>> {
     entries
         .into_iter()
         .map(|(key, slot)| Ok((key, finish(kernel, slot)?)))
@@ -289,7 +299,7 @@ fn same_value(a: Value, b: Value) -> bool {
 /// coordinate stored when the fill is not zero, a scalar always stored).
 fn store(
     kernel: &Kernel<'_>,
-    mut entries: Vec<(Vec<i64>, Value)>,
+    mut entries: Entries<Value>,
     control: &Control<'_>,
 ) -> Result<Tensor> {
     let query = kernel.query;
@@ -313,9 +323,9 @@ fn store(
 /// fill), zeros dropped except for a scalar.
 fn complete(
     query: &PhysicalQuery,
-    entries: Vec<(Vec<i64>, Value)>,
+    entries: Entries<Value>,
     control: &Control<'_>,
-) -> Result<Vec<(Vec<i64>, Value)>> {
+) -> Result<Entries<Value>> {
     let sizes: Vec<u64> = query.output.iter().map(|&v| query.vars[v].size).collect();
     let count = sizes
         .iter()
@@ -355,7 +365,7 @@ fn too_large(query: &PhysicalQuery) -> Error {
 
 /// A tensor named after the output indices, with one value column `v`
 /// (renamed `v_`, ... if an index is called `v`).
-fn tensor(query: &PhysicalQuery, entries: Vec<(Vec<i64>, Value)>) -> Result<Tensor> {
+fn tensor(query: &PhysicalQuery, entries: Entries<Value>) -> Result<Tensor> {
     let dims: Vec<DimensionSpec> = query
         .output
         .iter()
@@ -369,12 +379,21 @@ fn tensor(query: &PhysicalQuery, entries: Vec<(Vec<i64>, Value)>) -> Result<Tens
         })
         .collect();
     let coords = (0..dims.len())
-        .map(|d| entries.iter().map(|(k, _)| k.get(d).copied().unwrap_or(0)).collect())
+        .map(|d| {
+            entries
+                .iter()
+                .map(|(k, _)| k.get(d).copied().unwrap_or(0))
+                .collect()
+        })
         .collect();
     let values = entries.iter().map(|(_, v)| v.cast(query.ty));
     let data = match query.ty {
-        ValueType::Boolean => ValueData::Boolean(values.map(|v| matches!(v, Value::Bool(true))).collect()),
-        ValueType::Int64 => ValueData::Int64(values.map(|v| v.as_i64().unwrap_or_default()).collect()),
+        ValueType::Boolean => {
+            ValueData::Boolean(values.map(|v| matches!(v, Value::Bool(true))).collect())
+        }
+        ValueType::Int64 => {
+            ValueData::Int64(values.map(|v| v.as_i64().unwrap_or_default()).collect())
+        }
         ValueType::Float64 => ValueData::Float64(values.map(Value::as_f64).collect()),
     };
     let mut column = "v".to_string();

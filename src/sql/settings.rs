@@ -134,9 +134,7 @@ pub fn reset(context: Context<'_>, reset: &ResetStatement) -> Result<QueryResult
     for name in names {
         match name.as_str() {
             "threads" => context.settings.set_threads(defaults.threads()),
-            _ => context
-                .settings
-                .set_memory_limit(defaults.memory_limit()),
+            _ => context.settings.set_memory_limit(defaults.memory_limit()),
         }
         shown.push(context.settings.show(&name));
     }
