@@ -111,11 +111,29 @@ impl<T: Num> Typed<'_, T> {
         }
     }
 
+    /// The values as a slice; `None` when every value is 1.
+    #[inline]
+    fn slice(&self) -> Option<&[T]> {
+        match self {
+            Typed::Values(v) => Some(v),
+            Typed::One => None,
+        }
+    }
+
     fn owned_bytes(&self) -> u64 {
         match self {
             Typed::Values(Cow::Owned(v)) => (v.len() * 8) as u64,
             _ => 0,
         }
+    }
+}
+
+/// The value at position `p` of `values` (`None`: every value is 1).
+#[inline]
+fn read<T: Num>(values: Option<&[T]>, p: usize) -> T {
+    match values {
+        Some(v) => v.get(p).copied().unwrap_or(T::ZERO),
+        None => T::ONE,
     }
 }
 
@@ -386,6 +404,12 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         }
         let mut sum = T::ZERO;
         let mut any = false;
+        if depth + 1 == n
+            && !(depth == 0 && self.top.is_some())
+            && let Some(result) = self.innermost(depth)
+        {
+            return result;
+        }
         if depth + 1 == n {
             visit(self, depth, |w, positions| {
                 let v = w.factors(depth, positions)?;
@@ -393,11 +417,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
                     sum.add(v)?;
                     any = true;
                 }
-                w.steps += 1;
-                if w.steps.is_multiple_of(CHECK_EVERY) {
-                    w.shared.control.check()?;
-                }
-                Ok(())
+                w.count_steps(1)
             })?;
         } else {
             visit(self, depth, |w, positions| {
@@ -414,6 +434,71 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             })?;
         }
         Ok(any.then_some(sum))
+    }
+
+    /// The innermost loop's sum as one tight loop over the driver's sorted
+    /// coordinates and values, probing the other inputs; `None` when the
+    /// loop does not have that shape (a repeated variable, or a driver
+    /// without sorted coordinates), for [`visit`] to handle.
+    fn innermost(&mut self, depth: usize) -> Option<Result<Option<T>>> {
+        let kernel = self.shared.kernel;
+        let parts = &kernel.parts[depth];
+        if parts.iter().any(|p| p.count != 1) {
+            return None;
+        }
+        let parents: Vec<usize> = parts.iter().map(|p| self.pos[p.input]).collect();
+        let Some(mut join) = Intersection::new(kernel, depth, &parents) else {
+            return Some(Ok(None));
+        };
+        let (coords, base) = join.sorted()?;
+        let values = self.shared.values;
+        let driver = values[parts[join.driver].input].slice();
+        let probed: Vec<Option<&[T]>> = join
+            .probes
+            .iter()
+            .map(|(j, _)| values[parts[*j].input].slice())
+            .collect();
+        let mut sum = T::ZERO;
+        let mut any = false;
+        'entries: for (i, &c) in coords.iter().enumerate() {
+            let mut v = read(driver, base + i);
+            if v == T::ZERO {
+                continue;
+            }
+            for ((_, probe), vals) in join.probes.iter_mut().zip(&probed) {
+                let Some(p) = probe.find(c) else {
+                    continue 'entries;
+                };
+                let factor = read(*vals, p);
+                if factor == T::ZERO {
+                    continue 'entries;
+                }
+                v = match v.times(factor) {
+                    Ok(v) => v,
+                    Err(e) => return Some(Err(e)),
+                };
+            }
+            if let Err(e) = sum.add(v) {
+                return Some(Err(e));
+            }
+            any = true;
+        }
+        if let Err(e) = self.count_steps(coords.len()) {
+            return Some(Err(e));
+        }
+        Some(Ok(any.then_some(sum)))
+    }
+
+    /// Counts inner iterations and checks for cancellation every
+    /// [`CHECK_EVERY`] of them.
+    #[inline]
+    fn count_steps(&mut self, n: usize) -> Result<()> {
+        self.steps += n;
+        if self.steps >= CHECK_EVERY {
+            self.steps = 0;
+            self.shared.control.check()?;
+        }
+        Ok(())
     }
 
     /// Moves the inputs read at `depth` to `positions`.
@@ -487,23 +572,48 @@ where
         && let Some(top) = w.top.take()
     {
         let mut result = Ok(());
+        // The chunk's coordinates ascend: seek through compressed levels.
+        let mut probes: Vec<Option<Probe<'a>>> = parts
+            .iter()
+            .zip(&parents)
+            .map(|(part, &parent)| {
+                let input = &kernel.inputs[part.input];
+                let fiber = input.fiber(part.level, parent)?;
+                Some(
+                    match input.tree.levels().get(part.level).map(|l| l.format()) {
+                        Some(LevelFormat::Compressed) => Probe::Seek(fiber.cursor()),
+                        _ => Probe::Direct(fiber),
+                    },
+                )
+            })
+            .collect();
         for i in 0..top.len() {
             if let Err(e) = w.shared.control.check() {
                 result = Err(e);
                 break;
             }
             let c = top.get(i);
-            let found = parts.iter().zip(&parents).zip(positions.iter_mut()).all(
-                |((part, &parent), slot)| match kernel.inputs[part.input]
-                    .descend(parent, part.level, part.count, c)
-                {
-                    Some(p) => {
-                        *slot = p;
-                        true
+            let found = parts
+                .iter()
+                .zip(probes.iter_mut())
+                .zip(positions.iter_mut())
+                .all(|((part, probe), slot)| {
+                    let Some(p) = probe.as_mut().and_then(|probe| probe.find(c)) else {
+                        return false;
+                    };
+                    let p = if part.count > 1 {
+                        kernel.inputs[part.input].descend(p, part.level + 1, part.count - 1, c)
+                    } else {
+                        Some(p)
+                    };
+                    match p {
+                        Some(p) => {
+                            *slot = p;
+                            true
+                        }
+                        None => false,
                     }
-                    None => false,
-                },
-            );
+                });
             if found {
                 w.coords[var] = c;
                 if let Err(e) = f(w, &positions) {
@@ -526,9 +636,78 @@ where
     result
 }
 
+/// The intersection of the fibers read at one loop: the driver's fiber,
+/// iterated, and a probe into each other fiber.
+struct Intersection<'a> {
+    /// The driving part (a position in the loop's parts).
+    driver: usize,
+    fiber: Fiber<'a>,
+    format: Option<LevelFormat>,
+    /// The other parts with their probes.
+    probes: Vec<(usize, Probe<'a>)>,
+}
+
+impl<'a> Intersection<'a> {
+    /// The intersection at loop `depth` under the inputs' `parents`; the
+    /// driver is fixed by the plan, else the shortest fiber (a dense level
+    /// only when all are dense). `None` when an input has no such fiber.
+    fn new(kernel: &Kernel<'a>, depth: usize, parents: &[usize]) -> Option<Intersection<'a>> {
+        let parts = &kernel.parts[depth];
+        let mut fibers: Vec<Fiber<'a>> = Vec::with_capacity(parts.len());
+        let mut formats = Vec::with_capacity(parts.len());
+        for (part, &parent) in parts.iter().zip(parents) {
+            let input = &kernel.inputs[part.input];
+            fibers.push(input.fiber(part.level, parent)?);
+            formats.push(input.tree.levels().get(part.level).map(|l| l.format()));
+        }
+        let fixed = kernel
+            .fixed_driver(depth)
+            .and_then(|k| parts.iter().position(|p| p.input == k));
+        let driver = match fixed {
+            Some(j) => j,
+            None => (0..parts.len()).min_by_key(|&j| {
+                if formats[j] == Some(LevelFormat::Dense) {
+                    usize::MAX
+                } else {
+                    fibers[j].len()
+                }
+            })?,
+        };
+        let probes = (0..parts.len())
+            .filter(|&j| j != driver)
+            .map(|j| {
+                let probe = match formats[j] {
+                    Some(LevelFormat::Compressed) => Probe::Seek(fibers[j].cursor()),
+                    _ => Probe::Direct(fibers[j]),
+                };
+                (j, probe)
+            })
+            .collect();
+        Some(Intersection {
+            driver,
+            fiber: fibers[driver],
+            format: formats[driver],
+            probes,
+        })
+    }
+
+    /// The driver's sorted coordinates and the position of the first, when
+    /// its positions are consecutive (compressed and hashed levels).
+    fn sorted(&self) -> Option<(&'a [i64], usize)> {
+        match self.format {
+            Some(LevelFormat::Compressed | LevelFormat::Hashed) => {
+                let coords = self.fiber.sorted_coords()?;
+                let base = self.fiber.cursor().current().map_or(0, |(_, p)| p);
+                Some((coords, base))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Iterates the intersection of the fibers read at loop `depth` under
-/// `parents`: the driver (fixed by the plan, else the shortest fiber) is
-/// walked, the others probed.
+/// `parents`, calling `f(coordinate, positions)` with every input's child
+/// position (in the order of the loop's parts).
 #[inline]
 fn intersect<'a>(
     kernel: &Kernel<'a>,
@@ -538,92 +717,46 @@ fn intersect<'a>(
     mut f: impl FnMut(i64, &[usize]) -> Result<()>,
 ) -> Result<()> {
     let parts = &kernel.parts[depth];
-    let mut fibers: Vec<Fiber<'a>> = Vec::with_capacity(parts.len());
-    for (part, &parent) in parts.iter().zip(parents) {
-        match kernel.inputs[part.input].fiber(part.level, parent) {
-            Some(fiber) => fibers.push(fiber),
-            None => return Ok(()),
-        }
-    }
-    let dense = |j: usize| {
-        kernel.inputs[parts[j].input]
-            .tree
-            .levels()
-            .get(parts[j].level)
-            .map(|l| l.format())
-            == Some(LevelFormat::Dense)
+    let Some(mut join) = Intersection::new(kernel, depth, parents) else {
+        return Ok(());
     };
-    let fixed = kernel
-        .fixed_driver(depth)
-        .and_then(|k| parts.iter().position(|p| p.input == k));
-    let driver = match fixed {
-        Some(j) => j,
-        None => (0..parts.len())
-            .min_by_key(|&j| {
-                if dense(j) {
-                    usize::MAX
-                } else {
-                    fibers[j].len()
-                }
-            })
-            .unwrap_or(0),
-    };
-    let mut probes: Vec<(usize, Probe<'a>)> = (0..parts.len())
-        .filter(|&j| j != driver)
-        .map(|j| {
-            let format = kernel.inputs[parts[j].input]
-                .tree
-                .levels()
-                .get(parts[j].level)
-                .map(|l| l.format());
-            let probe = match format {
-                Some(LevelFormat::Compressed) => Probe::Seek(fibers[j].cursor()),
-                _ => Probe::Direct(fibers[j]),
-            };
-            (j, probe)
-        })
-        .collect();
+    let driver = join.driver;
+    let sorted = join.sorted();
+    let fiber = join.fiber;
     let drive = &parts[driver];
     let driver_input = &kernel.inputs[drive.input];
-    let mut emit = |c: i64, child: usize, positions: &mut [usize]| -> Result<bool> {
+    let mut emit = |c: i64, child: usize, positions: &mut [usize]| -> Result<()> {
         let child = if drive.count > 1 {
             match driver_input.descend(child, drive.level + 1, drive.count - 1, c) {
                 Some(p) => p,
-                None => return Ok(true),
+                None => return Ok(()),
             }
         } else {
             child
         };
         positions[driver] = child;
-        for (j, probe) in probes.iter_mut() {
+        for (j, probe) in join.probes.iter_mut() {
             let part = &parts[*j];
             let Some(mut p) = probe.find(c) else {
-                return Ok(true);
+                return Ok(());
             };
             if part.count > 1 {
                 match kernel.inputs[part.input].descend(p, part.level + 1, part.count - 1, c) {
                     Some(q) => p = q,
-                    None => return Ok(true),
+                    None => return Ok(()),
                 }
             }
             positions[*j] = p;
         }
-        f(c, positions)?;
-        Ok(true)
+        f(c, positions)
     };
-    let fiber = fibers[driver];
-    let format = driver_input
-        .tree
-        .levels()
-        .get(drive.level)
-        .map(|l| l.format());
-    match (format, fiber.sorted_coords(), fiber.cursor().current()) {
-        (Some(LevelFormat::Compressed | LevelFormat::Hashed), Some(coords), Some((_, base))) => {
+    match sorted {
+        Some((coords, base)) => {
             for (i, &c) in coords.iter().enumerate() {
                 emit(c, base + i, positions)?;
             }
         }
-        _ => {
+        None => {
             for (c, child) in fiber.cursor() {
                 emit(c, child, positions)?;
             }
