@@ -21,7 +21,11 @@ use einsql::{Database, Error, reference};
 fn matrix(rng: &mut Rng, n: usize, per_row: usize) -> Tensor {
     let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..n {
-        let degree = if r % 50 == 7 { n / 2 } else { rng.below(2 * per_row + 1) };
+        let degree = if r % 50 == 7 {
+            n / 2
+        } else {
+            rng.below(2 * per_row + 1)
+        };
         let mut seen = std::collections::HashSet::new();
         for _ in 0..degree {
             let c = rng.below(n);
@@ -127,7 +131,10 @@ fn results_do_not_depend_on_the_thread_count() {
                 column.values().to_vec()
             };
             for (a, b) in values(got).iter().zip(values(want)) {
-                assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "{statement}: {a} vs {b}");
+                assert!(
+                    (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
+                    "{statement}: {a} vs {b}"
+                );
             }
         }
     }
@@ -139,11 +146,16 @@ fn results_do_not_depend_on_the_thread_count() {
 fn the_memory_limit_stops_a_query_and_the_database_stays_usable() {
     let db = Database::open_in_memory();
     db.execute("CREATE TABLE e (i INT, j INT)").unwrap();
-    let rows: Vec<String> = (0..200).map(|n| format!("({n}, {})", (n * 7) % 200)).collect();
+    let rows: Vec<String> = (0..200)
+        .map(|n| format!("({n}, {})", (n * 7) % 200))
+        .collect();
     db.execute(&format!("INSERT INTO e VALUES {}", rows.join(", ")))
         .unwrap();
     let message = db.execute("SET memory_limit = '2KB'").unwrap().message;
-    assert_eq!(message.as_deref(), Some("memory_limit = 2.0 KiB (2000 bytes)"));
+    assert_eq!(
+        message.as_deref(),
+        Some("memory_limit = 2.0 KiB (2000 bytes)")
+    );
     let error = db.execute("p[i,k] = SUM(j) e[i,j] * e[j,k];").unwrap_err();
     assert!(matches!(error, Error::OutOfMemory(_)), "{error}");
     assert!(error.to_string().contains("memory limit"), "{error}");

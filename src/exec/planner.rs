@@ -9,8 +9,9 @@
 //!    `SUM` over a product of inputs, an aggregated variable whose factors
 //!    touch at most one other variable, or whose other variables are all
 //!    covered by one factor (a mask, as in `E[j,k] * SUM(i) E[i,j] *
-//!    E[i,k]`), is summed out into its own query first (Σ distributes over
-//!    ×), as long as that query does not take the whole product. Trees of a
+//!    E[i,k]`, taken into the sum), is summed out into its own query first
+//!    (Σ distributes over ×), as long as that query does not take the
+//!    whole product. Trees of a
 //!    subgraph-counting query fold into vectors this way; cycles stay in one
 //!    worst-case-optimal loop nest.
 //! 2. Nested aggregates are materialized as intermediate queries (`#1`,
@@ -715,10 +716,14 @@ fn sum_out(mut indices: Vec<String>, mut factors: Vec<Expr>) -> Expr {
                     }
                 }
             }
+            // Masks bound an intermediate over two or more variables;
+            // over one, it is at most a vector anyway.
             let chosen: Vec<usize> = (0..factors.len())
                 .filter(|&f| {
                     containing.contains(&f)
-                        || (!vars[f].is_empty() && vars[f].iter().all(|w| neighbours.contains(&w)))
+                        || (neighbours.len() > 1
+                            && !vars[f].is_empty()
+                            && vars[f].iter().all(|w| neighbours.contains(&w)))
                 })
                 .collect();
             let covered = neighbours.len() <= 1
@@ -775,5 +780,127 @@ fn product(mut factors: Vec<Expr>) -> Expr {
             op: ScalarOp::Mul,
             args: factors,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ir::{Input, TensorRef};
+    use crate::storage::{Coo, DimensionSpec, Tensor};
+
+    fn bag(name: &str, dims: usize) -> TensorRef {
+        let tensor = Tensor::from_coo(Coo {
+            dims: (0..dims)
+                .map(|d| DimensionSpec::new(format!("d{d}"), Some(4)))
+                .collect(),
+            coords: (0..dims).map(|d| vec![0, 1, 2 + d as i64 % 2]).collect(),
+            values: Vec::new(),
+            column_order: None,
+        })
+        .unwrap();
+        TensorRef {
+            name: name.to_string(),
+            tensor: Arc::new(tensor),
+        }
+    }
+
+    fn input(tensor: &TensorRef, vars: &[&str]) -> Expr {
+        Expr::Input(Input {
+            tensor: tensor.clone(),
+            annotation: Annotation::Multiplicity,
+            indices: vars.iter().map(|v| IndexTerm::Var(v.to_string())).collect(),
+        })
+    }
+
+    fn sum(indices: &[&str], factors: Vec<Expr>) -> Expr {
+        Expr::Agg {
+            op: AggOp::Sum,
+            indices: indices.iter().map(|v| v.to_string()).collect(),
+            body: Box::new(Expr::map(ScalarOp::Mul, factors)),
+        }
+    }
+
+    #[test]
+    fn tree_variables_are_summed_out_and_cycles_stay_joined() {
+        let (e, l) = (bag("E", 2), bag("L", 1));
+        // A star: the leaf c folds into a vector over a, which folds into
+        // one over b.
+        let star = sum(
+            &["a", "b", "c"],
+            vec![
+                input(&e, &["a", "b"]),
+                input(&e, &["a", "c"]),
+                input(&l, &["b"]),
+            ],
+        );
+        assert_eq!(
+            eliminate(&star).to_string(),
+            "SUM(b) (SUM(a) E[a,b] * SUM(c) E[a,c]) * L[b]"
+        );
+        // A triangle: summing out a vertex would take the whole product.
+        let triangle = sum(
+            &["i", "j", "k"],
+            vec![
+                input(&e, &["i", "j"]),
+                input(&e, &["j", "k"]),
+                input(&e, &["i", "k"]),
+            ],
+        );
+        assert_eq!(eliminate(&triangle), triangle);
+        // A triangle with a tail: the tail folds, masked by nothing else.
+        let tailed = sum(
+            &["i", "j", "k", "t"],
+            vec![
+                input(&e, &["i", "j"]),
+                input(&e, &["j", "k"]),
+                input(&e, &["i", "k"]),
+                input(&e, &["k", "t"]),
+            ],
+        );
+        assert_eq!(
+            eliminate(&tailed).to_string(),
+            "SUM(i,j,k) E[i,j] * E[j,k] * E[i,k] * SUM(t) E[k,t]"
+        );
+    }
+
+    #[test]
+    fn plans_show_loops_reindexing_and_intermediates() {
+        let e = bag("E", 2);
+        let program = Program {
+            queries: vec![Query {
+                name: "p".into(),
+                indices: vec!["k".into()],
+                expr: sum(&["i"], vec![input(&e, &["i", "k"]), input(&e, &["k", "i"])]),
+            }],
+        };
+        let plan = plan(&program).unwrap();
+        assert_eq!(
+            plan.to_string(),
+            "Query p[k] (output BIGINT, sorted) = SUM(i) (E[i,k] * E[k,i])\n  \
+             reindex E[i,k] as (k,i) compressed/compressed\n  \
+             for k: iterate the shortest of E[i,k] (compressed), E[k,i] (compressed); look up the others\n    \
+             for i: iterate the shortest of E[i,k] (compressed), E[k,i] (compressed); look up the others"
+        );
+        let bad = PlanChoices {
+            eliminate: true,
+            queries: [(
+                0,
+                QueryChoices {
+                    loop_order: Some(vec!["i".into(), "x".into()]),
+                    ..QueryChoices::default()
+                },
+            )]
+            .into_iter()
+            .collect(),
+        };
+        let error = plan_with(&program, &bad).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Invalid input: the loop order [i, x] of 'p' is not a permutation of its loop \
+             variables [k, i]"
+        );
     }
 }
