@@ -291,6 +291,7 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
             acc: Accumulator::new(kernel.accumulator, kernel.suffix_sizes.clone()),
             out: Vec::new(),
             steps: 0,
+            scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
             reserved,
         })
     }
@@ -306,6 +307,8 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     out: Entries<T>,
     steps: usize,
     reserved: u64,
+    /// Buffers per loop depth.
+    scratch: Vec<Scratch<'a>>,
 }
 
 /// How one input is looked up at a loop.
@@ -446,18 +449,37 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         if parts.iter().any(|p| p.count != 1) {
             return None;
         }
-        let parents: Vec<usize> = parts.iter().map(|p| self.pos[p.input]).collect();
-        let Some(mut join) = Intersection::new(kernel, depth, &parents) else {
+        let mut scratch = std::mem::take(&mut self.scratch[depth]);
+        let result = self.innermost_with(depth, &mut scratch);
+        self.scratch[depth] = scratch;
+        result
+    }
+
+    fn innermost_with(
+        &mut self,
+        depth: usize,
+        scratch: &mut Scratch<'a>,
+    ) -> Option<Result<Option<T>>> {
+        let kernel = self.shared.kernel;
+        let parts = &kernel.parts[depth];
+        scratch.parents.clear();
+        scratch
+            .parents
+            .extend(parts.iter().map(|p| self.pos[p.input]));
+        let Some(join) = Join::new(kernel, depth, scratch) else {
             return Some(Ok(None));
         };
         let (coords, base) = join.sorted()?;
         let values = self.shared.values;
         let driver = values[parts[join.driver].input].slice();
-        let probed: Vec<Option<&[T]>> = join
-            .probes
-            .iter()
-            .map(|(j, _)| values[parts[*j].input].slice())
-            .collect();
+        const MOST_PROBES: usize = 8;
+        if scratch.probes.len() > MOST_PROBES {
+            return None;
+        }
+        let mut probed: [Option<&[T]>; MOST_PROBES] = [None; MOST_PROBES];
+        for (slot, (j, _)) in probed.iter_mut().zip(&scratch.probes) {
+            *slot = values[parts[*j].input].slice();
+        }
         let mut sum = T::ZERO;
         let mut any = false;
         'entries: for (i, &c) in coords.iter().enumerate() {
@@ -465,7 +487,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             if v == T::ZERO {
                 continue;
             }
-            for ((_, probe), vals) in join.probes.iter_mut().zip(&probed) {
+            for ((_, probe), vals) in scratch.probes.iter_mut().zip(&probed) {
                 let Some(p) = probe.find(c) else {
                     continue 'entries;
                 };
@@ -555,9 +577,26 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
 /// (in the order of the loop's parts); binds the loop's variable and
 /// restores the inputs' positions afterwards.
 #[inline]
-fn visit<'s, 'a, T: Num, F>(
+fn visit<'s, 'a, T: Num, F>(w: &mut ProductWorker<'_, 's, 'a, T>, depth: usize, f: F) -> Result<()>
+where
+    F: FnMut(&mut ProductWorker<'_, 's, 'a, T>, &[usize]) -> Result<()>,
+{
+    let mut scratch = std::mem::take(&mut w.scratch[depth]);
+    let result = visit_with(w, depth, &mut scratch, f);
+    let kernel = w.shared.kernel;
+    for (part, &p) in kernel.parts[depth].iter().zip(&scratch.parents) {
+        w.pos[part.input] = p;
+    }
+    w.scratch[depth] = scratch;
+    result
+}
+
+/// [`visit`] with the loop's buffers.
+#[inline]
+fn visit_with<'s, 'a, T: Num, F>(
     w: &mut ProductWorker<'_, 's, 'a, T>,
     depth: usize,
+    scratch: &mut Scratch<'a>,
     mut f: F,
 ) -> Result<()>
 where
@@ -566,96 +605,103 @@ where
     let kernel: &Kernel<'a> = w.shared.kernel;
     let parts = &kernel.parts[depth];
     let var = kernel.vars[depth];
-    let parents: Vec<usize> = parts.iter().map(|p| w.pos[p.input]).collect();
-    let mut positions = vec![0usize; parts.len()];
-    let result = if depth == 0
-        && let Some(top) = w.top.take()
-    {
-        let mut result = Ok(());
-        // The chunk's coordinates ascend: seek through compressed levels.
-        let mut probes: Vec<Option<Probe<'a>>> = parts
-            .iter()
-            .zip(&parents)
-            .map(|(part, &parent)| {
-                let input = &kernel.inputs[part.input];
-                let fiber = input.fiber(part.level, parent)?;
-                Some(
-                    match input.tree.levels().get(part.level).map(|l| l.format()) {
-                        Some(LevelFormat::Compressed) => Probe::Seek(fiber.cursor()),
-                        _ => Probe::Direct(fiber),
-                    },
-                )
-            })
-            .collect();
-        for i in 0..top.len() {
-            if let Err(e) = w.shared.control.check() {
-                result = Err(e);
-                break;
-            }
-            let c = top.get(i);
-            let found = parts
-                .iter()
-                .zip(probes.iter_mut())
-                .zip(positions.iter_mut())
-                .all(|((part, probe), slot)| {
-                    let Some(p) = probe.as_mut().and_then(|probe| probe.find(c)) else {
-                        return false;
-                    };
-                    let p = if part.count > 1 {
+    scratch.parents.clear();
+    scratch.parents.extend(parts.iter().map(|p| w.pos[p.input]));
+    scratch.positions.clear();
+    scratch.positions.resize(parts.len(), 0);
+    let Some(top) = w.top.take().filter(|_| depth == 0) else {
+        return intersect(kernel, depth, scratch, |c, positions| {
+            w.coords[var] = c;
+            f(w, positions)
+        });
+    };
+    // The chunk's coordinates ascend: seek through compressed levels.
+    scratch.probes.clear();
+    for (j, (part, &parent)) in parts.iter().zip(&scratch.parents).enumerate() {
+        let input = &kernel.inputs[part.input];
+        let Some(fiber) = input.fiber(part.level, parent) else {
+            w.top = Some(top);
+            return Ok(());
+        };
+        let probe = match input.tree.levels().get(part.level).map(|l| l.format()) {
+            Some(LevelFormat::Compressed) => Probe::Seek(fiber.cursor()),
+            _ => Probe::Direct(fiber),
+        };
+        scratch.probes.push((j, probe));
+    }
+    let mut result = Ok(());
+    for i in 0..top.len() {
+        if let Err(e) = w.shared.control.check() {
+            result = Err(e);
+            break;
+        }
+        let c = top.get(i);
+        let found = scratch
+            .probes
+            .iter_mut()
+            .zip(scratch.positions.iter_mut())
+            .all(|((j, probe), slot)| {
+                let part = &parts[*j];
+                let p = probe.find(c).and_then(|p| {
+                    if part.count > 1 {
                         kernel.inputs[part.input].descend(p, part.level + 1, part.count - 1, c)
                     } else {
                         Some(p)
-                    };
-                    match p {
-                        Some(p) => {
-                            *slot = p;
-                            true
-                        }
-                        None => false,
                     }
                 });
-            if found {
-                w.coords[var] = c;
-                if let Err(e) = f(w, &positions) {
-                    result = Err(e);
-                    break;
+                match p {
+                    Some(p) => {
+                        *slot = p;
+                        true
+                    }
+                    None => false,
                 }
+            });
+        if found {
+            w.coords[var] = c;
+            if let Err(e) = f(w, &scratch.positions) {
+                result = Err(e);
+                break;
             }
         }
-        w.top = Some(top);
-        result
-    } else {
-        intersect(kernel, depth, &parents, &mut positions, |c, positions| {
-            w.coords[var] = c;
-            f(w, positions)
-        })
-    };
-    for (part, &p) in parts.iter().zip(&parents) {
-        w.pos[part.input] = p;
     }
+    w.top = Some(top);
     result
 }
 
+/// Reusable buffers of one loop: the inputs' parent and child positions,
+/// their fibers and formats, and the probes.
+#[derive(Default)]
+struct Scratch<'a> {
+    parents: Vec<usize>,
+    positions: Vec<usize>,
+    fibers: Vec<Fiber<'a>>,
+    formats: Vec<Option<LevelFormat>>,
+    probes: Vec<(usize, Probe<'a>)>,
+}
+
 /// The intersection of the fibers read at one loop: the driver's fiber,
-/// iterated, and a probe into each other fiber.
-struct Intersection<'a> {
+/// iterated, and a probe into each other fiber (kept in the loop's
+/// [`Scratch`]).
+#[derive(Clone, Copy)]
+struct Join<'a> {
     /// The driving part (a position in the loop's parts).
     driver: usize,
     fiber: Fiber<'a>,
     format: Option<LevelFormat>,
-    /// The other parts with their probes.
-    probes: Vec<(usize, Probe<'a>)>,
 }
 
-impl<'a> Intersection<'a> {
-    /// The intersection at loop `depth` under the inputs' `parents`; the
-    /// driver is fixed by the plan, else the shortest fiber (a dense level
-    /// only when all are dense). `None` when an input has no such fiber.
-    fn new(kernel: &Kernel<'a>, depth: usize, parents: &[usize]) -> Option<Intersection<'a>> {
+impl<'a> Join<'a> {
+    /// The intersection at loop `depth` under the inputs' positions in
+    /// `scratch.parents`; the driver is fixed by the plan, else the
+    /// shortest fiber (a dense level only when all are dense). The probes
+    /// go to `scratch.probes`. `None` when an input has no such fiber.
+    fn new(kernel: &Kernel<'a>, depth: usize, scratch: &mut Scratch<'a>) -> Option<Join<'a>> {
         let parts = &kernel.parts[depth];
-        let mut fibers: Vec<Fiber<'a>> = Vec::with_capacity(parts.len());
-        let mut formats = Vec::with_capacity(parts.len());
-        for (part, &parent) in parts.iter().zip(parents) {
+        let (fibers, formats) = (&mut scratch.fibers, &mut scratch.formats);
+        fibers.clear();
+        formats.clear();
+        for (part, &parent) in parts.iter().zip(&scratch.parents) {
             let input = &kernel.inputs[part.input];
             fibers.push(input.fiber(part.level, parent)?);
             formats.push(input.tree.levels().get(part.level).map(|l| l.format()));
@@ -673,21 +719,20 @@ impl<'a> Intersection<'a> {
                 }
             })?,
         };
-        let probes = (0..parts.len())
-            .filter(|&j| j != driver)
-            .map(|j| {
+        scratch.probes.clear();
+        scratch
+            .probes
+            .extend((0..parts.len()).filter(|&j| j != driver).map(|j| {
                 let probe = match formats[j] {
                     Some(LevelFormat::Compressed) => Probe::Seek(fibers[j].cursor()),
                     _ => Probe::Direct(fibers[j]),
                 };
                 (j, probe)
-            })
-            .collect();
-        Some(Intersection {
+            }));
+        Some(Join {
             driver,
             fiber: fibers[driver],
             format: formats[driver],
-            probes,
         })
     }
 
@@ -706,20 +751,20 @@ impl<'a> Intersection<'a> {
 }
 
 /// Iterates the intersection of the fibers read at loop `depth` under
-/// `parents`, calling `f(coordinate, positions)` with every input's child
+/// `scratch.parents`, calling `f(coordinate, positions)` with every input's child
 /// position (in the order of the loop's parts).
 #[inline]
 fn intersect<'a>(
     kernel: &Kernel<'a>,
     depth: usize,
-    parents: &[usize],
-    positions: &mut [usize],
+    scratch: &mut Scratch<'a>,
     mut f: impl FnMut(i64, &[usize]) -> Result<()>,
 ) -> Result<()> {
     let parts = &kernel.parts[depth];
-    let Some(mut join) = Intersection::new(kernel, depth, parents) else {
+    let Some(join) = Join::new(kernel, depth, scratch) else {
         return Ok(());
     };
+    let (probes, positions) = (&mut scratch.probes, &mut scratch.positions);
     let driver = join.driver;
     let sorted = join.sorted();
     let fiber = join.fiber;
@@ -735,7 +780,7 @@ fn intersect<'a>(
             child
         };
         positions[driver] = child;
-        for (j, probe) in join.probes.iter_mut() {
+        for (j, probe) in probes.iter_mut() {
             let part = &parts[*j];
             let Some(mut p) = probe.find(c) else {
                 return Ok(());
