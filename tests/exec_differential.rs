@@ -520,7 +520,7 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
         tensors: 0,
     };
     let (mut programs, mut plans, mut reference_errors, mut both_failed) = (0, 0, 0, 0);
-    for case in 0..1500 {
+    for case in 0..3000 {
         let program = generator.program();
         programs += 1;
         let expected = match reference::evaluate(&program) {

@@ -453,6 +453,14 @@ pub(crate) struct Worker<'k, 'a> {
     reserved: u64,
 }
 
+/// A worker's accumulator and entries are returned to the budget when it
+/// ends (the caller charges the merged result again).
+impl Drop for Worker<'_, '_> {
+    fn drop(&mut self) {
+        self.ctl.release(self.reserved);
+    }
+}
+
 /// The bytes an output entry of `dims` dimensions takes while it is
 /// collected.
 pub(crate) fn entry_bytes(dims: usize) -> u64 {
@@ -503,7 +511,6 @@ impl<'k, 'a> Worker<'k, 'a> {
         if k.prefix == 0 {
             self.flush()?;
         }
-        self.ctl.release(self.reserved);
         Ok(std::mem::take(&mut self.out))
     }
 

@@ -229,10 +229,12 @@ impl Product {
         }
         let mut scale = T::ONE;
         for &k in &self.root {
-            scale = scale.times(values[k].get(root.pos[k]))?;
-        }
-        if scale == T::ZERO {
-            return Ok(Vec::new());
+            let factor = values[k].get(root.pos[k]);
+            // A zero factor makes the product zero, even next to a NaN.
+            if factor == T::ZERO {
+                return Ok(Vec::new());
+            }
+            scale = scale.times(factor)?;
         }
         let shared = Shared {
             kernel,
@@ -243,13 +245,11 @@ impl Product {
         let parts: Vec<Entries<T>> = if kernel.vars.is_empty() {
             vec![shared.worker(&root.pos, None)?.run(scale)?]
         } else {
-            let top = {
-                let mut root = root;
-                let top = root.candidates(0);
-                let weights = top_weights(kernel, &root.pos, &root.present, &top);
-                (top, weights, root.pos)
-            };
-            let (top, weights, pos) = top;
+            let mut root = root;
+            let top = root.candidates(0);
+            let weights = top_weights(kernel, &root.pos, &root.present, &top);
+            let pos = std::mem::take(&mut root.pos);
+            drop(root);
             let chunks = split(&weights, top.len());
             run_chunks(&chunks, options, control, |from, to| {
                 shared
@@ -311,6 +311,14 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     scratch: Vec<Scratch<'a>>,
 }
 
+/// A worker's accumulator and entries are returned to the budget when it
+/// ends (the caller charges the merged result again).
+impl<T: Num> Drop for ProductWorker<'_, '_, '_, T> {
+    fn drop(&mut self) {
+        self.shared.control.release(self.reserved);
+    }
+}
+
 /// How one input is looked up at a loop.
 enum Probe<'a> {
     /// Galloping seek of a cursor over sorted coordinates.
@@ -338,7 +346,6 @@ impl Probe<'_> {
 impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     fn run(mut self, scale: T) -> Result<Entries<T>> {
         let kernel = self.shared.kernel;
-        let control = self.shared.control;
         if kernel.vars.is_empty() {
             self.add(scale)?;
         } else if kernel.group == 0 {
@@ -351,7 +358,6 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         if kernel.prefix == 0 {
             self.flush()?;
         }
-        control.release(self.reserved);
         Ok(std::mem::take(&mut self.out))
     }
 
