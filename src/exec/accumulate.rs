@@ -15,9 +15,81 @@ use crate::ir::{AggOp, Value};
 
 use super::plan::OutputFormat;
 
-/// Output entries: coordinates (in output order) with their accumulated
-/// value.
-pub(crate) type Entries<S> = Vec<(Vec<i64>, S)>;
+/// Output entries, column-wise: the coordinates of each entry (in output
+/// order, `dims` per entry, one flat vector) and its value.
+#[derive(Clone, Debug)]
+pub(crate) struct Entries<S> {
+    pub dims: usize,
+    pub coords: Vec<i64>,
+    pub values: Vec<S>,
+}
+
+impl<S: Copy> Entries<S> {
+    /// No entries, over `dims` dimensions.
+    pub(crate) fn new(dims: usize) -> Entries<S> {
+        Entries {
+            dims,
+            coords: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Takes the entries, leaving none.
+    pub(crate) fn take(&mut self) -> Entries<S> {
+        std::mem::replace(self, Entries::new(self.dims))
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Appends an entry.
+    #[inline]
+    pub(crate) fn push(&mut self, key: impl IntoIterator<Item = i64>, value: S) {
+        self.coords.extend(key);
+        self.values.push(value);
+    }
+
+    /// The coordinates of entry `n`.
+    pub(crate) fn key(&self, n: usize) -> &[i64] {
+        self.coords
+            .get(n * self.dims..(n + 1) * self.dims)
+            .unwrap_or(&[])
+    }
+
+    /// Appends all of `other`'s entries.
+    pub(crate) fn append(&mut self, mut other: Entries<S>) {
+        self.coords.append(&mut other.coords);
+        self.values.append(&mut other.values);
+    }
+
+    /// The entries with their values mapped by `f`.
+    pub(crate) fn map<T>(self, f: impl FnMut(S) -> Result<T>) -> Result<Entries<T>> {
+        Ok(Entries {
+            dims: self.dims,
+            coords: self.coords,
+            values: self.values.into_iter().map(f).collect::<Result<_>>()?,
+        })
+    }
+
+    /// Keeps the entries whose value satisfies `keep`.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(S) -> bool) {
+        let dims = self.dims;
+        let mut kept = 0;
+        for n in 0..self.values.len() {
+            let value = self.values[n];
+            if keep(value) {
+                self.values[kept] = value;
+                self.coords
+                    .copy_within(n * dims..(n + 1) * dims, kept * dims);
+                kept += 1;
+            }
+        }
+        self.values.truncate(kept);
+        self.coords.truncate(kept * dims);
+    }
+}
 
 /// The aggregate of the assignments visited for one output coordinate: the
 /// combination of their (lifted) values and how many assignments they
@@ -205,7 +277,7 @@ impl<S: Copy> Accumulator<S> {
                 touched.clear();
             }
             Accumulator::Hashed(table) => {
-                let mut entries: Entries<S> = table.drain().collect();
+                let mut entries: Vec<(Vec<i64>, S)> = table.drain().collect();
                 entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                 for (key, slot) in entries {
                     f(&key, slot)?;

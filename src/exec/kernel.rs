@@ -453,6 +453,23 @@ pub(crate) struct Worker<'k, 'a> {
     reserved: u64,
 }
 
+/// The output coordinates of an entry: the bound coordinates of the
+/// in-order levels, `suffix_key` for the others.
+#[inline]
+pub(crate) fn output_key<'k>(
+    k: &'k Kernel<'_>,
+    coords: &'k [i64],
+    suffix_key: &'k [i64],
+) -> impl Iterator<Item = i64> + 'k {
+    k.query
+        .output
+        .iter()
+        .map(move |&v| match k.suffix.iter().position(|&s| s == v) {
+            Some(j) => suffix_key.get(j).copied().unwrap_or(0),
+            None => coords.get(v).copied().unwrap_or(0),
+        })
+}
+
 /// A worker's accumulator and entries are returned to the budget when it
 /// ends (the caller charges the merged result again).
 impl Drop for Worker<'_, '_> {
@@ -483,7 +500,7 @@ impl<'k, 'a> Worker<'k, 'a> {
             saved: Vec::new(),
             top: None,
             acc: Accumulator::new(k.accumulator, k.suffix_sizes.clone()),
-            out: Vec::new(),
+            out: Entries::new(k.query.output.len()),
             steps: 0,
             reserved,
         })
@@ -511,7 +528,7 @@ impl<'k, 'a> Worker<'k, 'a> {
         if k.prefix == 0 {
             self.flush()?;
         }
-        Ok(std::mem::take(&mut self.out))
+        Ok(self.out.take())
     }
 
     /// The candidate coordinates of loop `depth` in the current state.
@@ -761,25 +778,15 @@ impl<'k, 'a> Worker<'k, 'a> {
     /// coordinates of the in-order levels.
     fn flush(&mut self) -> Result<()> {
         let k = self.k;
-        let mut drained = Vec::new();
-        self.acc.drain(|key, slot| {
-            drained.push((key.to_vec(), slot));
+        let before = self.out.len();
+        let Worker {
+            acc, out, coords, ..
+        } = self;
+        acc.drain(|suffix_key, slot| {
+            out.push(output_key(k, coords, suffix_key), slot);
             Ok(())
         })?;
-        let dims = k.query.output.len();
-        self.charge(entry_bytes(dims) * drained.len() as u64)?;
-        for (suffix_key, slot) in drained {
-            let key = k
-                .query
-                .output
-                .iter()
-                .map(|&v| match k.suffix.iter().position(|&s| s == v) {
-                    Some(j) => suffix_key.get(j).copied().unwrap_or(0),
-                    None => self.coords[v],
-                })
-                .collect();
-            self.out.push((key, slot));
-        }
-        Ok(())
+        let added = (self.out.len() - before) as u64;
+        self.charge(entry_bytes(k.query.output.len()) * added)
     }
 }

@@ -19,7 +19,7 @@ use crate::storage::fibertree::{Cursor, Fiber, LevelFormat};
 use super::ExecOptions;
 use super::accumulate::{Accumulate, Accumulator, Entries};
 use super::control::{CHECK_EVERY, Control};
-use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes};
+use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes, output_key};
 use super::plan::Node;
 use super::run::{run_chunks, split, top_weights};
 
@@ -225,14 +225,14 @@ impl Product {
         control.reserve(values.iter().map(Typed::owned_bytes).sum())?;
         let root = Worker::new(kernel, control)?;
         if !root.feasible() {
-            return Ok(Vec::new());
+            return Ok(Entries::new(kernel.query.output.len()));
         }
         let mut scale = T::ONE;
         for &k in &self.root {
             let factor = values[k].get(root.pos[k]);
             // A zero factor makes the product zero, even next to a NaN.
             if factor == T::ZERO {
-                return Ok(Vec::new());
+                return Ok(Entries::new(kernel.query.output.len()));
             }
             scale = scale.times(factor)?;
         }
@@ -259,13 +259,7 @@ impl Product {
         };
         let merged = merge(kernel, parts)?;
         let copies = kernel.copies;
-        merged
-            .into_iter()
-            .map(|(key, v)| {
-                let v = if copies == 1 { v } else { v.repeat(copies)? };
-                Ok((key, v.value()))
-            })
-            .collect()
+        merged.map(|v| Ok(if copies == 1 { v } else { v.repeat(copies)? }.value()))
     }
 }
 
@@ -289,7 +283,7 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
             coords: vec![0; kernel.query.vars.len()],
             top,
             acc: Accumulator::new(kernel.accumulator, kernel.suffix_sizes.clone()),
-            out: Vec::new(),
+            out: Entries::new(kernel.query.output.len()),
             steps: 0,
             scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
             reserved,
@@ -358,7 +352,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         if kernel.prefix == 0 {
             self.flush()?;
         }
-        Ok(std::mem::take(&mut self.out))
+        Ok(self.out.take())
     }
 
     /// The product of the factors completed at loop `depth`, at the
@@ -556,25 +550,16 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
 
     fn flush(&mut self) -> Result<()> {
         let kernel = self.shared.kernel;
-        let mut drained = Vec::new();
-        self.acc.drain(|key, v| {
-            drained.push((key.to_vec(), v));
+        let before = self.out.len();
+        let ProductWorker {
+            acc, out, coords, ..
+        } = self;
+        acc.drain(|suffix_key, v| {
+            out.push(output_key(kernel, coords, suffix_key), v);
             Ok(())
         })?;
-        self.charge(entry_bytes(kernel.query.output.len()) * drained.len() as u64)?;
-        for (suffix_key, v) in drained {
-            let key = kernel
-                .query
-                .output
-                .iter()
-                .map(|&var| match kernel.suffix.iter().position(|&s| s == var) {
-                    Some(j) => suffix_key.get(j).copied().unwrap_or(0),
-                    None => self.coords[var],
-                })
-                .collect();
-            self.out.push((key, v));
-        }
-        Ok(())
+        let added = (self.out.len() - before) as u64;
+        self.charge(entry_bytes(kernel.query.output.len()) * added)
     }
 }
 
@@ -819,17 +804,24 @@ fn intersect<'a>(
 /// The chunks' entries as one list (see [`super::run`]): concatenated, or
 /// summed coordinate by coordinate in chunk order.
 fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Entries<T>>) -> Result<Entries<T>> {
+    let mut merged = Entries::new(kernel.query.output.len());
     if kernel.prefix > 0 || parts.len() <= 1 {
-        return Ok(parts.into_iter().flatten().collect());
+        parts.into_iter().for_each(|p| merged.append(p));
+        return Ok(merged);
     }
     let mut table: hashbrown::HashMap<Vec<i64>, T> = hashbrown::HashMap::new();
-    for (key, v) in parts.into_iter().flatten() {
-        match table.get_mut(&key) {
-            Some(existing) => existing.add(v)?,
-            None => {
-                table.insert(key, v);
+    for part in &parts {
+        for (n, &v) in part.values.iter().enumerate() {
+            match table.get_mut(part.key(n)) {
+                Some(existing) => existing.add(v)?,
+                None => {
+                    table.insert(part.key(n).to_vec(), v);
+                }
             }
         }
     }
-    Ok(table.into_iter().collect())
+    for (key, v) in table {
+        merged.push(key, v);
+    }
+    Ok(merged)
 }

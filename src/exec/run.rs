@@ -132,7 +132,7 @@ fn run_general(
 ) -> Result<Entries<Value>> {
     let mut root = Worker::new(kernel, control)?;
     if !root.feasible() {
-        return Ok(Vec::new());
+        return Ok(Entries::new(kernel.query.output.len()));
     }
     if kernel.vars.is_empty() {
         let entries = root.run(Cands::List(Vec::new()))?;
@@ -249,28 +249,32 @@ pub(crate) fn split(weights: &[u64], n: usize) -> Vec<(usize, usize)> {
 /// writes the output in order (the chunks' coordinates are disjoint),
 /// else combined coordinate by coordinate in chunk order.
 fn merge(kernel: &Kernel<'_>, parts: Vec<Entries<Slot>>) -> Result<Entries<Slot>> {
+    let mut merged = Entries::new(kernel.query.output.len());
     if kernel.prefix > 0 || parts.len() <= 1 {
-        return Ok(parts.into_iter().flatten().collect());
+        parts.into_iter().for_each(|p| merged.append(p));
+        return Ok(merged);
     }
     let mut table: hashbrown::HashMap<Vec<i64>, Slot> = hashbrown::HashMap::new();
-    for (key, slot) in parts.into_iter().flatten() {
-        match table.get_mut(&key) {
-            Some(existing) => existing.merge(slot, kernel.query.aggregate)?,
-            None => {
-                table.insert(key, slot);
+    for part in &parts {
+        for (n, &slot) in part.values.iter().enumerate() {
+            match table.get_mut(part.key(n)) {
+                Some(existing) => existing.merge(slot, kernel.query.aggregate)?,
+                None => {
+                    table.insert(part.key(n).to_vec(), slot);
+                }
             }
         }
     }
-    Ok(table.into_iter().collect())
+    for (key, slot) in table {
+        merged.push(key, slot);
+    }
+    Ok(merged)
 }
 
 /// The final value of every entry: the combination of the visited
 /// assignments and, for the others, the body's fill.
 fn finish_all(kernel: &Kernel<'_>, entries: Entries<Slot>) -> Result<Entries<Value>> {
-    entries
-        .into_iter()
-        .map(|(key, slot)| Ok((key, finish(kernel, slot)?)))
-        .collect()
+    entries.map(|slot| finish(kernel, slot))
 }
 
 fn finish(kernel: &Kernel<'_>, slot: Slot) -> Result<Value> {
@@ -305,12 +309,12 @@ fn store(
     let query = kernel.query;
     let dims = query.output.len();
     match query.role {
-        Role::Intermediate => entries.retain(|(_, v)| !same_value(*v, query.fill)),
+        Role::Intermediate => entries.retain(|v| !same_value(v, query.fill)),
         Role::Output if query.fill.is_zero() => {
             if dims > 0 {
-                entries.retain(|(_, v)| !v.is_zero());
-            } else if entries.is_empty() {
-                entries.push((Vec::new(), query.fill));
+                entries.retain(|v| !v.is_zero());
+            } else if entries.len() == 0 {
+                entries.push([], query.fill);
             }
         }
         Role::Output => entries = complete(query, entries, control)?,
@@ -336,8 +340,10 @@ fn complete(
             .checked_mul(entry_bytes(sizes.len()))
             .ok_or_else(|| too_large(query))?,
     )?;
-    let known: HashMap<Vec<i64>, Value> = entries.into_iter().collect();
-    let mut out = Vec::new();
+    let known: HashMap<&[i64], Value> = (0..entries.len())
+        .map(|n| (entries.key(n), entries.values[n]))
+        .collect();
+    let mut out = Entries::new(sizes.len());
     let mut key = vec![0i64; sizes.len()];
     for n in 0..count {
         if n % 65536 == 0 {
@@ -348,9 +354,9 @@ fn complete(
             *slot = (rest % size) as i64;
             rest /= size;
         }
-        let value = known.get(&key).copied().unwrap_or(query.fill);
+        let value = known.get(key.as_slice()).copied().unwrap_or(query.fill);
         if sizes.is_empty() || !value.is_zero() {
-            out.push((key.clone(), value));
+            out.push(key.iter().copied(), value);
         }
     }
     Ok(out)
@@ -378,15 +384,19 @@ fn tensor(query: &PhysicalQuery, entries: Entries<Value>) -> Result<Tensor> {
             }
         })
         .collect();
-    let coords = (0..dims.len())
+    let n = dims.len();
+    let coords = (0..n)
         .map(|d| {
             entries
+                .coords
                 .iter()
-                .map(|(k, _)| k.get(d).copied().unwrap_or(0))
+                .skip(d)
+                .step_by(n.max(1))
+                .copied()
                 .collect()
         })
         .collect();
-    let values = entries.iter().map(|(_, v)| v.cast(query.ty));
+    let values = entries.values.iter().map(|v| v.cast(query.ty));
     let data = match query.ty {
         ValueType::Boolean => {
             ValueData::Boolean(values.map(|v| matches!(v, Value::Bool(true))).collect())
