@@ -16,12 +16,13 @@ use crate::error::Result;
 use crate::io::{NoProgress, ProgressSink};
 use crate::storage::Tensor;
 use crate::storage::catalog::Catalog;
-use crate::{einsum, reference, sql};
+use crate::{einsum, exec, sql};
 
 /// An einsql database.
 pub struct Database {
     catalog: RwLock<Catalog>,
     monitor: Monitor,
+    settings: sql::Settings,
 }
 
 /// A flag that stops running statements, settable from any thread (or a
@@ -151,7 +152,26 @@ impl Database {
                 progress: Arc::new(NoProgress),
                 interrupt: Interrupt::new(),
             },
+            settings: sql::Settings::default(),
         }
+    }
+
+    /// Runs statements on `threads` worker threads (0: one per core, the
+    /// default); the same as `SET threads = N`.
+    pub fn set_threads(&self, threads: usize) {
+        self.settings.set_threads(threads);
+    }
+
+    /// Stops a statement whose intermediates and results would take more
+    /// than `bytes` (default: 60% of the physical memory); the same as
+    /// `SET memory_limit = ...`.
+    pub fn set_memory_limit(&self, bytes: u64) {
+        self.settings.set_memory_limit(bytes);
+    }
+
+    /// The settings statements run with.
+    pub fn settings(&self) -> &sql::Settings {
+        &self.settings
     }
 
     /// Reports the progress of long loads to `progress` (the shell draws a
@@ -185,9 +205,9 @@ impl Database {
     /// Executes every statement of `text` in order and returns all results.
     ///
     /// `text` may mix SQL with einsum statements (`C[i,k] = SUM(j) A[i,j] *
-    /// B[j,k];`, see [`crate::einsum`]). An einsum statement is evaluated by
-    /// the reference evaluator and its result stored as the table it names,
-    /// replacing a table of that name.
+    /// B[j,k];`, see [`crate::einsum`]). An einsum statement is run by the
+    /// executor ([`crate::exec`]) and its result stored as the table it
+    /// names, replacing a table of that name.
     pub fn execute_all(&self, text: &str) -> Result<Vec<QueryResult>> {
         let pieces = einsum::split_statements(text);
         if !pieces.iter().any(|p| p.is_einsum) {
@@ -202,7 +222,7 @@ impl Database {
                 let program = self.compile_einsum(text, piece.range)?;
                 results.push(crate::explain::plan_result(crate::explain::program_lines(
                     &program,
-                ))?);
+                )?)?);
             } else if piece.is_einsum {
                 crate::io::check_cancelled(&self.monitor)?;
                 results.push(self.execute_einsum(text, piece.range)?);
@@ -228,7 +248,7 @@ impl Database {
         let program = self.compile_einsum(text, range)?;
         self.monitor
             .start_query(&format!("computing {}", program.queries[0].name));
-        let evaluated = reference::evaluate_with(&program, &self.monitor);
+        let evaluated = exec::execute(&program, &self.settings.exec_options(), &self.monitor);
         self.monitor.finish();
         let mut messages = Vec::new();
         for (name, tensor) in evaluated? {
@@ -287,6 +307,7 @@ impl Database {
         sql::Context {
             catalog: &self.catalog,
             progress: &self.monitor,
+            settings: &self.settings,
         }
     }
 

@@ -82,6 +82,11 @@ pub enum Error {
     #[error("Integer overflow: {0}")]
     Overflow(String),
 
+    /// A query whose intermediates and results would exceed the memory
+    /// limit (`SET memory_limit`); it stopped and changed nothing.
+    #[error("Out of memory: {0}")]
+    OutOfMemory(String),
+
     /// A database directory whose catalog cannot be read.
     #[error("Catalog error in '{}': {message}", path.display())]
     Catalog { path: PathBuf, message: String },

@@ -3,9 +3,10 @@
 //!
 //! Today there are two kinds of plans. A SQL query lists one stored table or
 //! one file, so its plan is a scan or a load. An einsum statement is an IR
-//! program evaluated by the reference evaluator, so its plan is the program
-//! in its text form with the inputs it reads. The optimizer will add the
-//! logical and physical plans and their estimates here.
+//! program run by the executor, so its plan is the program in its text form
+//! with the inputs it reads, then the physical plan ([`crate::exec::plan`]):
+//! one line per query, re-index step and loop. The optimizer will add the
+//! logical plan and its estimates here.
 
 use crate::database::QueryResult;
 use crate::error::Result;
@@ -17,8 +18,9 @@ pub fn plan_result(lines: Vec<String>) -> Result<QueryResult> {
     QueryResult::text_column("plan", lines)
 }
 
-/// The plan of an einsum program: its IR and the inputs it reads.
-pub fn program_lines(program: &Program) -> Vec<String> {
+/// The plan of an einsum program: its IR, the inputs it reads and the
+/// physical plan that runs it.
+pub fn program_lines(program: &Program) -> Result<Vec<String>> {
     let mut lines = vec!["Program (tensor index notation):".to_string()];
     lines.extend(program.queries.iter().map(|q| format!("  {q}")));
     lines.push("Inputs:".to_string());
@@ -32,10 +34,10 @@ pub fn program_lines(program: &Program) -> Vec<String> {
             }
         }
     }
-    lines.push(
-        "Evaluation: reference evaluator (loops over the stored entries of each input)".to_string(),
-    );
-    lines
+    lines.push("Physical plan:".to_string());
+    let plan = crate::exec::plan(program)?;
+    lines.extend(plan.to_string().lines().map(|l| format!("  {l}")));
+    Ok(lines)
 }
 
 /// One line describing a stored table: its dimensions with sizes, its

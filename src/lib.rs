@@ -14,6 +14,8 @@
 //!   cost-based optimizer.
 //! - [`reference`]: the reference evaluator of the IR, the test oracle.
 //! - [`subgraph`]: subgraph-counting graph files as SQL and einsum queries.
+//! - [`exec`]: the planner and the worst-case-optimal-join executor that
+//!   runs IR programs over fibertree cursors.
 //! - [`Database`]: the public API that ties them together.
 //!
 //! ```
@@ -43,6 +45,8 @@ pub mod ir;
 pub mod optimizer;
 pub mod reference;
 pub mod subgraph;
+
+pub mod exec;
 
 mod database;
 

@@ -189,6 +189,7 @@ impl Shell {
     fn replace_database(&mut self, mut db: Database, location: Option<PathBuf>) {
         db.set_progress(Arc::clone(&self.progress) as Arc<dyn einsql::io::ProgressSink>);
         db.set_interrupt(interrupt::handle());
+        db.set_threads(self.settings.threads);
         self.db = db;
         self.location = location;
         self.refresh_names();
@@ -207,6 +208,7 @@ impl Shell {
             ),
         };
         self.settings.threads = threads;
+        self.db.set_threads(threads);
         Ok(())
     }
 

@@ -5,9 +5,10 @@
 //! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`insert`] (`INSERT INTO`),
 //! [`copy`] (`COPY ... TO`), [`describe`] (`SHOW TABLES`, `DESCRIBE`),
 //! [`explain`] (`EXPLAIN`) and
-//! [`query`] (`SELECT`, lowered to the IR), with [`table_function`] for the
-//! `read_mtx`, `read_tns`, `read_parquet` and `read_csv` loaders usable in
-//! `FROM`, [`einsum_function`] for `einsum('ij,jk->ik', a, b)`, and
+//! [`query`] (`SELECT`, lowered to the IR), [`settings`] (`SET`,
+//! `RESET`), with [`table_function`] for the `read_mtx`, `read_tns`,
+//! `read_parquet` and `read_csv` loaders usable in `FROM`,
+//! [`einsum_function`] for `einsum('ij,jk->ik', a, b)`, and
 //! [`literal`] for constants. A statement of another kind is rejected with an
 //! error that names it.
 
@@ -19,7 +20,10 @@ mod explain;
 mod insert;
 mod literal;
 mod query;
+mod settings;
 mod table_function;
+
+pub use settings::Settings;
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -43,6 +47,8 @@ pub struct Context<'a> {
     pub catalog: &'a RwLock<Catalog>,
     /// Receives progress reports of long loads.
     pub progress: &'a dyn ProgressSink,
+    /// The database's settings (`SET threads = 4`).
+    pub settings: &'a Settings,
 }
 
 impl Context<'_> {
@@ -53,9 +59,10 @@ impl Context<'_> {
         self.catalog.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Evaluates an IR program and returns its results by query name.
+    /// Runs an IR program on the executor and returns its results by query
+    /// name.
     fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
-        crate::reference::evaluate_with(program, self.progress)
+        crate::exec::execute(program, &self.settings.exec_options(), self.progress)
     }
 
     /// The catalog, for changing.
@@ -134,6 +141,8 @@ pub fn execute(context: Context<'_>, statement: &Statement) -> Result<QueryResul
             statement, analyze, ..
         } => explain::explain(context, statement, *analyze),
         Statement::ExplainTable { table_name, .. } => describe::describe(context, table_name),
+        Statement::Set(set) => settings::set(context, set),
+        Statement::Reset(reset) => settings::reset(context, reset),
         other => Err(Error::NotSupported(format!(
             "{} statements",
             statement_kind(other)

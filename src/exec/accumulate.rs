@@ -1,0 +1,342 @@
+//! Output accumulators: where a loop nest writes the values of its output
+//! coordinates.
+//!
+//! The output levels bound by the leading loops are written in order (a
+//! finished coordinate is final when its loop advances); the remaining
+//! ("random-write") levels accumulate in an [`Accumulator`] keyed by their
+//! coordinates: a single slot when there are none, a dense array with a
+//! list of touched slots, or a hash table. The accumulator is drained into
+//! the worker's entries whenever the in-order levels advance.
+
+use hashbrown::HashMap;
+
+use crate::error::{Error, Result};
+use crate::ir::{AggOp, Value};
+
+use super::plan::OutputFormat;
+
+/// Output entries, column-wise: the coordinates of each entry (in output
+/// order, `dims` per entry, one flat vector) and its value.
+#[derive(Clone, Debug)]
+pub(crate) struct Entries<S> {
+    pub dims: usize,
+    pub coords: Vec<i64>,
+    pub values: Vec<S>,
+}
+
+impl<S: Copy> Entries<S> {
+    /// No entries, over `dims` dimensions.
+    pub(crate) fn new(dims: usize) -> Entries<S> {
+        Entries {
+            dims,
+            coords: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Takes the entries, leaving none.
+    pub(crate) fn take(&mut self) -> Entries<S> {
+        std::mem::replace(self, Entries::new(self.dims))
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Appends an entry.
+    #[inline]
+    pub(crate) fn push(&mut self, key: impl IntoIterator<Item = i64>, value: S) {
+        self.coords.extend(key);
+        self.values.push(value);
+    }
+
+    /// The coordinates of entry `n`.
+    pub(crate) fn key(&self, n: usize) -> &[i64] {
+        self.coords
+            .get(n * self.dims..(n + 1) * self.dims)
+            .unwrap_or(&[])
+    }
+
+    /// Appends all of `other`'s entries.
+    pub(crate) fn append(&mut self, mut other: Entries<S>) {
+        self.coords.append(&mut other.coords);
+        self.values.append(&mut other.values);
+    }
+
+    /// The entries with their values mapped by `f`.
+    pub(crate) fn map<T>(self, f: impl FnMut(S) -> Result<T>) -> Result<Entries<T>> {
+        Ok(Entries {
+            dims: self.dims,
+            coords: self.coords,
+            values: self.values.into_iter().map(f).collect::<Result<_>>()?,
+        })
+    }
+
+    /// Keeps the entries whose value satisfies `keep`.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(S) -> bool) {
+        let dims = self.dims;
+        let mut kept = 0;
+        for n in 0..self.values.len() {
+            let value = self.values[n];
+            if keep(value) {
+                self.values[kept] = value;
+                self.coords
+                    .copy_within(n * dims..(n + 1) * dims, kept * dims);
+                kept += 1;
+            }
+        }
+        self.values.truncate(kept);
+        self.coords.truncate(kept * dims);
+    }
+}
+
+/// The aggregate of the assignments visited for one output coordinate: the
+/// combination of their (lifted) values and how many assignments they
+/// stand for, so that the absent ones can be accounted for with the fill
+/// value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Slot {
+    /// The combined value; `None` before the first assignment.
+    pub acc: Option<Value>,
+    /// How many assignments were combined.
+    pub count: u128,
+}
+
+impl Slot {
+    /// No assignment yet.
+    pub(crate) const EMPTY: Slot = Slot {
+        acc: None,
+        count: 0,
+    };
+
+    /// Adds the assignments of `other`, combining with the aggregate `op`
+    /// (a query without aggregate writes each coordinate once).
+    pub(crate) fn merge(&mut self, other: Slot, op: Option<AggOp>) -> Result<()> {
+        self.acc = match (self.acc, other.acc, op) {
+            (Some(a), Some(b), Some(op)) => Some(op.combine().apply(&[a, b])?),
+            (a, b, _) => b.or(a),
+        };
+        self.count += other.count;
+        Ok(())
+    }
+}
+
+/// A value that can be accumulated.
+pub(crate) trait Accumulate: Copy {
+    /// Adds `other` into `self`.
+    fn add(&mut self, other: Self) -> Result<()>;
+}
+
+/// Exact integer sums.
+impl Accumulate for i64 {
+    fn add(&mut self, other: i64) -> Result<()> {
+        *self = self
+            .checked_add(other)
+            .ok_or_else(|| Error::Overflow(format!("SUM of {self} and {other}")))?;
+        Ok(())
+    }
+}
+
+/// Float sums.
+impl Accumulate for f64 {
+    fn add(&mut self, other: f64) -> Result<()> {
+        *self += other;
+        Ok(())
+    }
+}
+
+/// Accumulates the random-write output levels; see the module
+/// documentation.
+pub(crate) enum Accumulator<S> {
+    /// No random-write level: one slot.
+    Single(Option<S>),
+    /// A slot per coordinate (row-major over the levels' sizes) and the
+    /// slots written since the last drain.
+    Dense {
+        sizes: Vec<u64>,
+        slots: Vec<Option<S>>,
+        touched: Vec<usize>,
+    },
+    /// A hash table by coordinates.
+    Hashed(HashMap<Vec<i64>, S>),
+}
+
+impl<S: Copy> Accumulator<S> {
+    /// An accumulator over levels of `sizes` in `format` (dense and bytemap
+    /// share one implementation: an array of optional slots).
+    pub(crate) fn new(format: OutputFormat, sizes: Vec<u64>) -> Accumulator<S> {
+        if sizes.is_empty() {
+            return Accumulator::Single(None);
+        }
+        match format {
+            OutputFormat::Dense | OutputFormat::Bytemap => {
+                let len = sizes.iter().map(|&s| s as usize).product();
+                Accumulator::Dense {
+                    sizes,
+                    slots: vec![None; len],
+                    touched: Vec::new(),
+                }
+            }
+            OutputFormat::Sorted | OutputFormat::Hashed => Accumulator::Hashed(HashMap::new()),
+        }
+    }
+
+    /// The bytes an accumulator over `sizes` in `format` allocates up front.
+    pub(crate) fn upfront_bytes(format: OutputFormat, sizes: &[u64]) -> u128 {
+        match format {
+            OutputFormat::Dense | OutputFormat::Bytemap if !sizes.is_empty() => {
+                sizes.iter().map(|&s| u128::from(s)).product::<u128>()
+                    * (std::mem::size_of::<Option<S>>() as u128 + 8)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Adds `slot` at the coordinates `coords[vars[..]]`; returns whether
+    /// the coordinate is new.
+    pub(crate) fn add(
+        &mut self,
+        coords: &[i64],
+        vars: &[usize],
+        slot: S,
+        merge: impl FnOnce(&mut S, S) -> Result<()>,
+    ) -> Result<bool> {
+        let existing = match self {
+            Accumulator::Single(s) => match s {
+                Some(s) => s,
+                None => {
+                    *s = Some(slot);
+                    return Ok(true);
+                }
+            },
+            Accumulator::Dense {
+                sizes,
+                slots,
+                touched,
+            } => {
+                let mut index = 0usize;
+                for (&v, &size) in vars.iter().zip(sizes.iter()) {
+                    index = index * size as usize + coords[v] as usize;
+                }
+                let Some(cell) = slots.get_mut(index) else {
+                    return Err(Error::Invalid(
+                        "internal: an output coordinate outside its dimension".to_string(),
+                    ));
+                };
+                match cell {
+                    Some(s) => s,
+                    None => {
+                        *cell = Some(slot);
+                        touched.push(index);
+                        return Ok(true);
+                    }
+                }
+            }
+            Accumulator::Hashed(table) => {
+                let key: Vec<i64> = vars.iter().map(|&v| coords[v]).collect();
+                match table.get_mut(&key) {
+                    Some(s) => s,
+                    None => {
+                        table.insert(key, slot);
+                        return Ok(true);
+                    }
+                }
+            }
+        };
+        merge(existing, slot)?;
+        Ok(false)
+    }
+
+    /// Calls `f(coordinates, slot)` for every written coordinate and
+    /// empties the accumulator.
+    pub(crate) fn drain(&mut self, mut f: impl FnMut(&[i64], S) -> Result<()>) -> Result<()> {
+        match self {
+            Accumulator::Single(s) => {
+                if let Some(slot) = s.take() {
+                    f(&[], slot)?;
+                }
+            }
+            Accumulator::Dense {
+                sizes,
+                slots,
+                touched,
+            } => {
+                touched.sort_unstable();
+                let mut key = vec![0i64; sizes.len()];
+                for &index in touched.iter() {
+                    let mut rest = index;
+                    for (slot, &size) in key.iter_mut().zip(sizes.iter()).rev() {
+                        *slot = (rest % size as usize) as i64;
+                        rest /= size as usize;
+                    }
+                    if let Some(slot) = slots.get_mut(index).and_then(Option::take) {
+                        f(&key, slot)?;
+                    }
+                }
+                touched.clear();
+            }
+            Accumulator::Hashed(table) => {
+                let mut entries: Vec<(Vec<i64>, S)> = table.drain().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                for (key, slot) in entries {
+                    f(&key, slot)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sum(a: &mut i64, b: i64) -> Result<()> {
+        a.add(b)
+    }
+
+    #[test]
+    fn every_format_accumulates_the_same() {
+        for format in [
+            OutputFormat::Dense,
+            OutputFormat::Bytemap,
+            OutputFormat::Hashed,
+        ] {
+            let mut acc: Accumulator<i64> = Accumulator::new(format, vec![3, 4]);
+            let writes = [([2, 1], 5), ([0, 3], 1), ([2, 1], -2)];
+            for (coords, value) in writes {
+                acc.add(&coords, &[0, 1], value, sum).unwrap();
+            }
+            let mut out = Vec::new();
+            acc.drain(|key, v| {
+                out.push((key.to_vec(), v));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(out, vec![(vec![0, 3], 1), (vec![2, 1], 3)], "{format:?}");
+        }
+    }
+
+    #[test]
+    fn integer_sums_overflow_and_slots_count() {
+        let mut big = i64::MAX;
+        assert!(matches!(big.add(1), Err(Error::Overflow(_))));
+        let mut slot = Slot {
+            acc: Some(Value::Int(2)),
+            count: 1,
+        };
+        let other = Slot {
+            acc: Some(Value::Int(7)),
+            count: 3,
+        };
+        slot.merge(other, Some(AggOp::Max)).unwrap();
+        assert_eq!(
+            slot,
+            Slot {
+                acc: Some(Value::Int(7)),
+                count: 4
+            }
+        );
+    }
+}

@@ -1,0 +1,157 @@
+//! What every worker of a running plan shares: the memory budget, the
+//! cancellation checks, the first error, and the thread pools.
+//!
+//! The budget counts the bytes of what a plan builds (indexes in another
+//! order, accumulators, entries, result tensors); reserving past the limit
+//! fails with [`Error::OutOfMemory`]. A worker that fails records its error
+//! and raises a stop flag that the others poll with the cancellation flag,
+//! so a plan stops promptly and reports the first real error.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use crate::error::{Error, Result};
+use crate::io::ProgressSink;
+
+/// How many inner iterations a worker runs between two cancellation checks.
+pub(crate) const CHECK_EVERY: usize = 4096;
+
+/// Shared state of one running plan.
+pub(crate) struct Control<'a> {
+    progress: &'a dyn ProgressSink,
+    stop: AtomicBool,
+    failure: Mutex<Option<Error>>,
+    limit: u64,
+    used: AtomicU64,
+}
+
+impl<'a> Control<'a> {
+    pub(crate) fn new(progress: &'a dyn ProgressSink, limit: u64) -> Control<'a> {
+        Control {
+            progress,
+            stop: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            limit,
+            used: AtomicU64::new(0),
+        }
+    }
+
+    /// [`Error::Cancelled`] if the user cancelled or another worker failed.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.stop.load(Ordering::Relaxed) || self.progress.cancelled() {
+            return Err(Error::Cancelled);
+        }
+        Ok(())
+    }
+
+    /// Reports progress (work that is not measured in bytes).
+    pub(crate) fn tick(&self) {
+        self.progress.advance(0);
+    }
+
+    /// Records `error` if it is the first and stops the other workers.
+    pub(crate) fn fail(&self, error: Error) {
+        let mut slot = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(error);
+        }
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// The first recorded error, if any.
+    pub(crate) fn take_failure(&self) -> Option<Error> {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// Charges `bytes` against the memory limit.
+    pub(crate) fn reserve(&self, bytes: u64) -> Result<()> {
+        let before = self.used.fetch_add(bytes, Ordering::Relaxed);
+        let after = before.saturating_add(bytes);
+        if after > self.limit {
+            self.used.fetch_sub(bytes, Ordering::Relaxed);
+            return Err(Error::OutOfMemory(format!(
+                "the query needs more than the memory limit of {} for its intermediates and \
+                 results (SET memory_limit = '...' raises it)",
+                format_bytes(self.limit)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Returns `bytes` charged earlier.
+    pub(crate) fn release(&self, bytes: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                Some(used.saturating_sub(bytes))
+            });
+    }
+}
+
+/// `1.5 GiB`, `512.0 MiB`, `100 bytes`.
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// A thread pool of `threads` workers, built once per size and shared by
+/// every plan that asks for that many.
+pub(crate) fn pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let mut pools = POOLS
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(pool) = pools.get(&threads) {
+        return Ok(Arc::clone(pool));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|n| format!("einsql-exec-{n}"))
+        .build()
+        .map_err(|e| Error::Invalid(format!("cannot start {threads} worker threads: {e}")))?;
+    let pool = Arc::new(pool);
+    pools.insert(threads, Arc::clone(&pool));
+    Ok(pool)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::NoProgress;
+
+    #[test]
+    fn the_budget_refuses_past_the_limit_and_recovers() {
+        let control = Control::new(&NoProgress, 1000);
+        assert!(control.reserve(600).is_ok());
+        let error = control.reserve(600).unwrap_err();
+        assert!(matches!(error, Error::OutOfMemory(_)), "{error}");
+        assert!(error.to_string().contains("1000 bytes"), "{error}");
+        control.release(600);
+        assert!(control.reserve(900).is_ok());
+    }
+
+    #[test]
+    fn the_first_failure_wins() {
+        let control = Control::new(&NoProgress, 1);
+        assert!(control.check().is_ok());
+        control.fail(Error::Overflow("first".into()));
+        control.fail(Error::Cancelled);
+        assert!(matches!(control.check(), Err(Error::Cancelled)));
+        assert!(matches!(control.take_failure(), Some(Error::Overflow(_))));
+        assert_eq!(format_bytes(3 << 29), "1.5 GiB");
+    }
+}

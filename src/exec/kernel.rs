@@ -1,0 +1,792 @@
+//! The loop nest of one physical query over fibertree cursors, for any
+//! pointwise expression and aggregate (the general path; products of inputs
+//! under `SUM` take the faster [`super::product`] path).
+//!
+//! Every input has a position in its fibertree and a presence flag. The
+//! expression's *support* ([`Sup`]) says which inputs must be present for
+//! its value to differ from its fill: all of the inputs of an annihilating
+//! operator (`*` with fill 0), any input of the others (`+`, `max`,
+//! comparisons). At each loop the candidate coordinates are computed from
+//! the support (the driver's fiber for an intersection, the merged fibers
+//! for a union, every coordinate where nothing restricts the variable),
+//! then every input read at that loop looks the coordinate up, and the
+//! assignment is skipped when the support can no longer hold.
+//!
+//! The loops that bind output variables are *walked*; once every output
+//! variable is bound, the remaining (aggregated) loops are *grouped*: their
+//! values are combined into one [`Slot`] per depth before returning to the
+//! outer loop, which adds it to the output accumulator.
+
+use arrow::buffer::BooleanBuffer;
+
+use crate::error::{Error, Result};
+use crate::ir::{Annotation, ScalarOp, Value};
+use crate::storage::fibertree::{Fiber, FiberTree, LeafValues};
+
+use super::accumulate::{Accumulator, Entries, Slot};
+use super::control::{CHECK_EVERY, Control};
+use super::plan::{Driver, Node, OutputFormat, PhysicalQuery, Term};
+
+/// The values of an input by leaf position.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Vals<'a> {
+    Bool(&'a BooleanBuffer),
+    Int(&'a [i64]),
+    Float(&'a [f64]),
+    /// 1 for every stored row (the multiplicity of a keyed table).
+    One,
+}
+
+impl Vals<'_> {
+    /// The value at leaf position `p`.
+    #[inline]
+    pub(crate) fn get(&self, p: usize) -> Value {
+        match self {
+            Vals::Bool(b) => Value::Bool(p < b.len() && b.value(p)),
+            Vals::Int(v) => Value::Int(v.get(p).copied().unwrap_or(0)),
+            Vals::Float(v) => Value::Float(v.get(p).copied().unwrap_or(0.0)),
+            Vals::One => Value::Int(1),
+        }
+    }
+}
+
+/// The values of `tree` for an annotation: a value column, or the
+/// multiplicity (the bag's column, or 1 per row of a keyed table).
+pub(crate) fn values_of(tree: &FiberTree, annotation: Annotation, bag: bool) -> Result<Vals<'_>> {
+    let column = match annotation {
+        Annotation::Multiplicity if !bag => return Ok(Vals::One),
+        Annotation::Multiplicity => 0,
+        Annotation::Column(c) => c,
+    };
+    Ok(match tree.leaf_values(column) {
+        Some(LeafValues::Boolean(b)) => Vals::Bool(b),
+        Some(LeafValues::Int64(v)) => Vals::Int(v),
+        Some(LeafValues::Float64(v)) => Vals::Float(v),
+        None => {
+            return Err(Error::Invalid(
+                "internal: an input reads a value column its tensor does not have".to_string(),
+            ));
+        }
+    })
+}
+
+/// One input of a running query.
+pub(crate) struct InputRt<'a> {
+    pub tree: &'a FiberTree,
+    pub values: Vals<'a>,
+    pub fill: Value,
+    /// The coordinates of the leading constant levels.
+    pub consts: Vec<i64>,
+}
+
+impl<'a> InputRt<'a> {
+    /// The fiber of `level` under `parent`.
+    #[inline]
+    pub(crate) fn fiber(&self, level: usize, parent: usize) -> Option<Fiber<'a>> {
+        self.tree.levels().get(level).map(|l| l.fiber(parent))
+    }
+
+    /// The position after looking `coord` up in `count` levels from
+    /// `level`, starting under `parent`.
+    #[inline]
+    pub(crate) fn descend(
+        &self,
+        parent: usize,
+        level: usize,
+        count: usize,
+        coord: i64,
+    ) -> Option<usize> {
+        let mut p = parent;
+        for l in level..level + count {
+            p = self.fiber(l, p)?.lookup(coord)?;
+        }
+        Some(p)
+    }
+
+    /// The root position and presence, after the constant levels.
+    pub(crate) fn root(&self) -> (usize, bool) {
+        if self.tree.nnz() == 0 {
+            return (0, false);
+        }
+        match self.descend_consts() {
+            Some(p) => (p, true),
+            None => (0, false),
+        }
+    }
+
+    fn descend_consts(&self) -> Option<usize> {
+        let mut p = 0;
+        for (l, &c) in self.consts.iter().enumerate() {
+            p = self.fiber(l, p)?.lookup(c)?;
+        }
+        Some(p)
+    }
+}
+
+/// The inputs read at one loop: `count` consecutive levels from `level`
+/// (more than one when a variable repeats, as in `A[i,i]`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Part {
+    pub input: usize,
+    pub level: usize,
+    pub count: usize,
+}
+
+/// Where the value of an expression may differ from its fill value.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Sup {
+    /// Nowhere (a constant).
+    Never,
+    /// Anywhere (a coordinate).
+    Always,
+    /// Where the input has an entry.
+    Input(usize),
+    /// Where all hold (the arguments that annihilate an operator).
+    And(Vec<Sup>),
+    /// Where any holds.
+    Or(Vec<Sup>),
+}
+
+impl Sup {
+    /// The support and fill value of `node`, given the inputs' fills.
+    pub(crate) fn of(node: &Node, fills: &[Value]) -> Result<(Sup, Value)> {
+        Ok(match node {
+            Node::Input(k) => (
+                Sup::Input(*k),
+                fills.get(*k).copied().unwrap_or(Value::Int(0)),
+            ),
+            Node::Literal(v) => (Sup::Never, *v),
+            Node::Coord(_) => (Sup::Always, Value::Int(0)),
+            Node::Map(op, args) => {
+                let parts = args
+                    .iter()
+                    .map(|a| Sup::of(a, fills))
+                    .collect::<Result<Vec<_>>>()?;
+                let arg_fills: Vec<Value> = parts.iter().map(|p| p.1).collect();
+                let fill = op.apply(&arg_fills)?;
+                let annihilating: Vec<Sup> = match op.algebra().annihilator {
+                    Some(a) => parts
+                        .iter()
+                        .enumerate()
+                        .filter(|(n, p)| (*n == 0 || !a.only_first) && p.1.same(a.value))
+                        .map(|(_, p)| p.0.clone())
+                        .collect(),
+                    None => Vec::new(),
+                };
+                let sup = if annihilating.is_empty() {
+                    Sup::or(parts.into_iter().map(|p| p.0).collect())
+                } else {
+                    Sup::and(annihilating)
+                };
+                (sup, fill)
+            }
+        })
+    }
+
+    fn and(items: Vec<Sup>) -> Sup {
+        let mut kept = Vec::new();
+        for item in items {
+            match item {
+                Sup::Never => return Sup::Never,
+                Sup::Always => {}
+                Sup::And(inner) => kept.extend(inner),
+                other => kept.push(other),
+            }
+        }
+        match kept.len() {
+            0 => Sup::Always,
+            1 => kept.remove(0),
+            _ => Sup::And(kept),
+        }
+    }
+
+    fn or(items: Vec<Sup>) -> Sup {
+        let mut kept = Vec::new();
+        for item in items {
+            match item {
+                Sup::Always => return Sup::Always,
+                Sup::Never => {}
+                Sup::Or(inner) => kept.extend(inner),
+                other => kept.push(other),
+            }
+        }
+        match kept.len() {
+            0 => Sup::Never,
+            1 => kept.remove(0),
+            _ => Sup::Or(kept),
+        }
+    }
+
+    /// Whether the support can hold given which inputs are present.
+    pub(crate) fn feasible(&self, present: &[bool]) -> bool {
+        match self {
+            Sup::Never => false,
+            Sup::Always => true,
+            Sup::Input(k) => present.get(*k).copied().unwrap_or(false),
+            Sup::And(items) => items.iter().all(|s| s.feasible(present)),
+            Sup::Or(items) => items.iter().any(|s| s.feasible(present)),
+        }
+    }
+}
+
+/// A physical query ready to run: its inputs opened, its loops resolved.
+pub(crate) struct Kernel<'a> {
+    pub query: &'a PhysicalQuery,
+    pub inputs: Vec<InputRt<'a>>,
+    /// Per loop, the inputs read there.
+    pub parts: Vec<Vec<Part>>,
+    /// Per loop and input, its position in `parts` (if read there).
+    pub part_of: Vec<Vec<Option<usize>>>,
+    pub sup: Sup,
+    pub body_fill: Value,
+    /// Per loop, the variable and its size.
+    pub vars: Vec<usize>,
+    pub sizes: Vec<u64>,
+    /// The loops that bind output variables first (written in order).
+    pub prefix: usize,
+    /// The depth from which every output variable is bound.
+    pub group: usize,
+    /// How many assignments each visited one stands for (aggregated
+    /// variables no input reads), and how many each output coordinate
+    /// aggregates in all.
+    pub copies: u128,
+    pub total: u128,
+    /// The output variables not bound by the prefix, with their sizes.
+    pub suffix: Vec<usize>,
+    pub suffix_sizes: Vec<u64>,
+    pub accumulator: OutputFormat,
+}
+
+impl<'a> Kernel<'a> {
+    /// Resolves `query` over its opened inputs.
+    pub(crate) fn new(query: &'a PhysicalQuery, inputs: Vec<InputRt<'a>>) -> Result<Kernel<'a>> {
+        let depth_of = |v: usize| query.loops.iter().position(|l| l.var == v);
+        let mut parts: Vec<Vec<Part>> = vec![Vec::new(); query.loops.len()];
+        for (k, access) in query.inputs.iter().enumerate() {
+            let mut level = 0;
+            let order = &access.index.order;
+            while level < order.len() {
+                let term = access.terms.get(order[level]).copied();
+                match term {
+                    Some(Term::Const(_)) => level += 1,
+                    Some(Term::Var(v)) => {
+                        let depth = depth_of(v).ok_or_else(|| {
+                            Error::Invalid("internal: an input variable without a loop".into())
+                        })?;
+                        let mut count = 1;
+                        while order
+                            .get(level + count)
+                            .and_then(|&d| access.terms.get(d))
+                            .is_some_and(|t| *t == Term::Var(v))
+                        {
+                            count += 1;
+                        }
+                        parts[depth].push(Part {
+                            input: k,
+                            level,
+                            count,
+                        });
+                        level += count;
+                    }
+                    None => {
+                        return Err(Error::Invalid(
+                            "internal: an index level without a term".into(),
+                        ));
+                    }
+                }
+            }
+        }
+        let part_of = parts
+            .iter()
+            .map(|ps| {
+                (0..inputs.len())
+                    .map(|k| ps.iter().position(|p| p.input == k))
+                    .collect()
+            })
+            .collect();
+        let fills: Vec<Value> = inputs.iter().map(|i| i.fill).collect();
+        let (sup, body_fill) = Sup::of(&query.body, &fills)?;
+        let vars: Vec<usize> = query.loops.iter().map(|l| l.var).collect();
+        let size = |v: usize| query.vars.get(v).map_or(0, |var| var.size);
+        let sizes = vars.iter().map(|&v| size(v)).collect();
+        let prefix = query.sorted_prefix();
+        let group = query
+            .output
+            .iter()
+            .filter_map(|&v| depth_of(v))
+            .max()
+            .map_or(0, |d| d + 1);
+        let mut copies: u128 = 1;
+        let mut total: u128 = 1;
+        for &v in &query.aggregated {
+            total = total.saturating_mul(u128::from(size(v)));
+            if !vars.contains(&v) {
+                copies = copies.saturating_mul(u128::from(size(v)));
+            }
+        }
+        let prefix_vars = &vars[..prefix];
+        let suffix: Vec<usize> = query
+            .output
+            .iter()
+            .copied()
+            .filter(|v| !prefix_vars.contains(v))
+            .collect();
+        let suffix_sizes = suffix.iter().map(|&v| size(v)).collect();
+        let accumulator = query
+            .output
+            .iter()
+            .zip(&query.formats)
+            .find(|(v, _)| suffix.contains(v))
+            .map_or(OutputFormat::Hashed, |(_, f)| *f);
+        Ok(Kernel {
+            query,
+            inputs,
+            parts,
+            part_of,
+            sup,
+            body_fill,
+            vars,
+            sizes,
+            prefix,
+            group,
+            copies,
+            total,
+            suffix,
+            suffix_sizes,
+            accumulator,
+        })
+    }
+
+    /// The fiber that input `k` iterates at loop `depth` from `parent`.
+    #[inline]
+    pub(crate) fn fiber_at(&self, depth: usize, k: usize, parent: usize) -> Option<Fiber<'a>> {
+        let part = self
+            .parts
+            .get(depth)?
+            .get(self.part_of.get(depth)?.get(k).copied()??)?;
+        self.inputs.get(k)?.fiber(part.level, parent)
+    }
+
+    /// The driver fixed for loop `depth`, if any.
+    pub(crate) fn fixed_driver(&self, depth: usize) -> Option<usize> {
+        match self.query.loops.get(depth)?.driver {
+            Driver::Input(k) => Some(k),
+            Driver::Smallest => None,
+        }
+    }
+}
+
+/// The candidate coordinates of one loop visit.
+#[derive(Clone, Debug)]
+pub(crate) enum Cands {
+    /// Every coordinate in `lo..hi`.
+    Range(i64, i64),
+    /// These coordinates, ascending.
+    List(Vec<i64>),
+}
+
+impl Cands {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Cands::Range(lo, hi) => (hi - lo).max(0) as usize,
+            Cands::List(v) => v.len(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> i64 {
+        match self {
+            Cands::Range(lo, _) => lo + i as i64,
+            Cands::List(v) => v.get(i).copied().unwrap_or(0),
+        }
+    }
+
+    /// The candidates `from..to` (by position).
+    pub(crate) fn slice(&self, from: usize, to: usize) -> Cands {
+        match self {
+            Cands::Range(lo, _) => Cands::Range(lo + from as i64, lo + to as i64),
+            Cands::List(v) => Cands::List(v.get(from..to).unwrap_or(&[]).to_vec()),
+        }
+    }
+}
+
+/// A set of coordinates under construction.
+enum Set<'a> {
+    Empty,
+    All,
+    Fiber(usize, Fiber<'a>),
+    List(Vec<i64>),
+}
+
+impl Set<'_> {
+    fn estimate(&self) -> usize {
+        match self {
+            Set::Empty => 0,
+            Set::All => usize::MAX,
+            Set::Fiber(_, f) => f.len(),
+            Set::List(v) => v.len(),
+        }
+    }
+
+    fn push_into(self, out: &mut Vec<i64>) {
+        match self {
+            Set::Fiber(_, f) => out.extend(f.cursor().map(|(c, _)| c)),
+            Set::List(v) => out.extend(v),
+            Set::Empty | Set::All => {}
+        }
+    }
+}
+
+/// The state of one worker running a [`Kernel`] over a chunk of the
+/// outermost loop.
+pub(crate) struct Worker<'k, 'a> {
+    k: &'k Kernel<'a>,
+    ctl: &'k Control<'k>,
+    pub pos: Vec<usize>,
+    pub present: Vec<bool>,
+    coords: Vec<i64>,
+    saved: Vec<(usize, bool)>,
+    top: Option<Cands>,
+    acc: Accumulator<Slot>,
+    out: Entries<Slot>,
+    steps: usize,
+    reserved: u64,
+}
+
+/// The output coordinates of an entry: the bound coordinates of the
+/// in-order levels, `suffix_key` for the others.
+#[inline]
+pub(crate) fn output_key<'k>(
+    k: &'k Kernel<'_>,
+    coords: &'k [i64],
+    suffix_key: &'k [i64],
+) -> impl Iterator<Item = i64> + 'k {
+    k.query
+        .output
+        .iter()
+        .map(move |&v| match k.suffix.iter().position(|&s| s == v) {
+            Some(j) => suffix_key.get(j).copied().unwrap_or(0),
+            None => coords.get(v).copied().unwrap_or(0),
+        })
+}
+
+/// A worker's accumulator and entries are returned to the budget when it
+/// ends (the caller charges the merged result again).
+impl Drop for Worker<'_, '_> {
+    fn drop(&mut self) {
+        self.ctl.release(self.reserved);
+    }
+}
+
+/// The bytes an output entry of `dims` dimensions takes while it is
+/// collected.
+pub(crate) fn entry_bytes(dims: usize) -> u64 {
+    (dims as u64) * 8 + 64
+}
+
+impl<'k, 'a> Worker<'k, 'a> {
+    /// A worker at the root of the loop nest.
+    pub(crate) fn new(k: &'k Kernel<'a>, ctl: &'k Control<'k>) -> Result<Worker<'k, 'a>> {
+        let (pos, present) = k.inputs.iter().map(InputRt::root).unzip();
+        let upfront = Accumulator::<Slot>::upfront_bytes(k.accumulator, &k.suffix_sizes);
+        let reserved = u64::try_from(upfront).unwrap_or(u64::MAX);
+        ctl.reserve(reserved)?;
+        Ok(Worker {
+            k,
+            ctl,
+            pos,
+            present,
+            coords: vec![0; k.query.vars.len()],
+            saved: Vec::new(),
+            top: None,
+            acc: Accumulator::new(k.accumulator, k.suffix_sizes.clone()),
+            out: Entries::new(k.query.output.len()),
+            steps: 0,
+            reserved,
+        })
+    }
+
+    /// Whether the expression can differ from its fill at the root.
+    pub(crate) fn feasible(&self) -> bool {
+        self.k.sup.feasible(&self.present)
+    }
+
+    /// Runs the loop nest over the outermost candidates `top` (ignored when
+    /// there is no loop) and returns the entries written, each with its
+    /// output coordinates.
+    pub(crate) fn run(mut self, top: Cands) -> Result<Entries<Slot>> {
+        self.top = Some(top);
+        let k = self.k;
+        if k.group == 0 {
+            let slot = self.group(0)?;
+            if slot.count > 0 {
+                self.accumulate(slot)?;
+            }
+        } else {
+            self.walk(0)?;
+        }
+        if k.prefix == 0 {
+            self.flush()?;
+        }
+        Ok(self.out.take())
+    }
+
+    /// The candidate coordinates of loop `depth` in the current state.
+    pub(crate) fn candidates(&mut self, depth: usize) -> Cands {
+        if depth == 0
+            && let Some(top) = &self.top
+        {
+            return top.clone();
+        }
+        let size = self.k.sizes.get(depth).copied().unwrap_or(0);
+        let all = Cands::Range(0, i64::try_from(size).unwrap_or(i64::MAX));
+        match self.set(&self.k.sup, depth) {
+            Set::All => all,
+            Set::Empty => Cands::List(Vec::new()),
+            set => {
+                let mut out = Vec::new();
+                set.push_into(&mut out);
+                Cands::List(out)
+            }
+        }
+    }
+
+    fn set(&self, sup: &Sup, depth: usize) -> Set<'a> {
+        match sup {
+            Sup::Never => Set::Empty,
+            Sup::Always => Set::All,
+            Sup::Input(k) => {
+                if !self.present[*k] {
+                    return Set::Empty;
+                }
+                match self.k.fiber_at(depth, *k, self.pos[*k]) {
+                    Some(f) => Set::Fiber(*k, f),
+                    None if self.k.part_of[depth][*k].is_some() => Set::Empty,
+                    None => Set::All,
+                }
+            }
+            Sup::And(items) => {
+                let mut sets = Vec::new();
+                for item in items {
+                    match self.set(item, depth) {
+                        Set::Empty => return Set::Empty,
+                        Set::All => {}
+                        set => sets.push(set),
+                    }
+                }
+                let fixed = self.k.fixed_driver(depth);
+                let chosen = sets
+                    .iter()
+                    .position(|s| matches!(s, Set::Fiber(k, _) if Some(*k) == fixed))
+                    .or_else(|| (0..sets.len()).min_by_key(|&i| sets[i].estimate()));
+                match chosen {
+                    Some(i) => sets.swap_remove(i),
+                    None => Set::All,
+                }
+            }
+            Sup::Or(items) => {
+                let mut out = Vec::new();
+                let mut any = false;
+                for item in items {
+                    match self.set(item, depth) {
+                        Set::All => return Set::All,
+                        Set::Empty => {}
+                        set => {
+                            set.push_into(&mut out);
+                            any = true;
+                        }
+                    }
+                }
+                if !any {
+                    return Set::Empty;
+                }
+                out.sort_unstable();
+                out.dedup();
+                Set::List(out)
+            }
+        }
+    }
+
+    /// Binds loop `depth` to `coord` and looks it up in the inputs read
+    /// there; `false` (with the state restored) if the support cannot hold.
+    #[inline]
+    pub(crate) fn enter(&mut self, depth: usize, coord: i64) -> bool {
+        let k = self.k;
+        if let Some(&v) = k.vars.get(depth) {
+            self.coords[v] = coord;
+        }
+        for part in &k.parts[depth] {
+            let i = part.input;
+            self.saved.push((self.pos[i], self.present[i]));
+            if self.present[i] {
+                match k.inputs[i].descend(self.pos[i], part.level, part.count, coord) {
+                    Some(p) => self.pos[i] = p,
+                    None => self.present[i] = false,
+                }
+            }
+        }
+        if k.sup.feasible(&self.present) {
+            true
+        } else {
+            self.leave(depth);
+            false
+        }
+    }
+
+    /// Undoes [`Worker::enter`].
+    #[inline]
+    pub(crate) fn leave(&mut self, depth: usize) {
+        for part in self.k.parts[depth].iter().rev() {
+            if let Some((p, present)) = self.saved.pop() {
+                self.pos[part.input] = p;
+                self.present[part.input] = present;
+            }
+        }
+    }
+
+    fn walk(&mut self, depth: usize) -> Result<()> {
+        let k = self.k;
+        let cands = self.candidates(depth);
+        for i in 0..cands.len() {
+            if depth == 0 {
+                self.ctl.check()?;
+            }
+            if !self.enter(depth, cands.get(i)) {
+                continue;
+            }
+            let result = self.walk_inside(depth);
+            self.leave(depth);
+            result?;
+            if depth + 1 == k.prefix {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn walk_inside(&mut self, depth: usize) -> Result<()> {
+        if depth + 1 == self.k.group {
+            let slot = self.group(depth + 1)?;
+            if slot.count > 0 {
+                self.accumulate(slot)?;
+            }
+            Ok(())
+        } else {
+            self.walk(depth + 1)
+        }
+    }
+
+    fn group(&mut self, depth: usize) -> Result<Slot> {
+        let k = self.k;
+        if depth == k.vars.len() {
+            return self.leaf();
+        }
+        let cands = self.candidates(depth);
+        let mut slot = Slot::EMPTY;
+        for i in 0..cands.len() {
+            if depth == 0 {
+                self.ctl.check()?;
+            }
+            if !self.enter(depth, cands.get(i)) {
+                continue;
+            }
+            let inner = self.group(depth + 1);
+            self.leave(depth);
+            slot.merge(inner?, k.query.aggregate)?;
+        }
+        Ok(slot)
+    }
+
+    fn leaf(&mut self) -> Result<Slot> {
+        self.steps += 1;
+        if self.steps.is_multiple_of(CHECK_EVERY) {
+            self.ctl.check()?;
+        }
+        let k = self.k;
+        let value = self.eval(&k.query.body)?;
+        Ok(match k.query.aggregate {
+            Some(op) => Slot {
+                acc: Some(op.repeat(op.lift(value), k.copies)?),
+                count: k.copies,
+            },
+            None => Slot {
+                acc: Some(value),
+                count: 1,
+            },
+        })
+    }
+
+    fn eval(&self, node: &Node) -> Result<Value> {
+        match node {
+            Node::Input(k) => Ok(if self.present[*k] {
+                self.k.inputs[*k].values.get(self.pos[*k])
+            } else {
+                self.k.inputs[*k].fill
+            }),
+            Node::Literal(v) => Ok(*v),
+            Node::Coord(v) => Ok(Value::Int(self.coords[*v])),
+            Node::Map(op, args) => {
+                if let [a, b] = args.as_slice()
+                    && let Some(v) = self.binary(*op, a, b)?
+                {
+                    return Ok(v);
+                }
+                let values = args
+                    .iter()
+                    .map(|a| self.eval(a))
+                    .collect::<Result<Vec<_>>>()?;
+                op.apply(&values)
+            }
+        }
+    }
+
+    /// `a * b` and `a + b` of two floats or two integers without the
+    /// general operator dispatch; `None` for other cases.
+    #[inline]
+    fn binary(&self, op: ScalarOp, a: &Node, b: &Node) -> Result<Option<Value>> {
+        if !matches!(op, ScalarOp::Mul | ScalarOp::Add) {
+            return Ok(None);
+        }
+        let (x, y) = (self.eval(a)?, self.eval(b)?);
+        Ok(match (op, x, y) {
+            (ScalarOp::Mul, Value::Float(x), Value::Float(y)) if x != 0.0 && y != 0.0 => {
+                Some(Value::Float(x * y))
+            }
+            (ScalarOp::Add, Value::Float(x), Value::Float(y)) => Some(Value::Float(x + y)),
+            _ => Some(op.apply(&[x, y])?),
+        })
+    }
+
+    fn accumulate(&mut self, slot: Slot) -> Result<()> {
+        let op = self.k.query.aggregate;
+        let new = self
+            .acc
+            .add(&self.coords, &self.k.suffix, slot, |a, b| a.merge(b, op))?;
+        if new && !self.k.suffix.is_empty() {
+            self.charge(entry_bytes(self.k.suffix.len()))?;
+        }
+        Ok(())
+    }
+
+    fn charge(&mut self, bytes: u64) -> Result<()> {
+        self.ctl.reserve(bytes)?;
+        self.reserved += bytes;
+        Ok(())
+    }
+
+    /// Moves the accumulated coordinates into the entries, with the
+    /// coordinates of the in-order levels.
+    fn flush(&mut self) -> Result<()> {
+        let k = self.k;
+        let before = self.out.len();
+        let Worker {
+            acc, out, coords, ..
+        } = self;
+        acc.drain(|suffix_key, slot| {
+            out.push(output_key(k, coords, suffix_key), slot);
+            Ok(())
+        })?;
+        let added = (self.out.len() - before) as u64;
+        self.charge(entry_bytes(k.query.output.len()) * added)
+    }
+}

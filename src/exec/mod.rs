@@ -1,0 +1,115 @@
+//! The executor: runs IR programs as worst-case-optimal joins over
+//! fibertree cursors (Galley sections 3.2, 4 and 6).
+//!
+//! [`execute`] plans a program ([`planner`]) into a [`PhysicalPlan`]
+//! ([`plan`]) and runs it ([`run`]): each physical query is a loop nest in
+//! the style of generic join. At every loop one input's fiber is iterated
+//! and the coordinate is looked up in the others (dense slot, hash probe or
+//! galloping seek); an assignment is skipped as soon as the inputs that
+//! annihilate the expression are absent, and the union is iterated where an
+//! operator does not annihilate (`+`, `max`, comparisons, `ifelse`). Inner
+//! aggregated loops are summed into per-depth accumulators, so the full join
+//! is never materialized; products of inputs under `SUM` take a
+//! monomorphized path that multiplies each factor in at the depth where its
+//! last index is bound ([`product`]).
+//!
+//! Results are exactly those of the reference evaluator
+//! ([`crate::reference`]): the same fill-value semantics, exact 64-bit
+//! integers (overflow is [`Error::Overflow`](crate::Error::Overflow)),
+//! floats up to the order of summation. The outermost loop is split into
+//! chunks of balanced work, independent of the number of threads, run on a
+//! `rayon` pool and merged in chunk order, so results do not depend on the
+//! thread count. Intermediates and results are charged against a memory
+//! limit ([`Error::OutOfMemory`](crate::Error::OutOfMemory)), and the
+//! progress sink's cancellation flag is polled between chunks and every few
+//! thousand inner iterations.
+
+mod accumulate;
+mod control;
+mod kernel;
+pub mod plan;
+pub mod planner;
+mod product;
+mod run;
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::io::ProgressSink;
+use crate::ir::Program;
+use crate::storage::Tensor;
+
+pub use control::format_bytes;
+pub use plan::PhysicalPlan;
+pub use planner::{PlanChoices, QueryChoices, plan, plan_with};
+
+/// How a program runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecOptions {
+    /// Worker threads (at least 1).
+    pub threads: usize,
+    /// The most bytes the intermediates and results of one program may
+    /// take.
+    pub memory_limit: u64,
+}
+
+impl Default for ExecOptions {
+    /// One thread per core and [`default_memory_limit`].
+    fn default() -> Self {
+        ExecOptions {
+            threads: default_threads(),
+            memory_limit: default_memory_limit(),
+        }
+    }
+}
+
+/// The number of cores (1 if it cannot be told).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The memory limit used when none is set: 60% of the physical memory in
+/// `/proc/meminfo`, or 4 GiB where that cannot be read.
+pub fn default_memory_limit() -> u64 {
+    const FALLBACK: u64 = 4 << 30;
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+        })
+        .map_or(FALLBACK, |kib| kib.saturating_mul(1024) / 10 * 6)
+}
+
+/// Plans `program` with the default planner and runs it; returns each
+/// query's result by name, in order, as
+/// [`reference::evaluate`](crate::reference::evaluate) does.
+///
+/// Errors: planning errors (see [`plan_with`]), integer overflow, division
+/// of a non-zero value by zero, [`Error::OutOfMemory`](crate::Error::OutOfMemory)
+/// and [`Error::Cancelled`](crate::Error::Cancelled).
+pub fn execute(
+    program: &Program,
+    options: &ExecOptions,
+    progress: &dyn ProgressSink,
+) -> Result<Vec<(String, Arc<Tensor>)>> {
+    let plan = plan(program)?;
+    run(&plan, options, progress)
+}
+
+/// Runs a physical plan and returns the program's outputs by name, in
+/// order (intermediates are dropped).
+pub fn run(
+    plan: &PhysicalPlan,
+    options: &ExecOptions,
+    progress: &dyn ProgressSink,
+) -> Result<Vec<(String, Arc<Tensor>)>> {
+    run::run_plan(plan, options, progress)
+}

@@ -1,0 +1,400 @@
+//! Physical plans (Galley figure 4.C): what the executor runs.
+//!
+//! A [`PhysicalPlan`] is a sequence of [`PhysicalQuery`]s. Each one is a
+//! loop nest that materializes one tensor: the program's outputs, and the
+//! intermediates the planner introduced (nested aggregates, eliminated
+//! variables), which later queries read by name. A query fixes
+//!
+//! - its variables (every index variable with its size) and which of them
+//!   are the output's dimensions, and which are aggregated;
+//! - the loop order ([`Loop`]), and per loop the input that drives the
+//!   iteration ([`Driver`]): the driver's fiber is iterated and the current
+//!   coordinate is looked up in every other input read at that loop;
+//! - per input ([`Access`]) the fibertree index it is read through, whose
+//!   level order follows the loop order (constants first). When that order
+//!   is not the stored one the input is re-indexed: an explicit step that
+//!   EXPLAIN shows and that [`Tensor::index`] caches with the tensor;
+//! - the pointwise [`Node`] expression over the inputs and the aggregate;
+//! - the output format of every output level ([`OutputFormat`]): levels
+//!   written in loop order are sorted (sequential writes), the others are
+//!   accumulated in a dense array or a hash table (random writes).
+//!
+//! The [`Display`](fmt::Display) form is the text `EXPLAIN` prints: one line
+//! per query, re-index step and loop, stable across runs.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::ir::{AggOp, Annotation, ScalarOp, Value};
+use crate::storage::fibertree::{IndexSpec, LevelFormat};
+use crate::storage::{Dictionary, Tensor, ValueType};
+
+/// A sequence of physical queries; see the module documentation.
+#[derive(Clone, Debug)]
+pub struct PhysicalPlan {
+    /// The queries, in execution order.
+    pub queries: Vec<PhysicalQuery>,
+}
+
+/// One loop nest that materializes one tensor.
+#[derive(Clone, Debug)]
+pub struct PhysicalQuery {
+    /// The name of the result (intermediates are named `#1`, `#2`, ...).
+    pub name: String,
+    /// Whether the result is one of the program's outputs.
+    pub role: Role,
+    /// Every index variable of the query; the other fields refer to them
+    /// by position.
+    pub vars: Vec<Variable>,
+    /// The output's dimensions, in order.
+    pub output: Vec<usize>,
+    /// The format of each output level (one per output dimension).
+    pub formats: Vec<OutputFormat>,
+    /// The aggregate, if the query aggregates.
+    pub aggregate: Option<AggOp>,
+    /// The aggregated variables: looped over, or (when no input reads them)
+    /// accounted for by repeating each value ([`AggOp::repeat`]).
+    pub aggregated: Vec<usize>,
+    /// The loop nest, outermost first.
+    pub loops: Vec<Loop>,
+    /// The inputs the expression reads.
+    pub inputs: Vec<Access>,
+    /// The pointwise expression.
+    pub body: Node,
+    /// The type of the result's values.
+    pub ty: ValueType,
+    /// The value of every output coordinate that the loops produce no entry
+    /// for (0 unless the expression is non-zero where its inputs are
+    /// absent, as `exp(A[i])`).
+    pub fill: Value,
+}
+
+/// Whether a query's result is an output of the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A result of the program: stored as the reference evaluator stores it
+    /// (zeros dropped, every other coordinate stored if the fill is not 0).
+    Output,
+    /// An intermediate: entries equal to [`PhysicalQuery::fill`] dropped.
+    Intermediate,
+}
+
+/// An index variable of a physical query.
+#[derive(Clone, Debug)]
+pub struct Variable {
+    /// The name, as in the program.
+    pub name: String,
+    /// The number of coordinates.
+    pub size: u64,
+    /// The string keys of the coordinates, if any.
+    pub dictionary: Option<Arc<Dictionary>>,
+}
+
+/// One loop: a variable and who drives its iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loop {
+    /// The variable (a position in [`PhysicalQuery::vars`]).
+    pub var: usize,
+    /// Which input is iterated; the others read at this loop are looked up.
+    pub driver: Driver,
+}
+
+/// The access protocol of a loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// At every visit, the input whose current fiber is shortest drives
+    /// (generic join's choice, robust to skewed degrees).
+    Smallest,
+    /// This input (a position in [`PhysicalQuery::inputs`]) always drives.
+    Input(usize),
+}
+
+/// What one input of a query reads and how.
+#[derive(Clone, Debug)]
+pub struct Access {
+    /// The tensor.
+    pub source: Source,
+    /// One term per stored dimension of the tensor.
+    pub terms: Vec<Term>,
+    /// The fibertree index read: its level order follows the loop order
+    /// (constant dimensions first).
+    pub index: IndexSpec,
+    /// The value where the tensor has no entry.
+    pub fill: Value,
+    /// The type of its values.
+    pub ty: ValueType,
+}
+
+/// What indexes one dimension of an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Term {
+    /// A variable (a position in [`PhysicalQuery::vars`]).
+    Var(usize),
+    /// A fixed coordinate.
+    Const(i64),
+}
+
+/// Where an input's tensor comes from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// A stored table, with the annotation read.
+    Table {
+        /// The table's name.
+        name: String,
+        /// The tensor.
+        tensor: Arc<Tensor>,
+        /// The value column, or the multiplicity.
+        annotation: Annotation,
+    },
+    /// The result of an earlier query of the plan, by name.
+    Result(String),
+}
+
+/// The pointwise expression of a query.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// The value of an input (a position in [`PhysicalQuery::inputs`]).
+    Input(usize),
+    /// A constant.
+    Literal(Value),
+    /// The coordinate of a variable.
+    Coord(usize),
+    /// An operator applied to the values of its arguments.
+    Map(ScalarOp, Vec<Node>),
+}
+
+/// The format of one output level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Written in order: the level's variable is looped over before every
+    /// aggregated variable and every later output level.
+    Sorted,
+    /// A dense array over the level's coordinates (random writes).
+    Dense,
+    /// A dense array of flags and values, with the touched coordinates
+    /// listed (random writes to a sparse level).
+    Bytemap,
+    /// A hash table (random writes to a very sparse level).
+    Hashed,
+}
+
+impl OutputFormat {
+    /// The lower-case name EXPLAIN shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Sorted => "sorted",
+            OutputFormat::Dense => "dense",
+            OutputFormat::Bytemap => "bytemap",
+            OutputFormat::Hashed => "hashed",
+        }
+    }
+}
+
+impl PhysicalQuery {
+    /// The variables the loops bind, in loop order.
+    pub fn loop_vars(&self) -> Vec<usize> {
+        self.loops.iter().map(|l| l.var).collect()
+    }
+
+    /// The inputs read at loop `depth` (those with a level for its
+    /// variable): the valid [`Driver::Input`] choices there.
+    pub fn inputs_at(&self, depth: usize) -> Vec<usize> {
+        let Some(l) = self.loops.get(depth) else {
+            return Vec::new();
+        };
+        (0..self.inputs.len())
+            .filter(|&k| self.inputs[k].terms.contains(&Term::Var(l.var)))
+            .collect()
+    }
+
+    /// How many leading loops bind output variables: the output levels
+    /// that are written in order.
+    pub fn sorted_prefix(&self) -> usize {
+        self.loops
+            .iter()
+            .take_while(|l| self.output.contains(&l.var))
+            .count()
+    }
+
+    fn var_name(&self, v: usize) -> &str {
+        self.vars.get(v).map_or("?", |var| var.name.as_str())
+    }
+
+    fn input_name(&self, k: usize) -> String {
+        let Some(access) = self.inputs.get(k) else {
+            return "?".to_string();
+        };
+        let terms: Vec<String> = access
+            .terms
+            .iter()
+            .map(|t| match t {
+                Term::Var(v) => self.var_name(*v).to_string(),
+                Term::Const(c) => c.to_string(),
+            })
+            .collect();
+        let name = match &access.source {
+            Source::Table {
+                name,
+                tensor,
+                annotation,
+            } => match annotation {
+                Annotation::Column(c) => match tensor.values().get(*c) {
+                    Some(column) if !tensor.is_bag() => format!("{name}.{}", column.name),
+                    _ => name.clone(),
+                },
+                Annotation::Multiplicity if tensor.is_bag() => name.clone(),
+                Annotation::Multiplicity => format!("{name}.*"),
+            },
+            Source::Result(name) => name.clone(),
+        };
+        format!("{name}[{}]", terms.join(","))
+    }
+
+    fn write_node(&self, f: &mut fmt::Formatter<'_>, node: &Node) -> fmt::Result {
+        match node {
+            Node::Input(k) => f.write_str(&self.input_name(*k)),
+            Node::Literal(v) => write!(f, "{v}"),
+            Node::Coord(v) => write!(f, "coord({})", self.var_name(*v)),
+            Node::Map(op, args) => {
+                let name = op.function_name().or_else(|| op.symbol()).unwrap_or("?");
+                match (op.symbol(), args.as_slice()) {
+                    (Some(symbol), [arg]) => {
+                        write!(f, "{symbol}(")?;
+                        self.write_node(f, arg)?;
+                        f.write_str(")")
+                    }
+                    (Some(symbol), _) => {
+                        f.write_str("(")?;
+                        for (n, arg) in args.iter().enumerate() {
+                            if n > 0 {
+                                write!(f, " {symbol} ")?;
+                            }
+                            self.write_node(f, arg)?;
+                        }
+                        f.write_str(")")
+                    }
+                    (None, _) => {
+                        write!(f, "{name}(")?;
+                        for (n, arg) in args.iter().enumerate() {
+                            if n > 0 {
+                                f.write_str(", ")?;
+                            }
+                            self.write_node(f, arg)?;
+                        }
+                        f.write_str(")")
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for PhysicalPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (n, query) in self.queries.iter().enumerate() {
+            if n > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{query}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for PhysicalQuery {
+    /// `Query C[i,k] (output; sorted/hashed) = SUM(j) (A[i,j] * B[j,k])`,
+    /// then one line per re-index step and per loop.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let outputs: Vec<&str> = self.output.iter().map(|&v| self.var_name(v)).collect();
+        let formats: Vec<&str> = self.formats.iter().map(|f| f.name()).collect();
+        let role = match self.role {
+            Role::Output => "output",
+            Role::Intermediate => "intermediate",
+        };
+        write!(f, "Query {}", self.name)?;
+        if !outputs.is_empty() {
+            write!(f, "[{}]", outputs.join(","))?;
+        }
+        write!(f, " ({role} {}", self.ty.sql_name())?;
+        if !formats.is_empty() {
+            write!(f, ", {}", formats.join("/"))?;
+        }
+        if !self.fill.is_zero() {
+            write!(f, ", fill {}", self.fill)?;
+        }
+        f.write_str(") = ")?;
+        if let Some(op) = self.aggregate {
+            let names: Vec<&str> = self.aggregated.iter().map(|&v| self.var_name(v)).collect();
+            write!(f, "{}({}) ", op.name(), names.join(","))?;
+        }
+        self.write_node(f, &self.body)?;
+        for (k, access) in self.inputs.iter().enumerate() {
+            if !access.index.is_identity() {
+                let order: Vec<String> = access
+                    .index
+                    .order
+                    .iter()
+                    .map(|&d| match access.terms.get(d) {
+                        Some(Term::Var(v)) => self.var_name(*v).to_string(),
+                        Some(Term::Const(c)) => c.to_string(),
+                        None => "?".to_string(),
+                    })
+                    .collect();
+                let formats: Vec<&str> = access.index.formats.iter().map(|f| f.name()).collect();
+                write!(
+                    f,
+                    "\n  reindex {} as ({}) {}",
+                    self.input_name(k),
+                    order.join(","),
+                    formats.join("/")
+                )?;
+            }
+        }
+        for (depth, l) in self.loops.iter().enumerate() {
+            let read = self.inputs_at(depth);
+            let var = self.var_name(l.var);
+            write!(f, "\n  {}for {var}: ", "  ".repeat(depth))?;
+            if read.is_empty() {
+                f.write_str("every coordinate")?;
+                continue;
+            }
+            let level_format = |k: usize| {
+                let access = &self.inputs[k];
+                access
+                    .index
+                    .order
+                    .iter()
+                    .position(|&d| access.terms.get(d) == Some(&Term::Var(l.var)))
+                    .and_then(|level| access.index.formats.get(level))
+                    .copied()
+                    .unwrap_or(LevelFormat::Compressed)
+            };
+            let names: Vec<String> = read
+                .iter()
+                .map(|&k| format!("{} ({})", self.input_name(k), level_format(k)))
+                .collect();
+            match l.driver {
+                Driver::Input(d) if read.contains(&d) => {
+                    write!(f, "iterate {} ({})", self.input_name(d), level_format(d))?;
+                    let others: Vec<&String> = read
+                        .iter()
+                        .zip(&names)
+                        .filter(|(k, _)| **k != d)
+                        .map(|(_, n)| n)
+                        .collect();
+                    if !others.is_empty() {
+                        let others: Vec<&str> = others.iter().map(|s| s.as_str()).collect();
+                        write!(f, "; look up {}", others.join(", "))?;
+                    }
+                }
+                _ if read.len() == 1 => write!(f, "iterate {}", names.join(""))?,
+                _ => write!(
+                    f,
+                    "iterate the shortest of {}; look up the others",
+                    names.join(", ")
+                )?,
+            }
+        }
+        Ok(())
+    }
+}

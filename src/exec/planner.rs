@@ -1,0 +1,903 @@
+//! The default planner: turns any IR [`Program`] into a correct
+//! [`PhysicalPlan`], until the cost-based optimizer produces plans through
+//! the same types.
+//!
+//! Each IR query becomes one physical query, preceded by the intermediates
+//! it needs:
+//!
+//! 1. Variable elimination (optional, [`PlanChoices::eliminate`]): in a
+//!    `SUM` over a product of inputs, an aggregated variable whose factors
+//!    touch at most one other variable, or whose other variables are all
+//!    covered by one factor (a mask, as in `E[j,k] * SUM(i) E[i,j] *
+//!    E[i,k]`, taken into the sum), is summed out into its own query first
+//!    (Σ distributes over ×), as long as that query does not take the
+//!    whole product. Trees of a
+//!    subgraph-counting query fold into vectors this way; cycles stay in one
+//!    worst-case-optimal loop nest.
+//! 2. Nested aggregates are materialized as intermediate queries (`#1`,
+//!    `#2`, ...) with their fill value, so the remaining expression of every
+//!    query is pointwise under at most one aggregate.
+//! 3. The loop order starts with the first output variable (or the first
+//!    variable) and then repeatedly takes the variable that shares the most
+//!    inputs with the variables already bound (ties: output variables, then
+//!    first appearance), so joins stay connected. Inputs are read through an
+//!    index whose level order follows the loop order; vectors that are at
+//!    least half full are read through a dense level.
+//! 4. Output levels written in loop order are sorted; the others accumulate
+//!    in a dense array when it is small, else in a hash table.
+//!
+//! [`PlanChoices`] overrides any of these per physical query, so tests can
+//! run every valid loop order, driver and format.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
+use crate::storage::ValueType;
+use crate::storage::fibertree::{IndexSpec, LevelFormat};
+
+use super::plan::{
+    Access, Driver, Loop, Node, OutputFormat, PhysicalPlan, PhysicalQuery, Role, Source, Term,
+    Variable,
+};
+
+/// Output levels with at most this many coordinates (over all random-write
+/// levels together) accumulate in a dense array by default.
+const DENSE_ACCUMULATOR: u128 = 1 << 16;
+
+/// Choices that override the default planner.
+#[derive(Clone, Debug)]
+pub struct PlanChoices {
+    /// Whether to sum variables out into intermediate queries (step 1 of
+    /// the module documentation).
+    pub eliminate: bool,
+    /// Choices per physical query, by position in the plan; missing entries
+    /// keep the defaults.
+    pub queries: HashMap<usize, QueryChoices>,
+}
+
+impl Default for PlanChoices {
+    fn default() -> Self {
+        PlanChoices {
+            eliminate: true,
+            queries: HashMap::new(),
+        }
+    }
+}
+
+/// Choices for one physical query.
+#[derive(Clone, Debug, Default)]
+pub struct QueryChoices {
+    /// The loop order by variable name: a permutation of the loop
+    /// variables of the default plan.
+    pub loop_order: Option<Vec<String>>,
+    /// The driver of each loop, by position in the loop order.
+    pub drivers: Vec<Driver>,
+    /// The format of every level of every input index.
+    pub input_format: Option<LevelFormat>,
+    /// The format of the output levels that are not written in order
+    /// (dense, bytemap or hashed).
+    pub accumulator: Option<OutputFormat>,
+}
+
+/// Plans `program` with the default choices.
+pub fn plan(program: &Program) -> Result<PhysicalPlan> {
+    plan_with(program, &PlanChoices::default())
+}
+
+/// Plans `program`, overriding the defaults with `choices`.
+///
+/// Errors: what the reference evaluator reports for the same program
+/// (unknown aliases, index counts or sizes that do not fit the tensors,
+/// output indices that are not the free indices, operators whose fill
+/// value cannot be computed), and choices that do not fit the query.
+pub fn plan_with(program: &Program, choices: &PlanChoices) -> Result<PhysicalPlan> {
+    let mut planner = Planner {
+        choices,
+        queries: Vec::new(),
+        results: HashMap::new(),
+        fresh: 0,
+    };
+    for query in &program.queries {
+        planner.query(query)?;
+    }
+    Ok(PhysicalPlan {
+        queries: planner.queries,
+    })
+}
+
+/// What later queries know about a result.
+#[derive(Clone, Debug)]
+struct ResultInfo {
+    dims: Vec<Variable>,
+    ty: ValueType,
+    fill: Value,
+}
+
+struct Planner<'a> {
+    choices: &'a PlanChoices,
+    queries: Vec<PhysicalQuery>,
+    results: HashMap<String, ResultInfo>,
+    fresh: usize,
+}
+
+/// A variable's coordinates: size and dictionary.
+type Domains = HashMap<String, Variable>;
+
+impl Planner<'_> {
+    fn query(&mut self, query: &Query) -> Result<()> {
+        let mut domains = Domains::new();
+        self.collect_domains(&query.expr, &mut domains)?;
+        let free = query.expr.free_indices();
+        let same = free.len() == query.indices.len()
+            && free.iter().all(|v| query.indices.contains(v))
+            && query.indices.iter().all(|v| free.contains(v));
+        if !same {
+            return Err(Error::Invalid(format!(
+                "the output indices [{}] of '{}' are not the free indices [{}] of its expression",
+                query.indices.join(", "),
+                query.name,
+                free.join(", ")
+            )));
+        }
+        let expr = if self.choices.eliminate {
+            eliminate(&query.expr)
+        } else {
+            query.expr.clone()
+        };
+        let (aggregate, body) = match &expr {
+            Expr::Agg { op, indices, body } => (Some((*op, indices.clone())), body.as_ref()),
+            other => (None, other),
+        };
+        self.kernel(
+            query.name.clone(),
+            Role::Output,
+            &query.indices,
+            aggregate,
+            body,
+            &domains,
+        )
+    }
+
+    /// Records the size of every variable, checking that each input gets
+    /// one term per dimension and that a variable has one size.
+    fn collect_domains(&self, expr: &Expr, domains: &mut Domains) -> Result<()> {
+        let (dims, terms): (Vec<Variable>, &[IndexTerm]) = match expr {
+            Expr::Map { args, .. } => {
+                return args
+                    .iter()
+                    .try_for_each(|a| self.collect_domains(a, domains));
+            }
+            Expr::Agg { body, .. } => return self.collect_domains(body, domains),
+            Expr::Literal(_) | Expr::Index(_) => return Ok(()),
+            Expr::Input(input) => (
+                input
+                    .tensor
+                    .tensor
+                    .dims()
+                    .iter()
+                    .map(|d| Variable {
+                        name: d.name.clone(),
+                        size: d.size,
+                        dictionary: d.dictionary.clone(),
+                    })
+                    .collect(),
+                &input.indices,
+            ),
+            Expr::Alias { name, indices } => (self.result(name)?.dims.clone(), indices),
+        };
+        if terms.len() != dims.len() {
+            return Err(Error::Invalid(format!(
+                "{expr} gives {} indices for {} dimensions",
+                terms.len(),
+                dims.len()
+            )));
+        }
+        for (term, dim) in terms.iter().zip(dims) {
+            let IndexTerm::Var(var) = term else { continue };
+            let domain = domains.entry(var.clone()).or_insert_with(|| Variable {
+                name: var.clone(),
+                ..dim.clone()
+            });
+            // SQL joins columns of different sizes: an index ranges over
+            // the largest (lookups beyond a smaller dimension find nothing).
+            domain.size = domain.size.max(dim.size);
+        }
+        Ok(())
+    }
+
+    fn result(&self, name: &str) -> Result<&ResultInfo> {
+        self.results.get(name).ok_or_else(|| {
+            Error::unknown(
+                "Query",
+                name,
+                self.results
+                    .keys()
+                    .filter(|k| !k.starts_with('#'))
+                    .map(String::as_str),
+            )
+        })
+    }
+
+    /// Plans `name[output] = aggregate(body)` and the intermediates of its
+    /// nested aggregates.
+    fn kernel(
+        &mut self,
+        name: String,
+        role: Role,
+        output: &[String],
+        aggregate: Option<(AggOp, Vec<String>)>,
+        body: &Expr,
+        domains: &Domains,
+    ) -> Result<()> {
+        let mut builder = Builder {
+            vars: Vec::new(),
+            inputs: Vec::new(),
+            domains,
+        };
+        let output_ids = output
+            .iter()
+            .map(|v| builder.var(v))
+            .collect::<Result<Vec<_>>>()?;
+        let compiled = self.compile(body, &mut builder)?;
+        let (op, aggregated) = match &aggregate {
+            Some((op, indices)) => {
+                let mut ids = Vec::new();
+                for index in indices {
+                    let id = builder.var(index)?;
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+                (Some(*op), ids)
+            }
+            None => (None, Vec::new()),
+        };
+        let Builder { vars, inputs, .. } = builder;
+        let (ty, body_fill) = (compiled.ty, compiled.fill);
+        let (ty, fill) = match op {
+            Some(op) => {
+                let mut total: u128 = 1;
+                for &v in &aggregated {
+                    total = total
+                        .checked_mul(u128::from(vars[v].size))
+                        .ok_or_else(|| too_many(&name))?;
+                }
+                let ty = op.result_type(ty);
+                let fill = if total == 0 {
+                    Value::zero(op.result_type(body_fill.value_type()))
+                } else {
+                    op.repeat(op.lift(body_fill), total)?
+                };
+                (ty, fill)
+            }
+            None => (ty, body_fill),
+        };
+        let position = self.queries.len();
+        let choices = self
+            .choices
+            .queries
+            .get(&position)
+            .cloned()
+            .unwrap_or_default();
+        let mut query = PhysicalQuery {
+            name: name.clone(),
+            role,
+            vars,
+            output: output_ids,
+            formats: Vec::new(),
+            aggregate: op,
+            aggregated,
+            loops: Vec::new(),
+            inputs,
+            body: compiled.node,
+            ty,
+            fill,
+        };
+        let bound = loop_vars(&query);
+        if let Some(&unbound) = query.output.iter().find(|v| !bound.contains(v)) {
+            return Err(Error::Invalid(format!(
+                "index '{}' of '{name}' does not index any tensor",
+                query.vars[unbound].name
+            )));
+        }
+        let order = match &choices.loop_order {
+            Some(names) => chosen_order(&query, &bound, names)?,
+            None => default_order(&query, &bound),
+        };
+        query.loops = order
+            .iter()
+            .enumerate()
+            .map(|(depth, &var)| {
+                let driver = choices
+                    .drivers
+                    .get(depth)
+                    .copied()
+                    .unwrap_or(Driver::Smallest);
+                Loop { var, driver }
+            })
+            .collect();
+        for depth in 0..query.loops.len() {
+            if let Driver::Input(k) = query.loops[depth].driver
+                && !query.inputs_at(depth).contains(&k)
+            {
+                return Err(Error::Invalid(format!(
+                    "input {k} of '{name}' cannot drive the loop over '{}': it is not indexed by it",
+                    query.vars[query.loops[depth].var].name
+                )));
+            }
+        }
+        self.index_inputs(&mut query, choices.input_format)?;
+        query.formats = output_formats(&query, choices.accumulator)?;
+        self.results.insert(
+            name,
+            ResultInfo {
+                dims: query
+                    .output
+                    .iter()
+                    .map(|&v| query.vars[v].clone())
+                    .collect(),
+                ty: query.ty,
+                // An output stores every coordinate whose value is not 0.
+                fill: match role {
+                    Role::Output => Value::zero(query.ty),
+                    Role::Intermediate => query.fill,
+                },
+            },
+        );
+        self.queries.push(query);
+        Ok(())
+    }
+
+    /// Chooses every input's index: level order by loop order (constants
+    /// first), formats as chosen or by default.
+    fn index_inputs(&self, query: &mut PhysicalQuery, format: Option<LevelFormat>) -> Result<()> {
+        let depth_of: HashMap<usize, usize> = query
+            .loops
+            .iter()
+            .enumerate()
+            .map(|(d, l)| (l.var, d))
+            .collect();
+        for access in &mut query.inputs {
+            let mut order: Vec<usize> = (0..access.terms.len()).collect();
+            order.sort_by_key(|&d| match access.terms[d] {
+                Term::Const(_) => (0, d),
+                Term::Var(v) => (1 + depth_of.get(&v).copied().unwrap_or(usize::MAX - 1), d),
+            });
+            let formats = match format {
+                Some(format) => vec![format; order.len()],
+                None => default_formats(access),
+            };
+            access.index = IndexSpec::new(order, formats);
+        }
+        Ok(())
+    }
+
+    /// Compiles a pointwise expression, planning each nested aggregate as
+    /// an intermediate query.
+    fn compile(&mut self, expr: &Expr, builder: &mut Builder<'_>) -> Result<Compiled> {
+        Ok(match expr {
+            Expr::Literal(v) => Compiled {
+                node: Node::Literal(*v),
+                ty: v.value_type(),
+                fill: *v,
+            },
+            Expr::Index(var) => Compiled {
+                node: Node::Coord(builder.var(var)?),
+                ty: ValueType::Int64,
+                fill: Value::Int(0),
+            },
+            Expr::Map { op, args } => {
+                let args = args
+                    .iter()
+                    .map(|a| self.compile(a, builder))
+                    .collect::<Result<Vec<_>>>()?;
+                let types: Vec<ValueType> = args.iter().map(|a| a.ty).collect();
+                let fills: Vec<Value> = args.iter().map(|a| a.fill).collect();
+                Compiled {
+                    ty: op.result_type(&types),
+                    fill: op.apply(&fills)?,
+                    node: Node::Map(*op, args.into_iter().map(|a| a.node).collect()),
+                }
+            }
+            Expr::Input(input) => {
+                let ty = input.value_type();
+                let source = Source::Table {
+                    name: input.tensor.name.clone(),
+                    tensor: input.tensor.tensor.clone(),
+                    annotation: input.annotation,
+                };
+                if let Annotation::Column(c) = input.annotation
+                    && c >= input.tensor.tensor.values().len()
+                {
+                    return Err(Error::Invalid(format!(
+                        "internal: {expr} reads a value column its tensor does not have"
+                    )));
+                }
+                builder.input(source, &input.indices, ty, Value::zero(ty))?
+            }
+            Expr::Alias { name, indices } => {
+                let info = self.result(name)?.clone();
+                builder.input(Source::Result(name.clone()), indices, info.ty, info.fill)?
+            }
+            Expr::Agg { op, indices, body } => {
+                self.fresh += 1;
+                let name = format!("#{}", self.fresh);
+                let free = expr.free_indices();
+                self.kernel(
+                    name.clone(),
+                    Role::Intermediate,
+                    &free,
+                    Some((*op, indices.clone())),
+                    body,
+                    builder.domains,
+                )?;
+                let info = self.result(&name)?.clone();
+                let terms: Vec<IndexTerm> = free.into_iter().map(IndexTerm::Var).collect();
+                builder.input(Source::Result(name), &terms, info.ty, info.fill)?
+            }
+        })
+    }
+}
+
+/// A compiled expression with its type and fill value.
+struct Compiled {
+    node: Node,
+    ty: ValueType,
+    fill: Value,
+}
+
+/// Collects the variables and inputs of one physical query.
+struct Builder<'a> {
+    vars: Vec<Variable>,
+    inputs: Vec<Access>,
+    domains: &'a Domains,
+}
+
+impl Builder<'_> {
+    fn var(&mut self, name: &str) -> Result<usize> {
+        if let Some(id) = self.vars.iter().position(|v| v.name == name) {
+            return Ok(id);
+        }
+        let domain = self
+            .domains
+            .get(name)
+            .ok_or_else(|| Error::Invalid(format!("index '{name}' does not index any tensor")))?;
+        self.vars.push(domain.clone());
+        Ok(self.vars.len() - 1)
+    }
+
+    fn input(
+        &mut self,
+        source: Source,
+        indices: &[IndexTerm],
+        ty: ValueType,
+        fill: Value,
+    ) -> Result<Compiled> {
+        let terms = indices
+            .iter()
+            .map(|t| match t {
+                IndexTerm::Var(v) => self.var(v).map(Term::Var),
+                IndexTerm::Const(c) => Ok(Term::Const(*c)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let n = terms.len();
+        self.inputs.push(Access {
+            source,
+            terms,
+            index: IndexSpec::identity(n),
+            fill,
+            ty,
+        });
+        Ok(Compiled {
+            node: Node::Input(self.inputs.len() - 1),
+            ty,
+            fill,
+        })
+    }
+}
+
+fn too_many(name: &str) -> Error {
+    Error::NotSupported(format!(
+        "the query '{name}' aggregates over more than 2^128 coordinates"
+    ))
+}
+
+/// The variables a query loops over: those an input or a `coord` reads.
+pub(crate) fn loop_vars(query: &PhysicalQuery) -> Vec<usize> {
+    fn coords(node: &Node, out: &mut Vec<usize>) {
+        match node {
+            Node::Coord(v) => out.push(*v),
+            Node::Map(_, args) => args.iter().for_each(|a| coords(a, out)),
+            Node::Input(_) | Node::Literal(_) => {}
+        }
+    }
+    let mut used = Vec::new();
+    for access in &query.inputs {
+        for term in &access.terms {
+            if let Term::Var(v) = term {
+                used.push(*v);
+            }
+        }
+    }
+    coords(&query.body, &mut used);
+    (0..query.vars.len()).filter(|v| used.contains(v)).collect()
+}
+
+fn chosen_order(query: &PhysicalQuery, bound: &[usize], names: &[String]) -> Result<Vec<usize>> {
+    let order: Vec<usize> = names
+        .iter()
+        .filter_map(|n| query.vars.iter().position(|v| &v.name == n))
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != names.len() || sorted != bound {
+        let expected: Vec<&str> = bound.iter().map(|&v| query.vars[v].name.as_str()).collect();
+        return Err(Error::Invalid(format!(
+            "the loop order [{}] of '{}' is not a permutation of its loop variables [{}]",
+            names.join(", "),
+            query.name,
+            expected.join(", ")
+        )));
+    }
+    Ok(order)
+}
+
+/// The default loop order (step 3 of the module documentation).
+fn default_order(query: &PhysicalQuery, bound: &[usize]) -> Vec<usize> {
+    let appearance = first_appearance(query, bound);
+    let mut order: Vec<usize> = Vec::new();
+    let mut left: Vec<usize> = appearance.clone();
+    while !left.is_empty() {
+        let score = |v: usize| -> (usize, bool) {
+            let shared = query
+                .inputs
+                .iter()
+                .filter(|a| {
+                    a.terms.contains(&Term::Var(v))
+                        && a.terms
+                            .iter()
+                            .any(|t| matches!(t, Term::Var(w) if order.contains(w)))
+                })
+                .count();
+            (shared, query.output.contains(&v))
+        };
+        let next = if order.is_empty() {
+            query.output.first().copied().unwrap_or(left[0])
+        } else {
+            let mut best = left[0];
+            for &v in &left {
+                if score(v) > score(best) {
+                    best = v;
+                }
+            }
+            best
+        };
+        order.push(next);
+        left.retain(|&v| v != next);
+    }
+    order
+}
+
+/// The loop variables in order of first appearance in the inputs (then
+/// those only `coord` reads).
+fn first_appearance(query: &PhysicalQuery, bound: &[usize]) -> Vec<usize> {
+    let mut seen = Vec::new();
+    for access in &query.inputs {
+        for term in &access.terms {
+            if let Term::Var(v) = term
+                && !seen.contains(v)
+            {
+                seen.push(*v);
+            }
+        }
+    }
+    for &v in bound {
+        if !seen.contains(&v) {
+            seen.push(v);
+        }
+    }
+    seen
+}
+
+/// Compressed levels, except a dense level for a stored vector that is at
+/// least half full (a lookup is then one array access).
+fn default_formats(access: &Access) -> Vec<LevelFormat> {
+    let n = access.terms.len();
+    if let Source::Table { tensor, .. } = &access.source
+        && n == 1
+        && tensor.dims()[0].size <= 2 * tensor.nnz() as u64
+    {
+        return vec![LevelFormat::Dense];
+    }
+    vec![LevelFormat::Compressed; n]
+}
+
+/// Sorted for the output levels written in loop order, else the chosen
+/// accumulator, or dense when the random-write levels are small.
+fn output_formats(
+    query: &PhysicalQuery,
+    chosen: Option<OutputFormat>,
+) -> Result<Vec<OutputFormat>> {
+    let prefix: Vec<usize> = query.loops[..query.sorted_prefix()]
+        .iter()
+        .map(|l| l.var)
+        .collect();
+    let random: u128 = query
+        .output
+        .iter()
+        .filter(|v| !prefix.contains(v))
+        .map(|&v| u128::from(query.vars[v].size))
+        .product();
+    let default = if random <= DENSE_ACCUMULATOR {
+        OutputFormat::Dense
+    } else {
+        OutputFormat::Hashed
+    };
+    let format = match chosen {
+        Some(OutputFormat::Sorted) => {
+            return Err(Error::Invalid(format!(
+                "the output levels of '{}' that are not written in loop order cannot be sorted",
+                query.name
+            )));
+        }
+        Some(format) => format,
+        None => default,
+    };
+    Ok(query
+        .output
+        .iter()
+        .map(|v| {
+            if prefix.contains(v) {
+                OutputFormat::Sorted
+            } else {
+                format
+            }
+        })
+        .collect())
+}
+
+/// Variable elimination over `SUM`s of products (step 1 of the module
+/// documentation), applied everywhere in `expr`.
+fn eliminate(expr: &Expr) -> Expr {
+    match expr {
+        Expr::Map { op, args } => Expr::Map {
+            op: *op,
+            args: args.iter().map(eliminate).collect(),
+        },
+        Expr::Agg { op, indices, body } => {
+            let body = eliminate(body);
+            match (&body, op) {
+                (
+                    Expr::Map {
+                        op: ScalarOp::Mul,
+                        args,
+                    },
+                    AggOp::Sum,
+                ) if args
+                    .iter()
+                    .all(|a| matches!(a, Expr::Input(_) | Expr::Alias { .. })) =>
+                {
+                    sum_out(indices.clone(), args.clone())
+                }
+                _ => Expr::Agg {
+                    op: *op,
+                    indices: indices.clone(),
+                    body: Box::new(body),
+                },
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+/// `SUM(indices) Π factors`, with the variables that can be summed out
+/// moved into nested sums.
+fn sum_out(mut indices: Vec<String>, mut factors: Vec<Expr>) -> Expr {
+    loop {
+        let vars: Vec<Vec<String>> = factors.iter().map(Expr::free_indices).collect();
+        let mut best: Option<(usize, usize, String, Vec<usize>)> = None;
+        for v in &indices {
+            let containing: Vec<usize> = (0..factors.len())
+                .filter(|&f| vars[f].contains(v))
+                .collect();
+            if containing.is_empty() {
+                continue;
+            }
+            let mut neighbours: Vec<&String> = Vec::new();
+            for &f in &containing {
+                for w in &vars[f] {
+                    if w != v && !neighbours.contains(&w) {
+                        neighbours.push(w);
+                    }
+                }
+            }
+            // Masks bound an intermediate over two or more variables;
+            // over one, it is at most a vector anyway.
+            let chosen: Vec<usize> = (0..factors.len())
+                .filter(|&f| {
+                    containing.contains(&f)
+                        || (neighbours.len() > 1
+                            && !vars[f].is_empty()
+                            && vars[f].iter().all(|w| neighbours.contains(&w)))
+                })
+                .collect();
+            let covered = neighbours.len() <= 1
+                || chosen
+                    .iter()
+                    .any(|&f| neighbours.iter().all(|w| vars[f].contains(w)));
+            if chosen.len() == factors.len() || !covered {
+                continue;
+            }
+            let rank = (neighbours.len(), chosen.len());
+            if best.as_ref().is_none_or(|b| rank < (b.0, b.1)) {
+                best = Some((rank.0, rank.1, v.clone(), chosen));
+            }
+        }
+        let Some((_, _, var, chosen)) = best else {
+            break;
+        };
+        let first = chosen[0];
+        let mut taken = Vec::new();
+        let mut kept = Vec::new();
+        for (f, factor) in factors.into_iter().enumerate() {
+            if chosen.contains(&f) {
+                taken.push(factor);
+            } else {
+                kept.push(factor);
+            }
+        }
+        let inner = Expr::Agg {
+            op: AggOp::Sum,
+            indices: vec![var.clone()],
+            body: Box::new(product(taken)),
+        };
+        kept.insert(first.min(kept.len()), inner);
+        factors = kept;
+        indices.retain(|v| *v != var);
+    }
+    let body = product(factors);
+    if indices.is_empty() {
+        body
+    } else {
+        Expr::Agg {
+            op: AggOp::Sum,
+            indices,
+            body: Box::new(body),
+        }
+    }
+}
+
+fn product(mut factors: Vec<Expr>) -> Expr {
+    if factors.len() == 1 {
+        factors.remove(0)
+    } else {
+        Expr::Map {
+            op: ScalarOp::Mul,
+            args: factors,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ir::{Input, TensorRef};
+    use crate::storage::{Coo, DimensionSpec, Tensor};
+
+    fn bag(name: &str, dims: usize) -> TensorRef {
+        let tensor = Tensor::from_coo(Coo {
+            dims: (0..dims)
+                .map(|d| DimensionSpec::new(format!("d{d}"), Some(4)))
+                .collect(),
+            coords: (0..dims).map(|d| vec![0, 1, 2 + d as i64 % 2]).collect(),
+            values: Vec::new(),
+            column_order: None,
+        })
+        .unwrap();
+        TensorRef {
+            name: name.to_string(),
+            tensor: Arc::new(tensor),
+        }
+    }
+
+    fn input(tensor: &TensorRef, vars: &[&str]) -> Expr {
+        Expr::Input(Input {
+            tensor: tensor.clone(),
+            annotation: Annotation::Multiplicity,
+            indices: vars.iter().map(|v| IndexTerm::Var(v.to_string())).collect(),
+        })
+    }
+
+    fn sum(indices: &[&str], factors: Vec<Expr>) -> Expr {
+        Expr::Agg {
+            op: AggOp::Sum,
+            indices: indices.iter().map(|v| v.to_string()).collect(),
+            body: Box::new(Expr::map(ScalarOp::Mul, factors)),
+        }
+    }
+
+    #[test]
+    fn tree_variables_are_summed_out_and_cycles_stay_joined() {
+        let (e, l) = (bag("E", 2), bag("L", 1));
+        // A star: the leaf c folds into a vector over a, which folds into
+        // one over b.
+        let star = sum(
+            &["a", "b", "c"],
+            vec![
+                input(&e, &["a", "b"]),
+                input(&e, &["a", "c"]),
+                input(&l, &["b"]),
+            ],
+        );
+        assert_eq!(
+            eliminate(&star).to_string(),
+            "SUM(b) (SUM(a) E[a,b] * SUM(c) E[a,c]) * L[b]"
+        );
+        // A triangle: summing out a vertex would take the whole product.
+        let triangle = sum(
+            &["i", "j", "k"],
+            vec![
+                input(&e, &["i", "j"]),
+                input(&e, &["j", "k"]),
+                input(&e, &["i", "k"]),
+            ],
+        );
+        assert_eq!(eliminate(&triangle), triangle);
+        // A triangle with a tail: the tail folds, masked by nothing else.
+        let tailed = sum(
+            &["i", "j", "k", "t"],
+            vec![
+                input(&e, &["i", "j"]),
+                input(&e, &["j", "k"]),
+                input(&e, &["i", "k"]),
+                input(&e, &["k", "t"]),
+            ],
+        );
+        assert_eq!(
+            eliminate(&tailed).to_string(),
+            "SUM(i,j,k) E[i,j] * E[j,k] * E[i,k] * SUM(t) E[k,t]"
+        );
+    }
+
+    #[test]
+    fn plans_show_loops_reindexing_and_intermediates() {
+        let e = bag("E", 2);
+        let program = Program {
+            queries: vec![Query {
+                name: "p".into(),
+                indices: vec!["k".into()],
+                expr: sum(&["i"], vec![input(&e, &["i", "k"]), input(&e, &["k", "i"])]),
+            }],
+        };
+        let plan = plan(&program).unwrap();
+        assert_eq!(
+            plan.to_string(),
+            "Query p[k] (output BIGINT, sorted) = SUM(i) (E[i,k] * E[k,i])\n  \
+             reindex E[i,k] as (k,i) compressed/compressed\n  \
+             for k: iterate the shortest of E[i,k] (compressed), E[k,i] (compressed); look up the others\n    \
+             for i: iterate the shortest of E[i,k] (compressed), E[k,i] (compressed); look up the others"
+        );
+        let bad = PlanChoices {
+            eliminate: true,
+            queries: [(
+                0,
+                QueryChoices {
+                    loop_order: Some(vec!["i".into(), "x".into()]),
+                    ..QueryChoices::default()
+                },
+            )]
+            .into_iter()
+            .collect(),
+        };
+        let error = plan_with(&program, &bad).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Invalid input: the loop order [i, x] of 'p' is not a permutation of its loop \
+             variables [k, i]"
+        );
+    }
+}

@@ -1,0 +1,827 @@
+//! The fast path for products of inputs, optionally under `SUM`: SpMV,
+//! SpMM, SDDMM, MTTKRP, triangle and subgraph counting.
+//!
+//! Values are monomorphized (`i64` with overflow checks, or `f64`); every
+//! loop intersects the fibers of the inputs read there (the driver is
+//! iterated, the others looked up by dense slot, hash probe or galloping
+//! seek); a factor is multiplied in at the depth where its last index is
+//! bound, and the aggregated inner loops return their sums to the loop
+//! above (pushed-down aggregation), so the inner loop of SpMV is one
+//! multiply-add per stored entry of the row.
+
+use std::borrow::Cow;
+
+use crate::error::{Error, Result};
+use crate::ir::{AggOp, ScalarOp, Value};
+use crate::storage::ValueType;
+use crate::storage::fibertree::{Cursor, Fiber, LevelFormat};
+
+use super::ExecOptions;
+use super::accumulate::{Accumulate, Accumulator, Entries};
+use super::control::{CHECK_EVERY, Control};
+use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes, output_key};
+use super::plan::Node;
+use super::run::{run_chunks, split, top_weights};
+
+/// A numeric type of the fast path.
+trait Num: Accumulate + PartialEq + Send + Sync + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+    /// `self * other` (an error on integer overflow).
+    fn times(self, other: Self) -> Result<Self>;
+    /// The values of an input as this type.
+    fn typed(values: Vals<'_>) -> Typed<'_, Self>;
+    fn value(self) -> Value;
+    /// `n` copies summed.
+    fn repeat(self, n: u128) -> Result<Self>;
+}
+
+impl Num for i64 {
+    const ZERO: i64 = 0;
+    const ONE: i64 = 1;
+
+    #[inline]
+    fn times(self, other: i64) -> Result<i64> {
+        self.checked_mul(other)
+            .ok_or_else(|| Error::Overflow(format!("* of {self}, {other}")))
+    }
+
+    fn typed(values: Vals<'_>) -> Typed<'_, i64> {
+        match values {
+            Vals::Int(v) => Typed::Values(Cow::Borrowed(v)),
+            Vals::Bool(b) => Typed::Values(Cow::Owned(b.iter().map(i64::from).collect())),
+            Vals::Float(v) => Typed::Values(Cow::Owned(v.iter().map(|&x| x as i64).collect())),
+            Vals::One => Typed::One,
+        }
+    }
+
+    fn value(self) -> Value {
+        Value::Int(self)
+    }
+
+    fn repeat(self, n: u128) -> Result<i64> {
+        i64::try_from(n)
+            .ok()
+            .and_then(|n| self.checked_mul(n))
+            .ok_or_else(|| Error::Overflow(format!("SUM of {n} copies of {self}")))
+    }
+}
+
+impl Num for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+
+    #[inline]
+    fn times(self, other: f64) -> Result<f64> {
+        Ok(self * other)
+    }
+
+    fn typed(values: Vals<'_>) -> Typed<'_, f64> {
+        match values {
+            Vals::Float(v) => Typed::Values(Cow::Borrowed(v)),
+            Vals::Int(v) => Typed::Values(Cow::Owned(v.iter().map(|&x| x as f64).collect())),
+            Vals::Bool(b) => Typed::Values(Cow::Owned(
+                b.iter().map(|x| f64::from(u8::from(x))).collect(),
+            )),
+            Vals::One => Typed::One,
+        }
+    }
+
+    fn value(self) -> Value {
+        Value::Float(self)
+    }
+
+    fn repeat(self, n: u128) -> Result<f64> {
+        Ok(self * n as f64)
+    }
+}
+
+/// An input's values as the fast path's type.
+enum Typed<'a, T: Clone + 'static> {
+    Values(Cow<'a, [T]>),
+    One,
+}
+
+impl<T: Num> Typed<'_, T> {
+    #[inline]
+    fn get(&self, p: usize) -> T {
+        match self {
+            Typed::Values(v) => v.get(p).copied().unwrap_or(T::ZERO),
+            Typed::One => T::ONE,
+        }
+    }
+
+    /// The values as a slice; `None` when every value is 1.
+    #[inline]
+    fn slice(&self) -> Option<&[T]> {
+        match self {
+            Typed::Values(v) => Some(v),
+            Typed::One => None,
+        }
+    }
+
+    fn owned_bytes(&self) -> u64 {
+        match self {
+            Typed::Values(Cow::Owned(v)) => (v.len() * 8) as u64,
+            _ => 0,
+        }
+    }
+}
+
+/// The value at position `p` of `values` (`None`: every value is 1).
+#[inline]
+fn read<T: Num>(values: Option<&[T]>, p: usize) -> T {
+    match values {
+        Some(v) => v.get(p).copied().unwrap_or(T::ZERO),
+        None => T::ONE,
+    }
+}
+
+/// A kernel that the fast path runs: which factor is multiplied in at
+/// which depth, and in which type.
+pub(crate) struct Product {
+    float: bool,
+    /// The inputs bound before any loop (no variable, or only constants).
+    root: Vec<usize>,
+    /// Per loop, the positions (in the loop's parts) of the inputs whose
+    /// last variable it binds.
+    completes: Vec<Vec<usize>>,
+}
+
+impl Product {
+    /// The fast path's plan for `kernel`, if its expression is a product
+    /// of inputs (fill 0) under `SUM` or no aggregate.
+    pub(crate) fn new(kernel: &Kernel<'_>) -> Option<Product> {
+        let query = kernel.query;
+        if !matches!(query.aggregate, None | Some(AggOp::Sum)) {
+            return None;
+        }
+        let factors: Vec<usize> = match &query.body {
+            Node::Input(k) => vec![*k],
+            Node::Map(ScalarOp::Mul, args) => args
+                .iter()
+                .map(|a| match a {
+                    Node::Input(k) => Some(*k),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?,
+            _ => return None,
+        };
+        let mut seen = factors.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != factors.len() || seen.len() != kernel.inputs.len() {
+            return None;
+        }
+        if kernel.inputs.iter().any(|i| !i.fill.is_zero()) {
+            return None;
+        }
+        let float = query.inputs.iter().any(|a| a.ty == ValueType::Float64);
+        let last_depth = |k: usize| {
+            kernel
+                .parts
+                .iter()
+                .rposition(|parts| parts.iter().any(|p| p.input == k))
+        };
+        let mut root = Vec::new();
+        let mut completes = vec![Vec::new(); kernel.parts.len()];
+        for k in 0..kernel.inputs.len() {
+            match last_depth(k) {
+                Some(d) => {
+                    let j = kernel.parts[d].iter().position(|p| p.input == k)?;
+                    completes[d].push(j);
+                }
+                None => root.push(k),
+            }
+        }
+        Some(Product {
+            float,
+            root,
+            completes,
+        })
+    }
+
+    /// Runs the kernel and returns its entries with their final values.
+    pub(crate) fn run(
+        &self,
+        kernel: &Kernel<'_>,
+        control: &Control<'_>,
+        options: &ExecOptions,
+    ) -> Result<Entries<Value>> {
+        if self.float {
+            self.run_typed::<f64>(kernel, control, options)
+        } else {
+            self.run_typed::<i64>(kernel, control, options)
+        }
+    }
+
+    fn run_typed<T: Num>(
+        &self,
+        kernel: &Kernel<'_>,
+        control: &Control<'_>,
+        options: &ExecOptions,
+    ) -> Result<Entries<Value>> {
+        let values: Vec<Typed<'_, T>> = kernel.inputs.iter().map(|i| T::typed(i.values)).collect();
+        control.reserve(values.iter().map(Typed::owned_bytes).sum())?;
+        let root = Worker::new(kernel, control)?;
+        if !root.feasible() {
+            return Ok(Entries::new(kernel.query.output.len()));
+        }
+        let mut scale = T::ONE;
+        for &k in &self.root {
+            let factor = values[k].get(root.pos[k]);
+            // A zero factor makes the product zero, even next to a NaN.
+            if factor == T::ZERO {
+                return Ok(Entries::new(kernel.query.output.len()));
+            }
+            scale = scale.times(factor)?;
+        }
+        let shared = Shared {
+            kernel,
+            product: self,
+            values: &values,
+            control,
+        };
+        let parts: Vec<Entries<T>> = if kernel.vars.is_empty() {
+            vec![shared.worker(&root.pos, None)?.run(scale)?]
+        } else {
+            let mut root = root;
+            let top = root.candidates(0);
+            let weights = top_weights(kernel, &root.pos, &root.present, &top);
+            let pos = std::mem::take(&mut root.pos);
+            drop(root);
+            let chunks = split(&weights, top.len());
+            run_chunks(&chunks, options, control, |from, to| {
+                shared
+                    .worker(&pos, Some(top.slice(from, to)))
+                    .and_then(|w| w.run(scale))
+            })?
+        };
+        let merged = merge(kernel, parts)?;
+        let copies = kernel.copies;
+        merged.map(|v| Ok(if copies == 1 { v } else { v.repeat(copies)? }.value()))
+    }
+}
+
+/// What the workers of one run share.
+struct Shared<'s, 'a, T: Num> {
+    kernel: &'s Kernel<'a>,
+    product: &'s Product,
+    values: &'s [Typed<'a, T>],
+    control: &'s Control<'s>,
+}
+
+impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
+    fn worker(&self, pos: &[usize], top: Option<Cands>) -> Result<ProductWorker<'_, 's, 'a, T>> {
+        let kernel = self.kernel;
+        let upfront = Accumulator::<T>::upfront_bytes(kernel.accumulator, &kernel.suffix_sizes);
+        let reserved = u64::try_from(upfront).unwrap_or(u64::MAX);
+        self.control.reserve(reserved)?;
+        Ok(ProductWorker {
+            shared: self,
+            pos: pos.to_vec(),
+            coords: vec![0; kernel.query.vars.len()],
+            top,
+            acc: Accumulator::new(kernel.accumulator, kernel.suffix_sizes.clone()),
+            out: Entries::new(kernel.query.output.len()),
+            steps: 0,
+            scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
+            reserved,
+        })
+    }
+}
+
+/// One worker of the fast path.
+struct ProductWorker<'w, 's, 'a, T: Num> {
+    shared: &'w Shared<'s, 'a, T>,
+    pos: Vec<usize>,
+    coords: Vec<i64>,
+    top: Option<Cands>,
+    acc: Accumulator<T>,
+    out: Entries<T>,
+    steps: usize,
+    reserved: u64,
+    /// Buffers per loop depth.
+    scratch: Vec<Scratch<'a>>,
+}
+
+/// A worker's accumulator and entries are returned to the budget when it
+/// ends (the caller charges the merged result again).
+impl<T: Num> Drop for ProductWorker<'_, '_, '_, T> {
+    fn drop(&mut self) {
+        self.shared.control.release(self.reserved);
+    }
+}
+
+/// How one input is looked up at a loop.
+enum Probe<'a> {
+    /// Galloping seek of a cursor over sorted coordinates.
+    Seek(Cursor<'a>),
+    /// Direct lookup: dense slot, bytemap flag or hash probe.
+    Direct(Fiber<'a>),
+}
+
+impl Probe<'_> {
+    #[inline]
+    fn find(&mut self, coord: i64) -> Option<usize> {
+        match self {
+            Probe::Seek(cursor) => {
+                cursor.seek(coord);
+                match cursor.current() {
+                    Some((c, p)) if c == coord => Some(p),
+                    _ => None,
+                }
+            }
+            Probe::Direct(fiber) => fiber.lookup(coord),
+        }
+    }
+}
+
+impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
+    fn run(mut self, scale: T) -> Result<Entries<T>> {
+        let kernel = self.shared.kernel;
+        if kernel.vars.is_empty() {
+            self.add(scale)?;
+        } else if kernel.group == 0 {
+            if let Some(sum) = self.group(0)? {
+                self.add(scale.times(sum)?)?;
+            }
+        } else {
+            self.walk(0, scale)?;
+        }
+        if kernel.prefix == 0 {
+            self.flush()?;
+        }
+        Ok(self.out.take())
+    }
+
+    /// The product of the factors completed at loop `depth`, at the
+    /// positions found there.
+    #[inline]
+    fn factors(&self, depth: usize, positions: &[usize]) -> Result<T> {
+        let kernel = self.shared.kernel;
+        let mut v = T::ONE;
+        for &j in &self.shared.product.completes[depth] {
+            let input = kernel.parts[depth][j].input;
+            let factor = self.shared.values[input].get(positions[j]);
+            // A zero factor makes the product zero, even next to a NaN or
+            // an infinity (as `*` does).
+            if factor == T::ZERO {
+                return Ok(T::ZERO);
+            }
+            v = v.times(factor)?;
+        }
+        Ok(v)
+    }
+
+    fn walk(&mut self, depth: usize, partial: T) -> Result<()> {
+        let kernel = self.shared.kernel;
+        visit(self, depth, |w, positions| {
+            let factor = w.factors(depth, positions)?;
+            if factor == T::ZERO {
+                return Ok(());
+            }
+            let v = partial.times(factor)?;
+            w.set(depth, positions);
+            if depth + 1 == kernel.group {
+                if let Some(inner) = w.group(depth + 1)? {
+                    w.add(v.times(inner)?)?;
+                }
+            } else {
+                w.walk(depth + 1, v)?;
+            }
+            if depth + 1 == kernel.prefix {
+                w.flush()?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The sum over the loops from `depth` of the product of the factors
+    /// they complete; `None` when no product is non-zero.
+    fn group(&mut self, depth: usize) -> Result<Option<T>> {
+        let kernel = self.shared.kernel;
+        let n = kernel.vars.len();
+        if depth == n {
+            return Ok(Some(T::ONE));
+        }
+        let mut sum = T::ZERO;
+        let mut any = false;
+        if depth + 1 == n
+            && !(depth == 0 && self.top.is_some())
+            && let Some(result) = self.innermost(depth)
+        {
+            return result;
+        }
+        if depth + 1 == n {
+            visit(self, depth, |w, positions| {
+                let v = w.factors(depth, positions)?;
+                if v != T::ZERO {
+                    sum.add(v)?;
+                    any = true;
+                }
+                w.count_steps(1)
+            })?;
+        } else {
+            visit(self, depth, |w, positions| {
+                let v = w.factors(depth, positions)?;
+                if v == T::ZERO {
+                    return Ok(());
+                }
+                w.set(depth, positions);
+                if let Some(inner) = w.group(depth + 1)? {
+                    sum.add(v.times(inner)?)?;
+                    any = true;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(any.then_some(sum))
+    }
+
+    /// The innermost loop's sum as one tight loop over the driver's sorted
+    /// coordinates and values, probing the other inputs; `None` when the
+    /// loop does not have that shape (a repeated variable, or a driver
+    /// without sorted coordinates), for [`visit`] to handle.
+    fn innermost(&mut self, depth: usize) -> Option<Result<Option<T>>> {
+        let kernel = self.shared.kernel;
+        let parts = &kernel.parts[depth];
+        if parts.iter().any(|p| p.count != 1) {
+            return None;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch[depth]);
+        let result = self.innermost_with(depth, &mut scratch);
+        self.scratch[depth] = scratch;
+        result
+    }
+
+    fn innermost_with(
+        &mut self,
+        depth: usize,
+        scratch: &mut Scratch<'a>,
+    ) -> Option<Result<Option<T>>> {
+        let kernel = self.shared.kernel;
+        let parts = &kernel.parts[depth];
+        scratch.parents.clear();
+        scratch
+            .parents
+            .extend(parts.iter().map(|p| self.pos[p.input]));
+        let Some(join) = Join::new(kernel, depth, scratch) else {
+            return Some(Ok(None));
+        };
+        let (coords, base) = join.sorted()?;
+        let values = self.shared.values;
+        let driver = values[parts[join.driver].input].slice();
+        const MOST_PROBES: usize = 8;
+        if scratch.probes.len() > MOST_PROBES {
+            return None;
+        }
+        let mut probed: [Option<&[T]>; MOST_PROBES] = [None; MOST_PROBES];
+        for (slot, (j, _)) in probed.iter_mut().zip(&scratch.probes) {
+            *slot = values[parts[*j].input].slice();
+        }
+        let mut sum = T::ZERO;
+        let mut any = false;
+        'entries: for (i, &c) in coords.iter().enumerate() {
+            let mut v = read(driver, base + i);
+            if v == T::ZERO {
+                continue;
+            }
+            for ((_, probe), vals) in scratch.probes.iter_mut().zip(&probed) {
+                let Some(p) = probe.find(c) else {
+                    continue 'entries;
+                };
+                let factor = read(*vals, p);
+                if factor == T::ZERO {
+                    continue 'entries;
+                }
+                v = match v.times(factor) {
+                    Ok(v) => v,
+                    Err(e) => return Some(Err(e)),
+                };
+            }
+            if let Err(e) = sum.add(v) {
+                return Some(Err(e));
+            }
+            any = true;
+        }
+        if let Err(e) = self.count_steps(coords.len()) {
+            return Some(Err(e));
+        }
+        Some(Ok(any.then_some(sum)))
+    }
+
+    /// Counts inner iterations and checks for cancellation every
+    /// [`CHECK_EVERY`] of them.
+    #[inline]
+    fn count_steps(&mut self, n: usize) -> Result<()> {
+        self.steps += n;
+        if self.steps >= CHECK_EVERY {
+            self.steps = 0;
+            self.shared.control.check()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the inputs read at `depth` to `positions`.
+    #[inline]
+    fn set(&mut self, depth: usize, positions: &[usize]) {
+        for (part, &p) in self.shared.kernel.parts[depth].iter().zip(positions) {
+            self.pos[part.input] = p;
+        }
+    }
+
+    fn add(&mut self, value: T) -> Result<()> {
+        let kernel = self.shared.kernel;
+        let new = self
+            .acc
+            .add(&self.coords, &kernel.suffix, value, |a, b| a.add(b))?;
+        if new && !kernel.suffix.is_empty() {
+            self.charge(entry_bytes(kernel.suffix.len()))?;
+        }
+        Ok(())
+    }
+
+    fn charge(&mut self, bytes: u64) -> Result<()> {
+        self.shared.control.reserve(bytes)?;
+        self.reserved += bytes;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let kernel = self.shared.kernel;
+        let before = self.out.len();
+        let ProductWorker {
+            acc, out, coords, ..
+        } = self;
+        acc.drain(|suffix_key, v| {
+            out.push(output_key(kernel, coords, suffix_key), v);
+            Ok(())
+        })?;
+        let added = (self.out.len() - before) as u64;
+        self.charge(entry_bytes(kernel.query.output.len()) * added)
+    }
+}
+
+/// Calls `f(worker, positions)` for every coordinate of loop `depth` where
+/// every input read there has an entry, with the inputs' child positions
+/// (in the order of the loop's parts); binds the loop's variable and
+/// restores the inputs' positions afterwards.
+#[inline]
+fn visit<'s, 'a, T: Num, F>(w: &mut ProductWorker<'_, 's, 'a, T>, depth: usize, f: F) -> Result<()>
+where
+    F: FnMut(&mut ProductWorker<'_, 's, 'a, T>, &[usize]) -> Result<()>,
+{
+    let mut scratch = std::mem::take(&mut w.scratch[depth]);
+    let result = visit_with(w, depth, &mut scratch, f);
+    let kernel = w.shared.kernel;
+    for (part, &p) in kernel.parts[depth].iter().zip(&scratch.parents) {
+        w.pos[part.input] = p;
+    }
+    w.scratch[depth] = scratch;
+    result
+}
+
+/// [`visit`] with the loop's buffers.
+#[inline]
+fn visit_with<'s, 'a, T: Num, F>(
+    w: &mut ProductWorker<'_, 's, 'a, T>,
+    depth: usize,
+    scratch: &mut Scratch<'a>,
+    mut f: F,
+) -> Result<()>
+where
+    F: FnMut(&mut ProductWorker<'_, 's, 'a, T>, &[usize]) -> Result<()>,
+{
+    let kernel: &Kernel<'a> = w.shared.kernel;
+    let parts = &kernel.parts[depth];
+    let var = kernel.vars[depth];
+    scratch.parents.clear();
+    scratch.parents.extend(parts.iter().map(|p| w.pos[p.input]));
+    scratch.positions.clear();
+    scratch.positions.resize(parts.len(), 0);
+    let Some(top) = w.top.take().filter(|_| depth == 0) else {
+        return intersect(kernel, depth, scratch, |c, positions| {
+            w.coords[var] = c;
+            f(w, positions)
+        });
+    };
+    // The chunk's coordinates ascend: seek through compressed levels.
+    scratch.probes.clear();
+    for (j, (part, &parent)) in parts.iter().zip(&scratch.parents).enumerate() {
+        let input = &kernel.inputs[part.input];
+        let Some(fiber) = input.fiber(part.level, parent) else {
+            w.top = Some(top);
+            return Ok(());
+        };
+        let probe = match input.tree.levels().get(part.level).map(|l| l.format()) {
+            Some(LevelFormat::Compressed) => Probe::Seek(fiber.cursor()),
+            _ => Probe::Direct(fiber),
+        };
+        scratch.probes.push((j, probe));
+    }
+    let mut result = Ok(());
+    for i in 0..top.len() {
+        if let Err(e) = w.shared.control.check() {
+            result = Err(e);
+            break;
+        }
+        let c = top.get(i);
+        let found = scratch
+            .probes
+            .iter_mut()
+            .zip(scratch.positions.iter_mut())
+            .all(|((j, probe), slot)| {
+                let part = &parts[*j];
+                let p = probe.find(c).and_then(|p| {
+                    if part.count > 1 {
+                        kernel.inputs[part.input].descend(p, part.level + 1, part.count - 1, c)
+                    } else {
+                        Some(p)
+                    }
+                });
+                match p {
+                    Some(p) => {
+                        *slot = p;
+                        true
+                    }
+                    None => false,
+                }
+            });
+        if found {
+            w.coords[var] = c;
+            if let Err(e) = f(w, &scratch.positions) {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    w.top = Some(top);
+    result
+}
+
+/// Reusable buffers of one loop: the inputs' parent and child positions,
+/// their fibers and formats, and the probes.
+#[derive(Default)]
+struct Scratch<'a> {
+    parents: Vec<usize>,
+    positions: Vec<usize>,
+    fibers: Vec<Fiber<'a>>,
+    formats: Vec<Option<LevelFormat>>,
+    probes: Vec<(usize, Probe<'a>)>,
+}
+
+/// The intersection of the fibers read at one loop: the driver's fiber,
+/// iterated, and a probe into each other fiber (kept in the loop's
+/// [`Scratch`]).
+#[derive(Clone, Copy)]
+struct Join<'a> {
+    /// The driving part (a position in the loop's parts).
+    driver: usize,
+    fiber: Fiber<'a>,
+    format: Option<LevelFormat>,
+}
+
+impl<'a> Join<'a> {
+    /// The intersection at loop `depth` under the inputs' positions in
+    /// `scratch.parents`; the driver is fixed by the plan, else the
+    /// shortest fiber (a dense level only when all are dense). The probes
+    /// go to `scratch.probes`. `None` when an input has no such fiber.
+    fn new(kernel: &Kernel<'a>, depth: usize, scratch: &mut Scratch<'a>) -> Option<Join<'a>> {
+        let parts = &kernel.parts[depth];
+        let (fibers, formats) = (&mut scratch.fibers, &mut scratch.formats);
+        fibers.clear();
+        formats.clear();
+        for (part, &parent) in parts.iter().zip(&scratch.parents) {
+            let input = &kernel.inputs[part.input];
+            fibers.push(input.fiber(part.level, parent)?);
+            formats.push(input.tree.levels().get(part.level).map(|l| l.format()));
+        }
+        let fixed = kernel
+            .fixed_driver(depth)
+            .and_then(|k| parts.iter().position(|p| p.input == k));
+        let driver = match fixed {
+            Some(j) => j,
+            None => (0..parts.len()).min_by_key(|&j| {
+                if formats[j] == Some(LevelFormat::Dense) {
+                    usize::MAX
+                } else {
+                    fibers[j].len()
+                }
+            })?,
+        };
+        scratch.probes.clear();
+        scratch
+            .probes
+            .extend((0..parts.len()).filter(|&j| j != driver).map(|j| {
+                let probe = match formats[j] {
+                    Some(LevelFormat::Compressed) => Probe::Seek(fibers[j].cursor()),
+                    _ => Probe::Direct(fibers[j]),
+                };
+                (j, probe)
+            }));
+        Some(Join {
+            driver,
+            fiber: fibers[driver],
+            format: formats[driver],
+        })
+    }
+
+    /// The driver's sorted coordinates and the position of the first, when
+    /// its positions are consecutive (compressed and hashed levels).
+    fn sorted(&self) -> Option<(&'a [i64], usize)> {
+        match self.format {
+            Some(LevelFormat::Compressed | LevelFormat::Hashed) => {
+                let coords = self.fiber.sorted_coords()?;
+                let base = self.fiber.cursor().current().map_or(0, |(_, p)| p);
+                Some((coords, base))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Iterates the intersection of the fibers read at loop `depth` under
+/// `scratch.parents`, calling `f(coordinate, positions)` with every input's child
+/// position (in the order of the loop's parts).
+#[inline]
+fn intersect<'a>(
+    kernel: &Kernel<'a>,
+    depth: usize,
+    scratch: &mut Scratch<'a>,
+    mut f: impl FnMut(i64, &[usize]) -> Result<()>,
+) -> Result<()> {
+    let parts = &kernel.parts[depth];
+    let Some(join) = Join::new(kernel, depth, scratch) else {
+        return Ok(());
+    };
+    let (probes, positions) = (&mut scratch.probes, &mut scratch.positions);
+    let driver = join.driver;
+    let sorted = join.sorted();
+    let fiber = join.fiber;
+    let drive = &parts[driver];
+    let driver_input = &kernel.inputs[drive.input];
+    let mut emit = |c: i64, child: usize, positions: &mut [usize]| -> Result<()> {
+        let child = if drive.count > 1 {
+            match driver_input.descend(child, drive.level + 1, drive.count - 1, c) {
+                Some(p) => p,
+                None => return Ok(()),
+            }
+        } else {
+            child
+        };
+        positions[driver] = child;
+        for (j, probe) in probes.iter_mut() {
+            let part = &parts[*j];
+            let Some(mut p) = probe.find(c) else {
+                return Ok(());
+            };
+            if part.count > 1 {
+                match kernel.inputs[part.input].descend(p, part.level + 1, part.count - 1, c) {
+                    Some(q) => p = q,
+                    None => return Ok(()),
+                }
+            }
+            positions[*j] = p;
+        }
+        f(c, positions)
+    };
+    match sorted {
+        Some((coords, base)) => {
+            for (i, &c) in coords.iter().enumerate() {
+                emit(c, base + i, positions)?;
+            }
+        }
+        None => {
+            for (c, child) in fiber.cursor() {
+                emit(c, child, positions)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The chunks' entries as one list (see [`super::run`]): concatenated, or
+/// summed coordinate by coordinate in chunk order.
+fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Entries<T>>) -> Result<Entries<T>> {
+    let mut merged = Entries::new(kernel.query.output.len());
+    if kernel.prefix > 0 || parts.len() <= 1 {
+        parts.into_iter().for_each(|p| merged.append(p));
+        return Ok(merged);
+    }
+    let mut table: hashbrown::HashMap<Vec<i64>, T> = hashbrown::HashMap::new();
+    for part in &parts {
+        for (n, &v) in part.values.iter().enumerate() {
+            match table.get_mut(part.key(n)) {
+                Some(existing) => existing.add(v)?,
+                None => {
+                    table.insert(part.key(n).to_vec(), v);
+                }
+            }
+        }
+    }
+    for (key, v) in table {
+        merged.push(key, v);
+    }
+    Ok(merged)
+}

@@ -1,0 +1,419 @@
+//! Runs a physical plan: opens each query's inputs (building the indexes
+//! it reads, re-indexing where the plan says so), splits the outermost loop
+//! into chunks of balanced work, runs them on the thread pool, merges their
+//! entries in chunk order, and stores the result as a tensor with the
+//! reference evaluator's conventions.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::io::ProgressSink;
+use crate::ir::{Annotation, Value};
+use crate::storage::fibertree::FiberTree;
+use crate::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
+
+use super::ExecOptions;
+use super::accumulate::{Entries, Slot};
+use super::control::Control;
+use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
+use super::plan::{PhysicalPlan, PhysicalQuery, Role, Source, Term};
+use super::product;
+
+/// How many chunks the outermost loop is split into (at most): a fixed
+/// number, so that results do not depend on the thread count.
+const CHUNKS: usize = 256;
+
+/// The least work (estimated inner iterations) a chunk is given.
+const MIN_CHUNK_WORK: u64 = 256;
+
+/// A result of the plan so far: the tensor and the value of its absent
+/// entries.
+type Results = HashMap<String, (Arc<Tensor>, Value)>;
+
+pub(crate) fn run_plan(
+    plan: &PhysicalPlan,
+    options: &ExecOptions,
+    progress: &dyn ProgressSink,
+) -> Result<Vec<(String, Arc<Tensor>)>> {
+    let control = Control::new(progress, options.memory_limit);
+    let mut results = Results::new();
+    let mut outputs = Vec::new();
+    for query in &plan.queries {
+        control.check()?;
+        let (tensor, fill) = run_query(query, &results, &control, options)?;
+        if query.role == Role::Output {
+            outputs.push((query.name.clone(), Arc::clone(&tensor)));
+        }
+        results.insert(query.name.clone(), (tensor, fill));
+    }
+    Ok(outputs)
+}
+
+/// The bytes a fibertree index over `tensor` with `levels` levels takes,
+/// roughly (positions and coordinates per level, a copy of the values).
+fn index_bytes(tensor: &Tensor, levels: usize) -> u64 {
+    (tensor.nnz() as u64).saturating_mul(16 * levels as u64 + 16)
+}
+
+fn run_query(
+    query: &PhysicalQuery,
+    results: &Results,
+    control: &Control<'_>,
+    options: &ExecOptions,
+) -> Result<(Arc<Tensor>, Value)> {
+    let mut opened = Vec::new();
+    for access in &query.inputs {
+        let (tensor, annotation, fill) = match &access.source {
+            Source::Table {
+                tensor, annotation, ..
+            } => (Arc::clone(tensor), *annotation, access.fill),
+            Source::Result(name) => {
+                let (tensor, fill) = results.get(name).ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "internal: the plan reads '{name}' before it is computed"
+                    ))
+                })?;
+                let annotation = if tensor.is_bag() {
+                    Annotation::Multiplicity
+                } else {
+                    Annotation::Column(0)
+                };
+                (Arc::clone(tensor), annotation, *fill)
+            }
+        };
+        if !tensor.built_indexes().contains(&access.index) {
+            control.reserve(index_bytes(&tensor, access.index.order.len()))?;
+        }
+        let tree: Arc<FiberTree> = tensor.index(&access.index)?;
+        let consts: Vec<i64> = access
+            .index
+            .order
+            .iter()
+            .map_while(|&d| match access.terms.get(d) {
+                Some(Term::Const(c)) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        opened.push((tree, annotation, tensor.is_bag(), fill, consts));
+    }
+    let inputs = opened
+        .iter()
+        .map(|(tree, annotation, bag, fill, consts)| {
+            Ok(InputRt {
+                tree: tree.as_ref(),
+                values: values_of(tree, *annotation, *bag)?,
+                fill: *fill,
+                consts: consts.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let kernel = Kernel::new(query, inputs)?;
+    let entries = match product::Product::new(&kernel) {
+        Some(product) => product.run(&kernel, control, options)?,
+        None => run_general(&kernel, control, options)?,
+    };
+    let tensor = store(&kernel, entries, control)?;
+    // An output stores every coordinate whose value is not 0.
+    let fill = match query.role {
+        Role::Output => Value::zero(query.ty),
+        Role::Intermediate => query.fill,
+    };
+    Ok((Arc::new(tensor), fill))
+}
+
+/// Runs a kernel on the general path.
+fn run_general(
+    kernel: &Kernel<'_>,
+    control: &Control<'_>,
+    options: &ExecOptions,
+) -> Result<Entries<Value>> {
+    let mut root = Worker::new(kernel, control)?;
+    if !root.feasible() {
+        return Ok(Entries::new(kernel.query.output.len()));
+    }
+    if kernel.vars.is_empty() {
+        let entries = root.run(Cands::List(Vec::new()))?;
+        return finish_all(kernel, entries);
+    }
+    let top = root.candidates(0);
+    let weights = top_weights(kernel, &root.pos, &root.present, &top);
+    let chunks = split(&weights, top.len());
+    let parts = run_chunks(&chunks, options, control, |from, to| {
+        Worker::new(kernel, control)?.run(top.slice(from, to))
+    })?;
+    let merged = merge(kernel, parts)?;
+    finish_all(kernel, merged)
+}
+
+/// Runs `run(from, to)` for every chunk, on the thread pool when there
+/// are several threads and chunks, and returns the results in chunk order,
+/// or the first real error any chunk met (the others stop early).
+pub(crate) fn run_chunks<T: Send>(
+    chunks: &[(usize, usize)],
+    options: &ExecOptions,
+    control: &Control<'_>,
+    run: impl Fn(usize, usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let one = |&(from, to): &(usize, usize)| -> Result<T> {
+        control.check()?;
+        control.tick();
+        run(from, to).inspect_err(|e| control.fail(clone_error(e)))
+    };
+    let parts: Vec<Result<T>> = if options.threads <= 1 || chunks.len() <= 1 {
+        chunks.iter().map(one).collect()
+    } else {
+        super::control::pool(options.threads)?.install(|| chunks.par_iter().map(one).collect())
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
+        match part {
+            Ok(p) => out.push(p),
+            Err(e) => return Err(control.take_failure().unwrap_or(e)),
+        }
+    }
+    Ok(out)
+}
+
+/// A copy of an error for the shared failure slot (errors that wrap
+/// foreign sources become messages).
+fn clone_error(error: &Error) -> Error {
+    match error {
+        Error::Cancelled => Error::Cancelled,
+        Error::Overflow(m) => Error::Overflow(m.clone()),
+        Error::OutOfMemory(m) => Error::OutOfMemory(m.clone()),
+        Error::Invalid(m) => Error::Invalid(m.clone()),
+        Error::NotSupported(m) => Error::NotSupported(m.clone()),
+        Error::Type(m) => Error::Type(m.clone()),
+        other => Error::Invalid(other.to_string()),
+    }
+}
+
+/// An estimate of the work under each outermost candidate: 1 plus the
+/// length of the next fiber of the largest input read at the outermost
+/// loop.
+pub(crate) fn top_weights(
+    kernel: &Kernel<'_>,
+    pos: &[usize],
+    present: &[bool],
+    top: &Cands,
+) -> Vec<u64> {
+    let heaviest = kernel.parts.first().and_then(|parts| {
+        parts
+            .iter()
+            .filter(|p| present.get(p.input).copied().unwrap_or(false))
+            .max_by_key(|p| kernel.inputs[p.input].tree.nnz())
+    });
+    (0..top.len())
+        .map(|i| {
+            let work = heaviest.and_then(|part| {
+                let input = &kernel.inputs[part.input];
+                let child = input.descend(pos[part.input], part.level, part.count, top.get(i))?;
+                input
+                    .fiber(part.level + part.count, child)
+                    .map(|f| f.len() as u64)
+            });
+            1 + work.unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Splits `n` candidates into at most [`CHUNKS`] ranges of about equal
+/// weight.
+pub(crate) fn split(weights: &[u64], n: usize) -> Vec<(usize, usize)> {
+    let total: u64 = if weights.len() == n {
+        weights.iter().sum()
+    } else {
+        n as u64
+    };
+    let target = (total / CHUNKS as u64).max(MIN_CHUNK_WORK);
+    let mut chunks = Vec::new();
+    let (mut from, mut work) = (0, 0u64);
+    for i in 0..n {
+        work += weights.get(i).copied().unwrap_or(1);
+        if work >= target {
+            chunks.push((from, i + 1));
+            from = i + 1;
+            work = 0;
+        }
+    }
+    if from < n || chunks.is_empty() {
+        chunks.push((from, n));
+    }
+    chunks
+}
+
+/// The chunks' entries as one list: concatenated when the outermost loop
+/// writes the output in order (the chunks' coordinates are disjoint),
+/// else combined coordinate by coordinate in chunk order.
+fn merge(kernel: &Kernel<'_>, parts: Vec<Entries<Slot>>) -> Result<Entries<Slot>> {
+    let mut merged = Entries::new(kernel.query.output.len());
+    if kernel.prefix > 0 || parts.len() <= 1 {
+        parts.into_iter().for_each(|p| merged.append(p));
+        return Ok(merged);
+    }
+    let mut table: hashbrown::HashMap<Vec<i64>, Slot> = hashbrown::HashMap::new();
+    for part in &parts {
+        for (n, &slot) in part.values.iter().enumerate() {
+            match table.get_mut(part.key(n)) {
+                Some(existing) => existing.merge(slot, kernel.query.aggregate)?,
+                None => {
+                    table.insert(part.key(n).to_vec(), slot);
+                }
+            }
+        }
+    }
+    for (key, slot) in table {
+        merged.push(key, slot);
+    }
+    Ok(merged)
+}
+
+/// The final value of every entry: the combination of the visited
+/// assignments and, for the others, the body's fill.
+fn finish_all(kernel: &Kernel<'_>, entries: Entries<Slot>) -> Result<Entries<Value>> {
+    entries.map(|slot| finish(kernel, slot))
+}
+
+fn finish(kernel: &Kernel<'_>, slot: Slot) -> Result<Value> {
+    let Some(op) = kernel.query.aggregate else {
+        return Ok(slot.acc.unwrap_or(kernel.body_fill));
+    };
+    let missing = kernel.total.saturating_sub(slot.count);
+    if missing == 0 {
+        return Ok(slot.acc.unwrap_or(kernel.query.fill));
+    }
+    let rest = op.repeat(op.lift(kernel.body_fill), missing)?;
+    match slot.acc {
+        Some(acc) => op.combine().apply(&[acc, rest]),
+        None => Ok(rest),
+    }
+}
+
+/// Equality for dropping entries equal to the fill: numeric, with NaN
+/// equal to NaN (as the reference evaluator).
+fn same_value(a: Value, b: Value) -> bool {
+    a.same(b) || (a.as_f64().is_nan() && b.as_f64().is_nan())
+}
+
+/// The result tensor: entries equal to the fill dropped (intermediates),
+/// or the reference evaluator's form (outputs: zeros dropped, every
+/// coordinate stored when the fill is not zero, a scalar always stored).
+fn store(
+    kernel: &Kernel<'_>,
+    mut entries: Entries<Value>,
+    control: &Control<'_>,
+) -> Result<Tensor> {
+    let query = kernel.query;
+    let dims = query.output.len();
+    match query.role {
+        Role::Intermediate => entries.retain(|v| !same_value(v, query.fill)),
+        Role::Output if query.fill.is_zero() => {
+            if dims > 0 {
+                entries.retain(|v| !v.is_zero());
+            } else if entries.len() == 0 {
+                entries.push([], query.fill);
+            }
+        }
+        Role::Output => entries = complete(query, entries, control)?,
+    }
+    control.reserve(entry_bytes(dims).saturating_mul(entries.len() as u64))?;
+    tensor(query, entries)
+}
+
+/// Every coordinate of the output with its value (the entry's, else the
+/// fill), zeros dropped except for a scalar.
+fn complete(
+    query: &PhysicalQuery,
+    entries: Entries<Value>,
+    control: &Control<'_>,
+) -> Result<Entries<Value>> {
+    let sizes: Vec<u64> = query.output.iter().map(|&v| query.vars[v].size).collect();
+    let count = sizes
+        .iter()
+        .try_fold(1u64, |acc, &s| acc.checked_mul(s))
+        .ok_or_else(|| too_large(query))?;
+    control.reserve(
+        count
+            .checked_mul(entry_bytes(sizes.len()))
+            .ok_or_else(|| too_large(query))?,
+    )?;
+    let known: HashMap<&[i64], Value> = (0..entries.len())
+        .map(|n| (entries.key(n), entries.values[n]))
+        .collect();
+    let mut out = Entries::new(sizes.len());
+    let mut key = vec![0i64; sizes.len()];
+    for n in 0..count {
+        if n % 65536 == 0 {
+            control.check()?;
+        }
+        let mut rest = n;
+        for (slot, &size) in key.iter_mut().zip(&sizes).rev() {
+            *slot = (rest % size) as i64;
+            rest /= size;
+        }
+        let value = known.get(key.as_slice()).copied().unwrap_or(query.fill);
+        if sizes.is_empty() || !value.is_zero() {
+            out.push(key.iter().copied(), value);
+        }
+    }
+    Ok(out)
+}
+
+fn too_large(query: &PhysicalQuery) -> Error {
+    Error::OutOfMemory(format!(
+        "'{}' has a value at every coordinate of its dimensions, more than 2^64",
+        query.name
+    ))
+}
+
+/// A tensor named after the output indices, with one value column `v`
+/// (renamed `v_`, ... if an index is called `v`).
+fn tensor(query: &PhysicalQuery, entries: Entries<Value>) -> Result<Tensor> {
+    let dims: Vec<DimensionSpec> = query
+        .output
+        .iter()
+        .map(|&v| {
+            let var = &query.vars[v];
+            DimensionSpec {
+                name: var.name.clone(),
+                size: Some(var.size),
+                dictionary: var.dictionary.clone(),
+            }
+        })
+        .collect();
+    let n = dims.len();
+    let coords = (0..n)
+        .map(|d| {
+            entries
+                .coords
+                .iter()
+                .skip(d)
+                .step_by(n.max(1))
+                .copied()
+                .collect()
+        })
+        .collect();
+    let values = entries.values.iter().map(|v| v.cast(query.ty));
+    let data = match query.ty {
+        ValueType::Boolean => {
+            ValueData::Boolean(values.map(|v| matches!(v, Value::Bool(true))).collect())
+        }
+        ValueType::Int64 => {
+            ValueData::Int64(values.map(|v| v.as_i64().unwrap_or_default()).collect())
+        }
+        ValueType::Float64 => ValueData::Float64(values.map(Value::as_f64).collect()),
+    };
+    let mut column = "v".to_string();
+    while dims.iter().any(|d| d.name.eq_ignore_ascii_case(&column)) {
+        column.push('_');
+    }
+    Tensor::from_coo(Coo {
+        dims,
+        coords,
+        values: vec![(column, data)],
+        column_order: None,
+    })
+}

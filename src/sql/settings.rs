@@ -1,0 +1,224 @@
+//! `SET name = value`, `RESET name` and `RESET ALL`: the settings of a
+//! database that change how statements run.
+//!
+//! - `threads`: the executor's worker threads (default: one per core);
+//! - `memory_limit`: the most memory the intermediates and results of one
+//!   statement may take, as bytes or a string with a unit (`'4GB'`,
+//!   `'512MiB'`; `KB`, `MB`, `GB`, `TB` are powers of 1000, `KiB`, `MiB`,
+//!   `GiB`, `TiB` powers of 1024, as in DuckDB). Default: 60% of the
+//!   physical memory.
+//!
+//! The values live in [`Settings`], which the database owns and shares with
+//! every statement through [`Context`](super::Context); they are atomics, so
+//! one database serving several threads reads them without locks.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use sqlparser::ast::{ObjectName, Reset, ResetStatement, Set};
+
+use crate::database::QueryResult;
+use crate::error::{Error, Result};
+use crate::exec::{ExecOptions, default_memory_limit, default_threads};
+
+use super::Context;
+use super::literal::Literal;
+
+/// The names of the settings, for messages.
+const NAMES: [&str; 2] = ["threads", "memory_limit"];
+
+/// The settings of a database; see the module documentation.
+#[derive(Debug)]
+pub struct Settings {
+    threads: AtomicUsize,
+    memory_limit: AtomicU64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            threads: AtomicUsize::new(default_threads()),
+            memory_limit: AtomicU64::new(default_memory_limit()),
+        }
+    }
+}
+
+impl Settings {
+    /// The number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.threads.load(Ordering::Relaxed)
+    }
+
+    /// Sets the number of worker threads; 0 means one per core.
+    pub fn set_threads(&self, threads: usize) {
+        let threads = if threads == 0 {
+            default_threads()
+        } else {
+            threads
+        };
+        self.threads.store(threads, Ordering::Relaxed);
+    }
+
+    /// The memory limit in bytes.
+    pub fn memory_limit(&self) -> u64 {
+        self.memory_limit.load(Ordering::Relaxed)
+    }
+
+    /// Sets the memory limit in bytes.
+    pub fn set_memory_limit(&self, bytes: u64) {
+        self.memory_limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The executor's options under these settings.
+    pub fn exec_options(&self) -> ExecOptions {
+        ExecOptions {
+            threads: self.threads().max(1),
+            memory_limit: self.memory_limit(),
+        }
+    }
+
+    /// The value of the setting `name`, as text.
+    fn show(&self, name: &str) -> String {
+        match name {
+            "threads" => format!("threads = {}", self.threads()),
+            _ => format!(
+                "memory_limit = {} ({} bytes)",
+                crate::exec::format_bytes(self.memory_limit()),
+                self.memory_limit()
+            ),
+        }
+    }
+}
+
+/// Runs `SET name = value`.
+pub fn set(context: Context<'_>, set: &Set) -> Result<QueryResult> {
+    let Set::SingleAssignment {
+        variable, values, ..
+    } = set
+    else {
+        return Err(Error::NotSupported(format!(
+            "SET statements other than SET name = value ({set})"
+        )));
+    };
+    let name = setting_name(variable)?;
+    let [value] = values.as_slice() else {
+        return Err(Error::Invalid(format!("SET {name} takes one value")));
+    };
+    let value = Literal::from_expr(value)?;
+    match name.as_str() {
+        "threads" => match value {
+            Literal::Integer(n) if n >= 0 => context.settings.set_threads(n as usize),
+            other => {
+                return Err(Error::Invalid(format!(
+                    "threads must be a whole number of threads (0: one per core), not {other}"
+                )));
+            }
+        },
+        _ => context.settings.set_memory_limit(parse_bytes(&value)?),
+    }
+    Ok(QueryResult::message(context.settings.show(&name)))
+}
+
+/// Runs `RESET name` or `RESET ALL`.
+pub fn reset(context: Context<'_>, reset: &ResetStatement) -> Result<QueryResult> {
+    let defaults = Settings::default();
+    let names: Vec<String> = match &reset.reset {
+        Reset::ALL => NAMES.iter().map(|n| n.to_string()).collect(),
+        Reset::ConfigurationParameter(name) => vec![setting_name(name)?],
+        Reset::SessionAuthorization => {
+            return Err(Error::NotSupported(
+                "RESET SESSION AUTHORIZATION (einsql has no users)".to_string(),
+            ));
+        }
+    };
+    let mut shown = Vec::new();
+    for name in names {
+        match name.as_str() {
+            "threads" => context.settings.set_threads(defaults.threads()),
+            _ => context.settings.set_memory_limit(defaults.memory_limit()),
+        }
+        shown.push(context.settings.show(&name));
+    }
+    Ok(QueryResult::message(shown.join("; ")))
+}
+
+/// The setting an object name names (case-insensitive).
+fn setting_name(name: &ObjectName) -> Result<String> {
+    let text = name.to_string().to_lowercase();
+    if NAMES.contains(&text.as_str()) {
+        Ok(text)
+    } else {
+        Err(Error::unknown("Setting", &text, NAMES))
+    }
+}
+
+/// A memory size: a number of bytes, or a string with a unit.
+fn parse_bytes(value: &Literal) -> Result<u64> {
+    let invalid = || {
+        Error::Invalid(format!(
+            "memory_limit must be a size such as '4GB', '512MiB' or a number of bytes, not {value}"
+        ))
+    };
+    let text = match value {
+        Literal::Integer(n) if *n > 0 => return Ok(*n as u64),
+        Literal::String(s) => s.trim(),
+        _ => return Err(invalid()),
+    };
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().map_err(|_| invalid())?;
+    let scale: f64 = match unit.trim().to_lowercase().as_str() {
+        "" | "b" | "bytes" => 1.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        "kib" | "k" => 1024.0,
+        "mib" | "m" => 1024.0 * 1024.0,
+        "gib" | "g" => 1024.0 * 1024.0 * 1024.0,
+        "tib" | "t" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(invalid()),
+    };
+    let bytes = number * scale;
+    if !(bytes >= 1.0 && bytes < u64::MAX as f64) {
+        return Err(invalid());
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        let s = |t: &str| parse_bytes(&Literal::String(t.into()));
+        assert_eq!(s("4GB").unwrap(), 4_000_000_000);
+        assert_eq!(s("512 MiB").unwrap(), 512 << 20);
+        assert_eq!(s("1.5gib").unwrap(), 3 << 29);
+        assert_eq!(parse_bytes(&Literal::Integer(1000)).unwrap(), 1000);
+        assert!(s("lots").is_err());
+        assert!(s("0GB").is_err());
+        assert!(parse_bytes(&Literal::Integer(-1)).is_err());
+    }
+
+    #[test]
+    fn unknown_settings_suggest_a_name() {
+        let name = ObjectName::from(vec![sqlparser::ast::Ident::new("thread")]);
+        let error = setting_name(&name).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Setting 'thread' does not exist (did you mean 'threads'?)"
+        );
+    }
+
+    #[test]
+    fn zero_threads_means_one_per_core() {
+        let settings = Settings::default();
+        settings.set_threads(0);
+        assert_eq!(settings.threads(), default_threads());
+        settings.set_threads(3);
+        assert_eq!(settings.exec_options().threads, 3);
+    }
+}

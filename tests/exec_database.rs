@@ -1,0 +1,215 @@
+//! The executor behind the database: results that do not depend on the
+//! thread count on inputs large enough to split into many chunks, the
+//! memory limit and the settings that control it, and cancellation from
+//! the progress sink.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::Rng;
+use einsql::exec::plan::{Driver, OutputFormat};
+use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run};
+use einsql::io::{NoProgress, ProgressSink};
+use einsql::storage::catalog::Catalog;
+use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData};
+use einsql::{Database, Error, reference};
+
+/// A random `n`×`n` float matrix with about `per_row` entries per row and
+/// a few heavy rows.
+fn matrix(rng: &mut Rng, n: usize, per_row: usize) -> Tensor {
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..n {
+        let degree = if r % 50 == 7 {
+            n / 2
+        } else {
+            rng.below(2 * per_row + 1)
+        };
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..degree {
+            let c = rng.below(n);
+            if seen.insert(c) {
+                rows.push(r as i64);
+                cols.push(c as i64);
+                vals.push((rng.below(2001) as f64 - 1000.0) / 7.0);
+            }
+        }
+    }
+    Tensor::from_coo(Coo {
+        dims: vec![
+            DimensionSpec::new("r", Some(n as u64)),
+            DimensionSpec::new("c", Some(n as u64)),
+        ],
+        coords: vec![rows, cols],
+        values: vec![("v".into(), ValueData::Float64(vals))],
+        column_order: None,
+    })
+    .expect("a random matrix")
+}
+
+fn catalog() -> Catalog {
+    let mut rng = Rng(0xbeef_cafe_0042);
+    let mut catalog = Catalog::in_memory();
+    catalog
+        .put("A", Arc::new(matrix(&mut rng, 300, 6)), false)
+        .expect("A");
+    catalog
+        .put("B", Arc::new(matrix(&mut rng, 300, 4)), false)
+        .expect("B");
+    catalog
+}
+
+fn options(threads: usize) -> ExecOptions {
+    ExecOptions {
+        threads,
+        memory_limit: 1 << 30,
+    }
+}
+
+/// Every statement gives bit-identical results on 1, 2 and 4 threads, and
+/// the reference's up to rounding, under its default plan and under a plan
+/// whose outermost loop is aggregated (so chunks merge by coordinate).
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    let catalog = catalog();
+    let statements = [
+        "C[i,k] = SUM(j) A[i,j] * B[j,k];",
+        "t = SUM(i,j) A[i,j] * B[j,i];",
+        "y[i] = SUM(j) A[i,j] + B[i,j];",
+        "m[k] = MAX(j) A[j,k] * 2.0;",
+        "s[i] = MIN(j) greatest(A[i,j], B[i,j]) - 1.0;",
+    ];
+    for statement in statements {
+        let program = einsql::einsum::compile(statement, &catalog).expect("binds");
+        let expected = reference::evaluate(&program).expect("the reference runs");
+        let base = plan_with(&program, &PlanChoices::default()).expect("plans");
+        let query = &base.queries[0];
+        let mut reversed: Vec<String> = query
+            .loop_vars()
+            .iter()
+            .map(|&v| query.vars[v].name.clone())
+            .collect();
+        reversed.reverse();
+        let variants = [
+            PlanChoices::default(),
+            PlanChoices {
+                eliminate: true,
+                queries: [(
+                    0,
+                    QueryChoices {
+                        loop_order: Some(reversed),
+                        drivers: vec![Driver::Smallest; 3],
+                        input_format: None,
+                        accumulator: Some(OutputFormat::Hashed),
+                    },
+                )]
+                .into_iter()
+                .collect(),
+            },
+        ];
+        for choices in variants {
+            let plan = plan_with(&program, &choices).expect("plans");
+            let one = run(&plan, &options(1), &NoProgress).expect("runs");
+            for threads in [2, 4] {
+                let many = run(&plan, &options(threads), &NoProgress).expect("runs");
+                assert_eq!(
+                    one[0].1.data(),
+                    many[0].1.data(),
+                    "{statement} on {threads} threads\n{plan}"
+                );
+            }
+            let (got, want) = (&one[0].1, &expected[0].1);
+            assert_eq!(got.nnz(), want.nnz(), "{statement}\n{plan}");
+            let values = |t: &Tensor| -> Vec<f64> {
+                let column = t.annotation_columns()[0].clone();
+                let column = column
+                    .as_any()
+                    .downcast_ref::<arrow::array::Float64Array>()
+                    .expect("floats")
+                    .clone();
+                column.values().to_vec()
+            };
+            for (a, b) in values(got).iter().zip(values(want)) {
+                assert!(
+                    (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
+                    "{statement}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
+/// A query over the memory limit stops with a clear error and leaves the
+/// database usable; `SET` and `RESET` change and restore the settings.
+#[test]
+fn the_memory_limit_stops_a_query_and_the_database_stays_usable() {
+    let db = Database::open_in_memory();
+    db.execute("CREATE TABLE e (i INT, j INT)").unwrap();
+    let rows: Vec<String> = (0..200)
+        .map(|n| format!("({n}, {})", (n * 7) % 200))
+        .collect();
+    db.execute(&format!("INSERT INTO e VALUES {}", rows.join(", ")))
+        .unwrap();
+    let message = db.execute("SET memory_limit = '2KB'").unwrap().message;
+    assert_eq!(
+        message.as_deref(),
+        Some("memory_limit = 2.0 KiB (2000 bytes)")
+    );
+    let error = db.execute("p[i,k] = SUM(j) e[i,j] * e[j,k];").unwrap_err();
+    assert!(matches!(error, Error::OutOfMemory(_)), "{error}");
+    assert!(error.to_string().contains("memory limit"), "{error}");
+    assert!(db.table("p").is_err(), "nothing was stored");
+    db.execute("RESET memory_limit").unwrap();
+    db.execute("p[i,k] = SUM(j) e[i,j] * e[j,k];").unwrap();
+    assert_eq!(db.table("p").unwrap().nnz(), 200);
+    let message = db.execute("SET threads = 3").unwrap().message;
+    assert_eq!(message.as_deref(), Some("threads = 3"));
+    assert_eq!(db.settings().threads(), 3);
+    db.execute("RESET ALL").unwrap();
+    assert_eq!(db.settings().threads(), einsql::exec::default_threads());
+    let error = db.execute("SET threds = 2").unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "Setting 'threds' does not exist (did you mean 'threads'?)"
+    );
+    let error = db.execute("SET memory_limit = 'lots'").unwrap_err();
+    assert!(error.to_string().contains("'4GB'"), "{error}");
+}
+
+/// A sink that asks to stop after it has been polled `after` times.
+struct StopAfter {
+    polls: AtomicUsize,
+    after: usize,
+}
+
+impl ProgressSink for StopAfter {
+    fn start(&self, _: &str, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+    fn cancelled(&self) -> bool {
+        self.polls.fetch_add(1, Ordering::SeqCst) >= self.after
+    }
+}
+
+/// The executor polls the sink while it runs (not only before) and stops
+/// with `Cancelled`.
+#[test]
+fn a_running_query_is_cancelled() {
+    let catalog = catalog();
+    for statement in [
+        "t = SUM(i,j,k) A[i,j] * B[j,k] * A[k,i];",
+        "u = MAX(i,j,k) A[i,j] + B[j,k];",
+    ] {
+        let program = einsql::einsum::compile(statement, &catalog).expect("binds");
+        for threads in [1, 2] {
+            let sink = StopAfter {
+                polls: AtomicUsize::new(0),
+                after: 3,
+            };
+            let error = einsql::exec::execute(&program, &options(threads), &sink).unwrap_err();
+            assert!(matches!(error, Error::Cancelled), "{statement}: {error}");
+            assert!(sink.polls.load(Ordering::SeqCst) > 3);
+        }
+    }
+}

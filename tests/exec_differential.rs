@@ -1,0 +1,647 @@
+//! Differential tests of the executor against the reference evaluator:
+//! random tensors (1–4 dimensions, empty to dense, skewed degrees, integer,
+//! float and boolean values, bags) and random IR programs (joins, unions,
+//! nested aggregates, every operator, constants as indices, aliases), run
+//! under many physical plans each (every loop order of every query when
+//! there are few, else a sample; random drivers and index and accumulator
+//! formats; with and without variable elimination) and on one and several
+//! threads.
+//!
+//! Where the reference evaluator succeeds, every plan must give the same
+//! result (floats up to summation order) and the thread counts must agree
+//! exactly. Where it fails (a division by zero somewhere in a
+//! sub-expression), the executor may fail or succeed: it evaluates
+//! sub-expressions only where the whole expression needs them.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
+use common::Rng;
+use einsql::exec::plan::{Driver, OutputFormat};
+use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run};
+use einsql::io::NoProgress;
+use einsql::ir::{
+    AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
+};
+use einsql::storage::fibertree::LevelFormat;
+use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
+use einsql::{Error, reference};
+
+const VARS: [&str; 5] = ["i", "j", "k", "l", "m"];
+
+/// A random program's setting: the size of every variable.
+struct Gen {
+    rng: Rng,
+    sizes: Vec<u64>,
+    tensors: usize,
+}
+
+impl Gen {
+    fn chance(&mut self, percent: usize) -> bool {
+        self.rng.below(100) < percent
+    }
+
+    fn var(&mut self, vars: usize) -> usize {
+        self.rng.below(vars)
+    }
+
+    fn value(&mut self, ty: ValueType) -> Value {
+        match ty {
+            ValueType::Boolean => Value::Bool(self.chance(70)),
+            ValueType::Int64 => Value::Int(self.rng.below(7) as i64 - 3),
+            ValueType::Float64 => Value::Float((self.rng.below(17) as f64 - 8.0) / 4.0),
+        }
+    }
+
+    /// A random tensor over dimensions of `sizes`: empty, sparse, dense or
+    /// skewed; a bag one time in six.
+    fn tensor(&mut self, sizes: &[u64]) -> (Arc<Tensor>, Annotation) {
+        let cells: u64 = sizes.iter().product();
+        let nnz = match self.rng.below(6) {
+            _ if cells == 0 => 0,
+            0 => 0,
+            1 => 1 + self.rng.below(3),
+            2 => cells as usize,
+            _ => self.rng.below(cells as usize * 2 + 1),
+        };
+        let skewed = self.chance(30);
+        let mut coords: Vec<Vec<i64>> = vec![Vec::new(); sizes.len()];
+        for _ in 0..nnz {
+            for (d, &size) in sizes.iter().enumerate() {
+                let c = if skewed && d == 0 && self.chance(60) {
+                    0
+                } else {
+                    self.rng.below(size as usize) as i64
+                };
+                coords[d].push(c);
+            }
+        }
+        let dims: Vec<DimensionSpec> = sizes
+            .iter()
+            .enumerate()
+            .map(|(d, &s)| DimensionSpec::new(format!("d{d}"), Some(s)))
+            .collect();
+        let bag = self.chance(17);
+        let (values, annotation) = if bag {
+            (Vec::new(), Annotation::Multiplicity)
+        } else {
+            let ty = *self
+                .rng
+                .pick(&[ValueType::Boolean, ValueType::Int64, ValueType::Float64]);
+            // Keep entries distinct so that duplicates do not combine.
+            let mut seen = std::collections::HashSet::new();
+            let mut keep = Vec::new();
+            for row in 0..nnz {
+                let key: Vec<i64> = coords.iter().map(|c| c[row]).collect();
+                keep.push(seen.insert(key));
+            }
+            for column in &mut coords {
+                let mut row = 0;
+                column.retain(|_| {
+                    row += 1;
+                    keep[row - 1]
+                });
+            }
+            let rows = coords.first().map_or(usize::from(nnz > 0), Vec::len);
+            let rows = if sizes.is_empty() { rows.min(1) } else { rows };
+            let data = match ty {
+                ValueType::Boolean => {
+                    ValueData::Boolean((0..rows).map(|_| self.chance(70)).collect())
+                }
+                ValueType::Int64 => ValueData::Int64(
+                    (0..rows)
+                        .map(|_| self.value(ty).as_i64().unwrap_or(0))
+                        .collect(),
+                ),
+                ValueType::Float64 => {
+                    ValueData::Float64((0..rows).map(|_| self.value(ty).as_f64()).collect())
+                }
+            };
+            let annotation = if self.chance(10) {
+                Annotation::Multiplicity
+            } else {
+                Annotation::Column(0)
+            };
+            (vec![("v".to_string(), data)], annotation)
+        };
+        let tensor = Tensor::from_coo(Coo {
+            dims,
+            coords,
+            values,
+            column_order: None,
+        })
+        .expect("a valid random tensor");
+        (Arc::new(tensor), annotation)
+    }
+
+    /// An input over 1–3 terms (variables among the first `vars`, now and
+    /// then a constant or a repeated variable).
+    fn input(&mut self, vars: usize) -> Expr {
+        let arity = 1 + self.rng.below(3);
+        let mut terms = Vec::new();
+        let mut sizes = Vec::new();
+        for _ in 0..arity {
+            if self.chance(12) {
+                let size = 1 + self.rng.below(4) as u64;
+                terms.push(IndexTerm::Const(self.rng.below(size as usize + 1) as i64));
+                sizes.push(size);
+            } else {
+                let v = self.var(vars);
+                terms.push(IndexTerm::Var(VARS[v].to_string()));
+                sizes.push(self.sizes[v]);
+            }
+        }
+        let (tensor, annotation) = self.tensor(&sizes);
+        self.tensors += 1;
+        Expr::Input(Input {
+            tensor: TensorRef {
+                name: format!("T{}", self.tensors),
+                tensor,
+            },
+            annotation,
+            indices: terms,
+        })
+    }
+
+    /// A random expression of at most `depth` levels.
+    fn expr(&mut self, depth: usize, vars: usize) -> Expr {
+        if depth == 0 || self.chance(25) {
+            return self.input(vars);
+        }
+        match self.rng.below(10) {
+            0..=1 => {
+                let body = self.expr(depth - 1, vars);
+                let free = body.free_indices();
+                if free.is_empty() {
+                    return body;
+                }
+                let mut indices: Vec<String> =
+                    free.into_iter().filter(|_| self.chance(60)).collect();
+                if indices.is_empty() {
+                    indices.push(body.free_indices()[0].clone());
+                }
+                Expr::Agg {
+                    op: *self.rng.pick(&AggOp::ALL),
+                    indices,
+                    body: Box::new(body),
+                }
+            }
+            2 => {
+                // coord(v) next to an input that binds v.
+                let input = self.input(vars);
+                let free = input.free_indices();
+                match free.first() {
+                    Some(v) => Expr::map(
+                        *self
+                            .rng
+                            .pick(&[ScalarOp::Add, ScalarOp::Mul, ScalarOp::Lt, ScalarOp::Ge]),
+                        vec![input.clone(), Expr::Index(v.clone())],
+                    ),
+                    None => input,
+                }
+            }
+            _ => {
+                let op = *self.rng.pick(&ScalarOp::ALL);
+                let count = match op.arity() {
+                    Arity::Unary => 1,
+                    Arity::Binary => 2,
+                    Arity::Ternary => 3,
+                    Arity::Variadic => 2 + self.rng.below(2),
+                };
+                let args = (0..count)
+                    .map(|_| {
+                        if self.chance(20) {
+                            let ty = *self.rng.pick(&[
+                                ValueType::Boolean,
+                                ValueType::Int64,
+                                ValueType::Float64,
+                            ]);
+                            Expr::Literal(self.value(ty))
+                        } else {
+                            self.expr(depth - 1, vars)
+                        }
+                    })
+                    .collect();
+                Expr::map(op, args)
+            }
+        }
+    }
+
+    /// A product of 2–4 inputs summed over some of its variables: the
+    /// joins of sparse kernels and subgraph counting.
+    fn join(&mut self, vars: usize) -> Expr {
+        let factors = (0..2 + self.rng.below(3))
+            .map(|_| self.input(vars))
+            .collect();
+        let body = Expr::map(ScalarOp::Mul, factors);
+        let free = body.free_indices();
+        let indices: Vec<String> = free.into_iter().filter(|_| self.chance(70)).collect();
+        if indices.is_empty() {
+            body
+        } else {
+            Expr::Agg {
+                op: if self.chance(80) {
+                    AggOp::Sum
+                } else {
+                    *self.rng.pick(&AggOp::ALL)
+                },
+                indices,
+                body: Box::new(body),
+            }
+        }
+    }
+
+    fn program(&mut self) -> Program {
+        let vars = 2 + self.rng.below(3);
+        self.sizes = (0..VARS.len())
+            .map(|_| 1 + self.rng.below(5) as u64)
+            .collect();
+        if self.chance(5) {
+            self.sizes[0] = 0;
+        }
+        let first = if self.chance(40) {
+            self.join(vars)
+        } else {
+            self.expr(3, vars)
+        };
+        let mut queries = vec![query("Q1", first, &mut self.rng)];
+        if self.chance(35) {
+            let free = queries[0].indices.clone();
+            let alias = Expr::Alias {
+                name: "Q1".to_string(),
+                indices: free
+                    .iter()
+                    .map(|v| {
+                        if self.chance(15) {
+                            IndexTerm::Const(0)
+                        } else {
+                            IndexTerm::Var(v.clone())
+                        }
+                    })
+                    .collect(),
+            };
+            let other = self.expr(1, vars);
+            let op = *self
+                .rng
+                .pick(&[ScalarOp::Mul, ScalarOp::Add, ScalarOp::Greatest]);
+            let mut body = Expr::map(op, vec![alias, other]);
+            let free = body.free_indices();
+            if !free.is_empty() && self.chance(50) {
+                body = Expr::Agg {
+                    op: *self.rng.pick(&AggOp::ALL),
+                    indices: vec![free[0].clone()],
+                    body: Box::new(body),
+                };
+            }
+            queries.push(query("Q2", body, &mut self.rng));
+        }
+        Program { queries }
+    }
+}
+
+fn query(name: &str, expr: Expr, rng: &mut Rng) -> Query {
+    let mut indices = expr.free_indices();
+    if indices.len() > 1 && rng.below(2) == 0 {
+        indices.reverse();
+    }
+    Query {
+        name: name.to_string(),
+        indices,
+        expr,
+    }
+}
+
+/// A result as comparable parts: dimension names and sizes, value type,
+/// and entries by coordinates.
+struct Shape {
+    dims: Vec<(String, u64)>,
+    ty: ValueType,
+    entries: HashMap<Vec<i64>, Value>,
+}
+
+fn entries(tensor: &Tensor) -> Shape {
+    let dims = tensor
+        .dims()
+        .iter()
+        .map(|d| (d.name.clone(), d.size))
+        .collect();
+    let ty = tensor.values().first().map_or(ValueType::Int64, |v| v.ty);
+    let column = &tensor.annotation_columns()[0];
+    let any = column.as_any();
+    let value = |row: usize| -> Value {
+        if let Some(a) = any.downcast_ref::<Int64Array>() {
+            Value::Int(a.value(row))
+        } else if let Some(a) = any.downcast_ref::<Float64Array>() {
+            Value::Float(a.value(row))
+        } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+            Value::Bool(a.value(row))
+        } else {
+            panic!("unexpected column type {}", column.data_type())
+        }
+    };
+    let entries = (0..tensor.nnz())
+        .map(|row| {
+            let key = (0..tensor.dims().len())
+                .map(|d| tensor.coords(d)[row])
+                .collect();
+            (key, value(row))
+        })
+        .collect();
+    Shape { dims, ty, entries }
+}
+
+fn close(a: Value, b: Value) -> bool {
+    match (a, b) {
+        (Value::Float(x), Value::Float(y)) => {
+            (x.is_nan() && y.is_nan())
+                || x == y
+                || (x - y).abs() <= 1e-9 * (1.0 + x.abs().max(y.abs()))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether two results are the same (floats up to rounding); a message if
+/// not.
+fn compare(
+    expected: &[(String, Arc<Tensor>)],
+    actual: &[(String, Arc<Tensor>)],
+) -> Result<(), String> {
+    if expected.len() != actual.len() {
+        return Err(format!(
+            "{} results, expected {}",
+            actual.len(),
+            expected.len()
+        ));
+    }
+    for ((name, e), (got_name, a)) in expected.iter().zip(actual) {
+        if name != got_name {
+            return Err(format!("result {got_name}, expected {name}"));
+        }
+        let Shape {
+            dims: e_dims,
+            ty: e_ty,
+            entries: e_map,
+        } = entries(e);
+        let Shape {
+            dims: a_dims,
+            ty: a_ty,
+            entries: a_map,
+        } = entries(a);
+        if e_dims != a_dims || e_ty != a_ty {
+            return Err(format!(
+                "{name}: dims {a_dims:?} {a_ty:?}, expected {e_dims:?} {e_ty:?}"
+            ));
+        }
+        // An entry that rounds to zero on one side may be absent on the other.
+        for (key, &ev) in &e_map {
+            let av = a_map.get(key).copied().unwrap_or(Value::zero(e_ty));
+            if !close(ev, av) {
+                return Err(format!("{name}{key:?} = {av:?}, expected {ev:?}"));
+            }
+        }
+        for (key, &av) in &a_map {
+            if !e_map.contains_key(key) && !close(av, Value::zero(e_ty)) {
+                return Err(format!("{name}{key:?} = {av:?}, expected no entry"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Exact equality of results (thread counts must not change anything).
+fn identical(a: &[(String, Arc<Tensor>)], b: &[(String, Arc<Tensor>)]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((n, x), (m, y))| n == m && x.data() == y.data())
+}
+
+fn permutations(items: &[String]) -> Vec<Vec<String>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for (n, first) in items.iter().enumerate() {
+        let mut rest = items.to_vec();
+        rest.remove(n);
+        for mut tail in permutations(&rest) {
+            tail.insert(0, first.clone());
+            out.push(tail);
+        }
+    }
+    out
+}
+
+/// Random choices for every query of `base`, with the loop order of query
+/// `which` set to `order`.
+fn choices(
+    rng: &mut Rng,
+    base: &einsql::exec::PhysicalPlan,
+    eliminate: bool,
+    which: usize,
+    order: Option<Vec<String>>,
+) -> PlanChoices {
+    let mut queries = HashMap::new();
+    for (q, query) in base.queries.iter().enumerate() {
+        let names: Vec<String> = query
+            .loop_vars()
+            .iter()
+            .map(|&v| query.vars[v].name.clone())
+            .collect();
+        let loop_order = if q == which {
+            order.clone()
+        } else if rng.below(2) == 0 {
+            let all = permutations(&names);
+            Some(rng.pick(&all).clone())
+        } else {
+            None
+        };
+        queries.insert(
+            q,
+            QueryChoices {
+                loop_order,
+                drivers: Vec::new(),
+                input_format: Some(*rng.pick(&[
+                    LevelFormat::Compressed,
+                    LevelFormat::Hashed,
+                    LevelFormat::Dense,
+                    LevelFormat::Bytemap,
+                ])),
+                accumulator: Some(*rng.pick(&[
+                    OutputFormat::Dense,
+                    OutputFormat::Bytemap,
+                    OutputFormat::Hashed,
+                ])),
+            },
+        );
+    }
+    PlanChoices { eliminate, queries }
+}
+
+/// Drivers for the loops of every query of `plan`: random inputs read at
+/// each loop, or the dynamic choice.
+fn with_drivers(
+    rng: &mut Rng,
+    plan: &einsql::exec::PhysicalPlan,
+    mut choices: PlanChoices,
+) -> PlanChoices {
+    for (q, query) in plan.queries.iter().enumerate() {
+        let drivers = (0..query.loops.len())
+            .map(|depth| {
+                let inputs = query.inputs_at(depth);
+                if inputs.is_empty() || rng.below(3) == 0 {
+                    Driver::Smallest
+                } else {
+                    Driver::Input(*rng.pick(&inputs))
+                }
+            })
+            .collect();
+        choices.queries.entry(q).or_default().drivers = drivers;
+    }
+    choices
+}
+
+fn options(threads: usize) -> ExecOptions {
+    ExecOptions {
+        threads,
+        memory_limit: 1 << 30,
+    }
+}
+
+#[test]
+fn random_programs_agree_with_the_reference_under_every_plan() {
+    let mut generator = Gen {
+        rng: Rng(0x5eed_2024_e1c5_0001),
+        sizes: Vec::new(),
+        tensors: 0,
+    };
+    let (mut programs, mut plans, mut reference_errors, mut both_failed) = (0, 0, 0, 0);
+    for case in 0..3000 {
+        let program = generator.program();
+        programs += 1;
+        let expected = match reference::evaluate(&program) {
+            Ok(results) => Some(results),
+            Err(_) => {
+                reference_errors += 1;
+                None
+            }
+        };
+        let mut variants = Vec::new();
+        for eliminate in [true, false] {
+            let base = match plan_with(
+                &program,
+                &PlanChoices {
+                    eliminate,
+                    ..PlanChoices::default()
+                },
+            ) {
+                Ok(plan) => plan,
+                Err(error) => {
+                    assert!(
+                        expected.is_none(),
+                        "case {case}: planning failed: {error}\n{program}"
+                    );
+                    both_failed += 1;
+                    continue;
+                }
+            };
+            variants.push(PlanChoices {
+                eliminate,
+                ..PlanChoices::default()
+            });
+            // Every loop order of each query (a sample when there are many),
+            // with random formats and drivers elsewhere.
+            for (q, query) in base.queries.iter().enumerate() {
+                let names: Vec<String> = query
+                    .loop_vars()
+                    .iter()
+                    .map(|&v| query.vars[v].name.clone())
+                    .collect();
+                let mut orders = permutations(&names);
+                while orders.len() > 6 {
+                    let n = generator.rng.below(orders.len());
+                    orders.swap_remove(n);
+                }
+                for order in orders {
+                    let choice = choices(&mut generator.rng, &base, eliminate, q, Some(order));
+                    let Ok(planned) = plan_with(&program, &choice) else {
+                        panic!("case {case}: a valid choice was refused\n{program}\n{choice:?}");
+                    };
+                    variants.push(with_drivers(&mut generator.rng, &planned, choice));
+                }
+            }
+        }
+        for choice in variants {
+            let plan = plan_with(&program, &choice)
+                .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}\n{choice:?}"));
+            plans += 1;
+            let single = run(&plan, &options(1), &NoProgress);
+            match (&expected, &single) {
+                (Some(expected), Ok(actual)) => {
+                    if let Err(message) = compare(expected, actual) {
+                        panic!("case {case}: {message}\n{program}\n{plan}");
+                    }
+                }
+                (Some(_), Err(error)) => {
+                    panic!("case {case}: the executor failed: {error}\n{program}\n{plan}")
+                }
+                (None, _) => {}
+            }
+            if let Ok(single) = &single {
+                let multi = run(&plan, &options(3), &NoProgress)
+                    .unwrap_or_else(|e| panic!("case {case}: 3 threads failed: {e}\n{plan}"));
+                assert!(
+                    identical(single, &multi),
+                    "case {case}: 1 and 3 threads differ\n{plan}"
+                );
+            }
+        }
+    }
+    eprintln!(
+        "{programs} programs, {plans} plans; the reference failed on {reference_errors} \
+         (planning too on {both_failed})"
+    );
+    assert!(
+        reference_errors < programs / 3,
+        "too few programs are checked"
+    );
+}
+
+/// A product whose integer sum overflows is an error, not a wrapped value.
+#[test]
+fn integer_overflow_is_an_error() {
+    let big = Tensor::from_coo(Coo {
+        dims: vec![DimensionSpec::new("i", Some(2))],
+        coords: vec![vec![0, 1]],
+        values: vec![("v".into(), ValueData::Int64(vec![i64::MAX, 1]))],
+        column_order: None,
+    })
+    .unwrap();
+    let input = Expr::Input(Input {
+        tensor: TensorRef {
+            name: "B".into(),
+            tensor: Arc::new(big),
+        },
+        annotation: Annotation::Column(0),
+        indices: vec![IndexTerm::Var("i".into())],
+    });
+    let program = Program {
+        queries: vec![Query {
+            name: "t".into(),
+            indices: Vec::new(),
+            expr: Expr::Agg {
+                op: AggOp::Sum,
+                indices: vec!["i".into()],
+                body: Box::new(input),
+            },
+        }],
+    };
+    for threads in [1, 2] {
+        let error = einsql::exec::execute(&program, &options(threads), &NoProgress).unwrap_err();
+        assert!(matches!(error, Error::Overflow(_)), "{error}");
+    }
+}
