@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::io::{NoProgress, ProgressSink};
 use crate::storage::Tensor;
 use crate::storage::catalog::Catalog;
-use crate::{einsum, exec, sql};
+use crate::{einsum, sql};
 
 /// An einsql database.
 pub struct Database {
@@ -248,7 +248,7 @@ impl Database {
         let program = self.compile_einsum(text, range)?;
         self.monitor
             .start_query(&format!("computing {}", program.queries[0].name));
-        let evaluated = exec::execute(&program, &self.settings.exec_options(), &self.monitor);
+        let evaluated = self.settings.evaluate(&program, &self.monitor);
         self.monitor.finish();
         let mut messages = Vec::new();
         for (name, tensor) in evaluated? {

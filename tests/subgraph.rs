@@ -593,6 +593,9 @@ fn dataset_matches_truth(name: &str, folder: &Path, form: Form, budget: Duration
         return Vec::new();
     }
     let db = Database::open_in_memory();
+    // The oracle: tests/exec_subgraph.rs checks the executor.
+    db.execute("SET engine = 'reference'")
+        .expect("engine setting");
     let loaded = Instant::now();
     subgraph::load_data_file(&db, folder.join(format!("{name}.graph"))).expect("data graph");
     eprintln!("{name}: loaded in {:?}", loaded.elapsed());

@@ -59,10 +59,10 @@ impl Context<'_> {
         self.catalog.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs an IR program on the executor and returns its results by query
-    /// name.
+    /// Runs an IR program on the engine the settings choose and returns its
+    /// results by query name.
     fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
-        crate::exec::execute(program, &self.settings.exec_options(), self.progress)
+        self.settings.evaluate(program, self.progress)
     }
 
     /// The catalog, for changing.

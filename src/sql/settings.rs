@@ -7,30 +7,39 @@
 //!   `'512MiB'`; `KB`, `MB`, `GB`, `TB` are powers of 1000, `KiB`, `MiB`,
 //!   `GiB`, `TiB` powers of 1024, as in DuckDB). Default: 60% of the
 //!   physical memory.
+//! - `engine`: what runs programs: `'executor'` (the default) or
+//!   `'reference'`, the simple reference evaluator that tests use as their
+//!   oracle (slow, but obviously correct).
 //!
 //! The values live in [`Settings`], which the database owns and shares with
 //! every statement through [`Context`](super::Context); they are atomics, so
 //! one database serving several threads reads them without locks.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use sqlparser::ast::{ObjectName, Reset, ResetStatement, Set};
 
 use crate::database::QueryResult;
 use crate::error::{Error, Result};
 use crate::exec::{ExecOptions, default_memory_limit, default_threads};
+use crate::io::ProgressSink;
+use crate::ir::Program;
+use crate::storage::Tensor;
 
 use super::Context;
 use super::literal::Literal;
 
 /// The names of the settings, for messages.
-const NAMES: [&str; 2] = ["threads", "memory_limit"];
+const NAMES: [&str; 3] = ["threads", "memory_limit", "engine"];
 
 /// The settings of a database; see the module documentation.
 #[derive(Debug)]
 pub struct Settings {
     threads: AtomicUsize,
     memory_limit: AtomicU64,
+    /// Whether programs run on the reference evaluator.
+    reference: AtomicBool,
 }
 
 impl Default for Settings {
@@ -38,6 +47,7 @@ impl Default for Settings {
         Settings {
             threads: AtomicUsize::new(default_threads()),
             memory_limit: AtomicU64::new(default_memory_limit()),
+            reference: AtomicBool::new(false),
         }
     }
 }
@@ -68,6 +78,31 @@ impl Settings {
         self.memory_limit.store(bytes, Ordering::Relaxed);
     }
 
+    /// Whether programs run on the reference evaluator instead of the
+    /// executor.
+    pub fn uses_reference(&self) -> bool {
+        self.reference.load(Ordering::Relaxed)
+    }
+
+    /// Runs programs on the reference evaluator (`true`) or the executor.
+    pub fn set_reference(&self, on: bool) {
+        self.reference.store(on, Ordering::Relaxed);
+    }
+
+    /// Runs `program` on the engine these settings choose and returns its
+    /// results by query name.
+    pub fn evaluate(
+        &self,
+        program: &Program,
+        progress: &dyn ProgressSink,
+    ) -> Result<Vec<(String, Arc<Tensor>)>> {
+        if self.uses_reference() {
+            crate::reference::evaluate_with(program, progress)
+        } else {
+            crate::exec::execute(program, &self.exec_options(), progress)
+        }
+    }
+
     /// The executor's options under these settings.
     pub fn exec_options(&self) -> ExecOptions {
         ExecOptions {
@@ -80,6 +115,8 @@ impl Settings {
     fn show(&self, name: &str) -> String {
         match name {
             "threads" => format!("threads = {}", self.threads()),
+            "engine" if self.uses_reference() => "engine = 'reference'".to_string(),
+            "engine" => "engine = 'executor'".to_string(),
             _ => format!(
                 "memory_limit = {} ({} bytes)",
                 crate::exec::format_bytes(self.memory_limit()),
@@ -113,6 +150,19 @@ pub fn set(context: Context<'_>, set: &Set) -> Result<QueryResult> {
                 )));
             }
         },
+        "engine" => match &value {
+            Literal::String(s) if s.eq_ignore_ascii_case("executor") => {
+                context.settings.set_reference(false);
+            }
+            Literal::String(s) if s.eq_ignore_ascii_case("reference") => {
+                context.settings.set_reference(true);
+            }
+            other => {
+                return Err(Error::Invalid(format!(
+                    "engine must be 'executor' or 'reference', not {other}"
+                )));
+            }
+        },
         _ => context.settings.set_memory_limit(parse_bytes(&value)?),
     }
     Ok(QueryResult::message(context.settings.show(&name)))
@@ -134,6 +184,7 @@ pub fn reset(context: Context<'_>, reset: &ResetStatement) -> Result<QueryResult
     for name in names {
         match name.as_str() {
             "threads" => context.settings.set_threads(defaults.threads()),
+            "engine" => context.settings.set_reference(false),
             _ => context.settings.set_memory_limit(defaults.memory_limit()),
         }
         shown.push(context.settings.show(&name));
