@@ -31,7 +31,7 @@ use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
 use crate::error::{Error, Result};
 use crate::io::{NoProgress, ProgressSink, check_cancelled};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
-use crate::storage::{Coo, Dictionary, DimensionSpec, Tensor, ValueData, ValueType};
+use crate::storage::{Dictionary, DimensionSpec, Tensor, ValueType};
 
 /// The most assignments any one step may enumerate.
 pub const ASSIGNMENT_LIMIT: u128 = 10_000_000;
@@ -417,36 +417,7 @@ impl Evaluator<'_> {
         let coords = (0..dims.len())
             .map(|d| entries.iter().map(|(k, _)| k[d]).collect())
             .collect();
-        let values: Vec<Value> = entries.iter().map(|(_, v)| v.cast(ty)).collect();
-        let data = match ty {
-            ValueType::Boolean => ValueData::Boolean(
-                values
-                    .iter()
-                    .map(|v| matches!(v, Value::Bool(true)))
-                    .collect(),
-            ),
-            ValueType::Int64 => ValueData::Int64(
-                values
-                    .iter()
-                    .map(|v| v.as_i64().unwrap_or_default())
-                    .collect(),
-            ),
-            ValueType::Float64 => ValueData::Float64(values.iter().map(|v| v.as_f64()).collect()),
-        };
-        let mut column = "v".to_string();
-        while query
-            .indices
-            .iter()
-            .any(|i| i.eq_ignore_ascii_case(&column))
-        {
-            column.push('_');
-        }
-        Tensor::from_coo(Coo {
-            dims,
-            coords,
-            values: vec![(column, data)],
-            column_order: None,
-        })
+        crate::ir::result_tensor(dims, coords, entries.into_iter().map(|(_, v)| v), ty)
     }
 }
 
@@ -648,6 +619,7 @@ fn internal(message: String) -> Error {
 mod tests {
     use super::*;
     use crate::ir::{Input, TensorRef};
+    use crate::storage::{Coo, ValueData};
 
     fn vector(name: &str, size: u64, entries: &[(i64, i64)]) -> TensorRef {
         let tensor = Tensor::from_coo(Coo {

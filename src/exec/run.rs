@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::io::ProgressSink;
 use crate::ir::{Annotation, Value};
 use crate::storage::fibertree::FiberTree;
-use crate::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
+use crate::storage::{DimensionSpec, Tensor};
 
 use super::ExecOptions;
 use super::accumulate::{Entries, Slot};
@@ -396,24 +396,5 @@ fn tensor(query: &PhysicalQuery, entries: Entries<Value>) -> Result<Tensor> {
                 .collect()
         })
         .collect();
-    let values = entries.values.iter().map(|v| v.cast(query.ty));
-    let data = match query.ty {
-        ValueType::Boolean => {
-            ValueData::Boolean(values.map(|v| matches!(v, Value::Bool(true))).collect())
-        }
-        ValueType::Int64 => {
-            ValueData::Int64(values.map(|v| v.as_i64().unwrap_or_default()).collect())
-        }
-        ValueType::Float64 => ValueData::Float64(values.map(Value::as_f64).collect()),
-    };
-    let mut column = "v".to_string();
-    while dims.iter().any(|d| d.name.eq_ignore_ascii_case(&column)) {
-        column.push('_');
-    }
-    Tensor::from_coo(Coo {
-        dims,
-        coords,
-        values: vec![(column, data)],
-        column_order: None,
-    })
+    crate::ir::result_tensor(dims, coords, entries.values.iter().copied(), query.ty)
 }

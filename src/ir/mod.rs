@@ -30,7 +30,8 @@ use std::sync::Arc;
 pub use operator::{AggOp, Algebra, Annihilator, Arity, ScalarOp};
 pub use value::Value;
 
-use crate::storage::{Tensor, ValueType};
+use crate::error::Result;
+use crate::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
 
 /// A program: queries evaluated in order; later ones may refer to earlier
 /// ones through [`Expr::Alias`].
@@ -242,4 +243,36 @@ impl Expr {
             Expr::Agg { op, body, .. } => op.result_type(body.value_type(alias_type)),
         }
     }
+}
+
+/// The stored form of a query's result, shared by the evaluators: one
+/// dimension per output index (`dims`, with `coords` per dimension) and one
+/// value column `v` of type `ty` (renamed `v_`, `v__`, ... if an index is
+/// called `v`).
+pub fn result_tensor(
+    dims: Vec<DimensionSpec>,
+    coords: Vec<Vec<i64>>,
+    values: impl Iterator<Item = Value>,
+    ty: ValueType,
+) -> Result<Tensor> {
+    let values = values.map(|v| v.cast(ty));
+    let data = match ty {
+        ValueType::Boolean => {
+            ValueData::Boolean(values.map(|v| matches!(v, Value::Bool(true))).collect())
+        }
+        ValueType::Int64 => {
+            ValueData::Int64(values.map(|v| v.as_i64().unwrap_or_default()).collect())
+        }
+        ValueType::Float64 => ValueData::Float64(values.map(Value::as_f64).collect()),
+    };
+    let mut column = "v".to_string();
+    while dims.iter().any(|d| d.name.eq_ignore_ascii_case(&column)) {
+        column.push('_');
+    }
+    Tensor::from_coo(Coo {
+        dims,
+        coords,
+        values: vec![(column, data)],
+        column_order: None,
+    })
 }

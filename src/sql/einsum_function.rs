@@ -74,10 +74,7 @@ fn table(context: Context<'_>, expr: &SqlExpr, ctes: &Ctes) -> Result<TensorRef>
             }
         },
     };
-    let tensor = match ctes.get(&name) {
-        Some(t) => t,
-        None => context.catalog().get(&name)?,
-    };
+    let tensor = ctes.table(context, &name)?;
     Ok(TensorRef { name, tensor })
 }
 

@@ -80,24 +80,21 @@ const AGGREGATES: [&str; 5] = ["sum", "count", "min", "max", "avg"];
 
 /// Whether `expr` contains an aggregate function call.
 pub fn has_aggregate(expr: &SqlExpr) -> bool {
-    let mut found = false;
-    visit(expr, &mut |e| {
-        if let SqlExpr::Function(f) = e
-            && AGGREGATES.contains(&function_name(f).as_str())
-        {
-            found = true;
-        }
-    });
-    found
+    calls_any(expr, &AGGREGATES)
 }
 
 /// Whether `expr` contains an aggregate other than `COUNT`, which is NULL
 /// over no rows.
 pub fn has_nullable_aggregate(expr: &SqlExpr) -> bool {
+    calls_any(expr, &["sum", "min", "max", "avg"])
+}
+
+/// Whether `expr` calls one of the functions `names` (lower case).
+fn calls_any(expr: &SqlExpr, names: &[&str]) -> bool {
     let mut found = false;
     visit(expr, &mut |e| {
         if let SqlExpr::Function(f) = e
-            && ["sum", "min", "max", "avg"].contains(&function_name(f).as_str())
+            && names.contains(&function_name(f).as_str())
         {
             found = true;
         }

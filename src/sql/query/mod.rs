@@ -65,6 +65,14 @@ impl Ctes {
             .map(|(_, t)| Arc::clone(t))
     }
 
+    /// The table called `name`: a `WITH` table, else a stored one.
+    pub fn table(&self, context: Context<'_>, name: &str) -> Result<Arc<Tensor>> {
+        match self.get(name) {
+            Some(tensor) => Ok(tensor),
+            None => context.catalog().get(name),
+        }
+    }
+
     /// These tables and `name`.
     pub fn with(&self, name: &str, tensor: Arc<Tensor>) -> Ctes {
         let mut tables = self.tables.clone();

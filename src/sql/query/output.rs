@@ -118,10 +118,7 @@ fn parenthesized(query: &Query) -> Option<&Query> {
 /// The table a sub-query or `WITH` query denotes.
 fn table_of(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Arc<Tensor>> {
     match simple_source(query) {
-        Some(Source::Table(name)) if ctes.get(&name).is_some() => {
-            ctes.get(&name).ok_or_else(|| Error::Invalid(name))
-        }
-        Some(Source::Table(name)) => context.catalog().get(&name),
+        Some(Source::Table(name)) => ctes.table(context, &name),
         Some(Source::File { function, args }) => Ok(Arc::new(crate::sql::table_function::load(
             context, function, args,
         )?)),

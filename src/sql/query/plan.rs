@@ -611,10 +611,7 @@ fn add_relation(
             ..
         } => {
             let table = super::super::table_name(name)?;
-            let tensor = match ctes.get(&table) {
-                Some(t) => t,
-                None => context.catalog().get(&table)?,
-            };
+            let tensor = ctes.table(context, &table)?;
             let stored = context
                 .catalog()
                 .names()
