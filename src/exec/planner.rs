@@ -310,17 +310,25 @@ impl Planner<'_> {
         let (ty, body_fill) = (compiled.ty, compiled.fill);
         let (ty, fill) = match op {
             Some(op) => {
-                let mut total: u128 = 1;
-                for &v in &aggregated {
-                    total = total
-                        .checked_mul(u128::from(vars[v].size))
-                        .ok_or_else(|| too_many(&name))?;
-                }
+                // The number of aggregated coordinates; `None` beyond 2^128
+                // (sixteen variables over a few thousand vertices).
+                let total = aggregated
+                    .iter()
+                    .try_fold(1u128, |acc, &v| acc.checked_mul(u128::from(vars[v].size)));
+                let empty = aggregated.iter().any(|&v| vars[v].size == 0);
+                let lifted = op.lift(body_fill);
                 let ty = op.result_type(ty);
-                let fill = if total == 0 {
-                    Value::zero(op.result_type(body_fill.value_type()))
-                } else {
-                    op.repeat(op.lift(body_fill), total)?
+                let fill = match total {
+                    _ if empty => Value::zero(op.result_type(body_fill.value_type())),
+                    Some(total) => op.repeat(lifted, total)?,
+                    // Repeating 0, or a maximum, minimum or test, does not
+                    // depend on how often.
+                    None if lifted.is_zero()
+                        || matches!(op, AggOp::Max | AggOp::Min | AggOp::Any) =>
+                    {
+                        op.repeat(lifted, 1)?
+                    }
+                    None => return Err(too_many(&name)),
                 };
                 (ty, fill)
             }
