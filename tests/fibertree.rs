@@ -1,7 +1,8 @@
 //! Fibertree indexes checked against a `BTreeMap` model of the tensor: for
 //! random tensors, every dimension order and a variety of level formats, a
 //! full traversal yields exactly the stored entries with their values, and
-//! at every fiber `len`, iteration, `lookup` and `seek` agree with the model.
+//! at every fiber `len`, iteration, `lookup`, `seek` and `slots` agree with
+//! the model.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -229,6 +230,17 @@ fn check_fiber(
     prop_assert_eq!(&coords, &children.iter().copied().collect::<Vec<_>>());
     if let Some(sorted) = fiber.sorted_coords() {
         prop_assert_eq!(sorted, &coords[..]);
+    }
+    // Dense-addressed levels give every coordinate a slot at base + c.
+    match fiber.slots() {
+        Some((base, stride)) => {
+            prop_assert!(level.format().is_dense_addressed());
+            prop_assert_eq!(stride as u64, level.size());
+            for &(c, child) in &iterated {
+                prop_assert_eq!(child, base + c as usize);
+            }
+        }
+        None => prop_assert!(!level.format().is_dense_addressed()),
     }
     let child_of: BTreeMap<i64, usize> = iterated.iter().copied().collect();
     prop_assert_eq!(child_of.len(), iterated.len());

@@ -44,6 +44,12 @@ impl<S: Copy> Entries<S> {
         self.values.len()
     }
 
+    /// Makes room for `n` more entries.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.coords.reserve(n.saturating_mul(self.dims));
+        self.values.reserve(n);
+    }
+
     /// Appends an entry.
     #[inline]
     pub(crate) fn push(&mut self, key: impl IntoIterator<Item = i64>, value: S) {
@@ -65,11 +71,11 @@ impl<S: Copy> Entries<S> {
     }
 
     /// The entries with their values mapped by `f`.
-    pub(crate) fn map<T>(self, f: impl FnMut(S) -> Result<T>) -> Result<Entries<T>> {
+    pub(crate) fn map<T>(self, mut f: impl FnMut(S) -> Result<T>) -> Result<Entries<T>> {
         Ok(Entries {
             dims: self.dims,
             coords: self.coords,
-            values: self.values.into_iter().map(f).collect::<Result<_>>()?,
+            values: self.values.iter().map(|&v| f(v)).collect::<Result<_>>()?,
         })
     }
 

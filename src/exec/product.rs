@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, ScalarOp, Value};
 use crate::storage::ValueType;
-use crate::storage::fibertree::{Cursor, Fiber, LevelFormat};
+use crate::storage::fibertree::{Cursor, Fiber, Level, LevelFormat};
 
 use super::ExecOptions;
 use super::accumulate::{Accumulate, Accumulator, Entries};
@@ -241,6 +241,7 @@ impl Product {
             product: self,
             values: &values,
             control,
+            leaves: LeafReads::new(kernel, &values),
         };
         let parts: Vec<Entries<T>> = if kernel.vars.is_empty() {
             vec![shared.worker(&root.pos, None)?.run(scale)?]
@@ -258,8 +259,10 @@ impl Product {
             })?
         };
         let merged = merge(kernel, parts)?;
-        let copies = kernel.copies;
-        merged.map(|v| Ok(if copies == 1 { v } else { v.repeat(copies)? }.value()))
+        match kernel.copies {
+            1 => merged.map(|v| Ok(v.value())),
+            copies => merged.map(|v| Ok(v.repeat(copies)?.value())),
+        }
     }
 }
 
@@ -269,6 +272,62 @@ struct Shared<'s, 'a, T: Num> {
     product: &'s Product,
     values: &'s [Typed<'a, T>],
     control: &'s Control<'s>,
+    leaves: Option<LeafReads<'s, 'a, T>>,
+}
+
+/// The most inputs [`ProductWorker::innermost_slots`] handles: a driver
+/// and [`MOST_SLOT_PROBES`] probes.
+const MOST_LEAF_READS: usize = 1 + MOST_SLOT_PROBES;
+
+/// The reads of the innermost loop, fixed for a run: per input read there,
+/// its leaf level, format and values.
+struct LeafReads<'s, 'a, T> {
+    depth: usize,
+    reads: Vec<LeafRead<'s, 'a, T>>,
+    /// The driver fixed by the plan (a position in `reads`).
+    fixed: Option<usize>,
+}
+
+/// One input's read at the innermost loop.
+struct LeafRead<'s, 'a, T> {
+    input: usize,
+    level: &'a Level,
+    format: LevelFormat,
+    /// `None`: every value is 1.
+    values: Option<&'s [T]>,
+}
+
+impl<'s, 'a, T: Num> LeafReads<'s, 'a, T> {
+    /// The innermost loop's reads, when every input read there binds one
+    /// level (no repeated variable) and there are at most
+    /// [`MOST_LEAF_READS`] of them.
+    fn new(kernel: &Kernel<'a>, values: &'s [Typed<'a, T>]) -> Option<Self> {
+        let depth = kernel.parts.len().checked_sub(1)?;
+        let parts = &kernel.parts[depth];
+        if parts.len() > MOST_LEAF_READS || parts.iter().any(|p| p.count != 1) {
+            return None;
+        }
+        let reads = parts
+            .iter()
+            .map(|p| {
+                let level = kernel.inputs.get(p.input)?.tree.levels().get(p.level)?;
+                Some(LeafRead {
+                    input: p.input,
+                    level,
+                    format: level.format(),
+                    values: values.get(p.input)?.slice(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let fixed = kernel
+            .fixed_driver(depth)
+            .and_then(|k| parts.iter().position(|p| p.input == k));
+        Some(LeafReads {
+            depth,
+            reads,
+            fixed,
+        })
+    }
 }
 
 impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
@@ -277,19 +336,31 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
         let upfront = Accumulator::<T>::upfront_bytes(kernel.accumulator, &kernel.suffix_sizes);
         let reserved = u64::try_from(upfront).unwrap_or(u64::MAX);
         self.control.reserve(reserved)?;
+        let mut out = Entries::new(kernel.query.output.len());
+        if kernel.prefix > 0
+            && let Some(top) = &top
+        {
+            // The outermost loop writes the first output level: usually
+            // about one entry per coordinate when it is the only one.
+            out.reserve(top.len());
+        }
         Ok(ProductWorker {
             shared: self,
             pos: pos.to_vec(),
             coords: vec![0; kernel.query.vars.len()],
             top,
             acc: Accumulator::new(kernel.accumulator, kernel.suffix_sizes.clone()),
-            out: Entries::new(kernel.query.output.len()),
+            out,
             steps: 0,
             scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
             reserved,
+            pending: 0,
         })
     }
 }
+
+/// The bytes of entries a worker collects before charging them.
+const CHARGE_BATCH: u64 = 64 << 10;
 
 /// One worker of the fast path.
 struct ProductWorker<'w, 's, 'a, T: Num> {
@@ -301,6 +372,8 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     out: Entries<T>,
     steps: usize,
     reserved: u64,
+    /// Bytes written but not yet charged (less than [`CHARGE_BATCH`]).
+    pending: u64,
     /// Buffers per loop depth.
     scratch: Vec<Scratch<'a>>,
 }
@@ -407,11 +480,13 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         }
         let mut sum = T::ZERO;
         let mut any = false;
-        if depth + 1 == n
-            && !(depth == 0 && self.top.is_some())
-            && let Some(result) = self.innermost(depth)
-        {
-            return result;
+        if depth + 1 == n && !(depth == 0 && self.top.is_some()) {
+            if let Some(result) = self.innermost_slots(depth) {
+                return result;
+            }
+            if let Some(result) = self.innermost(depth) {
+                return result;
+            }
         }
         if depth + 1 == n {
             visit(self, depth, |w, positions| {
@@ -437,6 +512,60 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             })?;
         }
         Ok(any.then_some(sum))
+    }
+
+    /// The innermost loop's sum when the driver has sorted coordinates and
+    /// every other input is read at a dense-addressed leaf with a value
+    /// array ([`SlotProbes`]): SpMV's `x[j]`, SpMM's and SDDMM's factor
+    /// rows. Works from the reads fixed for the run ([`LeafReads`]), so a
+    /// row costs a few fiber bounds and no buffers; `None` when the loop
+    /// does not have that shape, for [`ProductWorker::innermost`].
+    #[inline]
+    fn innermost_slots(&mut self, depth: usize) -> Option<Result<Option<T>>> {
+        let reads = self.shared.leaves.as_ref().filter(|r| r.depth == depth)?;
+        let mut fibers: [Option<Fiber<'a>>; MOST_LEAF_READS] = [None; MOST_LEAF_READS];
+        for (slot, read) in fibers.iter_mut().zip(&reads.reads) {
+            *slot = Some(read.level.fiber(self.pos[read.input]));
+        }
+        let n = reads.reads.len();
+        let driver = match reads.fixed {
+            Some(j) => j,
+            None => (0..n).min_by_key(|&j| match (&fibers[j], reads.reads[j].format) {
+                (_, LevelFormat::Dense) | (None, _) => usize::MAX,
+                (Some(f), _) => f.len(),
+            })?,
+        };
+        if !matches!(
+            reads.reads.get(driver)?.format,
+            LevelFormat::Compressed | LevelFormat::Hashed
+        ) {
+            return None;
+        }
+        let mut probes = SlotProbes {
+            count: 0,
+            probes: [(0, 0, &[]); MOST_SLOT_PROBES],
+        };
+        for (j, (fiber, read)) in fibers.iter().zip(&reads.reads).enumerate() {
+            if j == driver {
+                continue;
+            }
+            let (base, stride) = fiber.as_ref()?.slots()?;
+            *probes.probes.get_mut(probes.count)? = (base, stride, read.values?);
+            probes.count += 1;
+        }
+        let fiber = fibers[driver]?;
+        let coords = fiber.sorted_coords()?;
+        if let Err(e) = self.count_steps(coords.len()) {
+            return Some(Err(e));
+        }
+        let base = fiber.cursor().current().map_or(0, |(_, p)| p);
+        Some(match reads.reads[driver].values {
+            Some(v) => {
+                let v = v.get(base..).unwrap_or(&[]);
+                probes.sum(coords.iter().copied().zip(v.iter().copied()))
+            }
+            None => probes.sum(coords.iter().map(|&c| (c, T::ONE))),
+        })
     }
 
     /// The innermost loop's sum as one tight loop over the driver's sorted
@@ -480,6 +609,9 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         for (slot, (j, _)) in probed.iter_mut().zip(&scratch.probes) {
             *slot = values[parts[*j].input].slice();
         }
+        if let Err(e) = self.count_steps(coords.len()) {
+            return Some(Err(e));
+        }
         let mut sum = T::ZERO;
         let mut any = false;
         'entries: for (i, &c) in coords.iter().enumerate() {
@@ -504,9 +636,6 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
                 return Some(Err(e));
             }
             any = true;
-        }
-        if let Err(e) = self.count_steps(coords.len()) {
-            return Some(Err(e));
         }
         Some(Ok(any.then_some(sum)))
     }
@@ -533,6 +662,14 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
 
     fn add(&mut self, value: T) -> Result<()> {
         let kernel = self.shared.kernel;
+        if kernel.suffix.is_empty() {
+            // Every output level is written in loop order: each output
+            // coordinate is reached once, so its value is final.
+            let coords = &self.coords;
+            self.out
+                .push(kernel.query.output.iter().map(|&v| coords[v]), value);
+            return self.charge(entry_bytes(kernel.query.output.len()));
+        }
         let new = self
             .acc
             .add(&self.coords, &kernel.suffix, value, |a, b| a.add(b))?;
@@ -542,14 +679,24 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         Ok(())
     }
 
+    /// Charges `bytes` against the memory limit, in batches of
+    /// [`CHARGE_BATCH`] (one shared counter update per entry would cost
+    /// more than computing a row of SpMV).
     fn charge(&mut self, bytes: u64) -> Result<()> {
-        self.shared.control.reserve(bytes)?;
-        self.reserved += bytes;
+        self.pending += bytes;
+        if self.pending >= CHARGE_BATCH {
+            self.shared.control.reserve(self.pending)?;
+            self.reserved += self.pending;
+            self.pending = 0;
+        }
         Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
         let kernel = self.shared.kernel;
+        if kernel.suffix.is_empty() {
+            return Ok(());
+        }
         let before = self.out.len();
         let ProductWorker {
             acc, out, coords, ..
@@ -622,7 +769,9 @@ where
     }
     let mut result = Ok(());
     for i in 0..top.len() {
-        if let Err(e) = w.shared.control.check() {
+        if i % CHECK_TOP_EVERY == 0
+            && let Err(e) = w.shared.control.check()
+        {
             result = Err(e);
             break;
         }
@@ -659,6 +808,72 @@ where
     w.top = Some(top);
     result
 }
+
+/// The probes of an innermost loop when every probed input is read at a
+/// dense-addressed leaf with a value array: the value of coordinate `c` is
+/// `values[base + c]` for `c < stride`, and an absent slot holds 0, which
+/// annihilates the product just as the absence would. No presence test,
+/// no dispatch on the level format per entry.
+struct SlotProbes<'v, T> {
+    count: usize,
+    probes: [(usize, usize, &'v [T]); MOST_SLOT_PROBES],
+}
+
+/// The most probes [`SlotProbes`] takes (SDDMM and MTTKRP probe two).
+const MOST_SLOT_PROBES: usize = 4;
+
+impl<'v, T: Num> SlotProbes<'v, T> {
+    /// The sum over `entries` (the driver's coordinates and values) of the
+    /// products with the probed values; `None` when no product is
+    /// non-zero. Zero factors are skipped, as in the general loop, so a
+    /// zero next to a NaN gives no term.
+    #[inline]
+    fn sum(&self, entries: impl Iterator<Item = (i64, T)>) -> Result<Option<T>> {
+        let mut sum = T::ZERO;
+        let mut any = false;
+        if let [(base, stride, values)] = self.probes[..self.count] {
+            let values = values.get(base..).unwrap_or(&[]);
+            let stride = stride.min(values.len());
+            for (c, v) in entries {
+                let Some(&x) = usize::try_from(c)
+                    .ok()
+                    .filter(|&c| c < stride)
+                    .and_then(|c| values.get(c))
+                else {
+                    continue;
+                };
+                if v == T::ZERO || x == T::ZERO {
+                    continue;
+                }
+                sum.add(v.times(x)?)?;
+                any = true;
+            }
+            return Ok(any.then_some(sum));
+        }
+        'entries: for (c, mut v) in entries {
+            if v == T::ZERO {
+                continue;
+            }
+            let Ok(c) = usize::try_from(c) else {
+                continue;
+            };
+            for &(base, stride, values) in &self.probes[..self.count] {
+                let x = match values.get(base + c) {
+                    Some(&x) if c < stride && x != T::ZERO => x,
+                    _ => continue 'entries,
+                };
+                v = v.times(x)?;
+            }
+            sum.add(v)?;
+            any = true;
+        }
+        Ok(any.then_some(sum))
+    }
+}
+
+/// How many outermost coordinates a worker visits between two
+/// cancellation checks (the inner loops check by their own count).
+const CHECK_TOP_EVERY: usize = 64;
 
 /// Reusable buffers of one loop: the inputs' parent and child positions,
 /// their fibers and formats, and the probes.
@@ -711,15 +926,16 @@ impl<'a> Join<'a> {
             })?,
         };
         scratch.probes.clear();
-        scratch
-            .probes
-            .extend((0..parts.len()).filter(|&j| j != driver).map(|j| {
-                let probe = match formats[j] {
-                    Some(LevelFormat::Compressed) => Probe::Seek(fibers[j].cursor()),
-                    _ => Probe::Direct(fibers[j]),
-                };
-                (j, probe)
-            }));
+        for (j, (fiber, format)) in fibers.iter().zip(formats.iter()).enumerate() {
+            if j == driver {
+                continue;
+            }
+            let probe = match format {
+                Some(LevelFormat::Compressed) => Probe::Seek(fiber.cursor()),
+                _ => Probe::Direct(*fiber),
+            };
+            scratch.probes.push((j, probe));
+        }
         Some(Join {
             driver,
             fiber: fibers[driver],
@@ -806,6 +1022,7 @@ fn intersect<'a>(
 fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Entries<T>>) -> Result<Entries<T>> {
     let mut merged = Entries::new(kernel.query.output.len());
     if kernel.prefix > 0 || parts.len() <= 1 {
+        merged.reserve(parts.iter().map(Entries::len).sum());
         parts.into_iter().for_each(|p| merged.append(p));
         return Ok(merged);
     }

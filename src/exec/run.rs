@@ -214,16 +214,28 @@ pub(crate) fn top_weights(
             .filter(|p| present.get(p.input).copied().unwrap_or(false))
             .max_by_key(|p| kernel.inputs[p.input].tree.nnz())
     });
+    let Some(part) = heaviest else {
+        return vec![1; top.len()];
+    };
+    let input = &kernel.inputs[part.input];
+    let parent = pos[part.input];
+    // The candidates ascend: one cursor seeks through the fiber instead of
+    // a search from its start per candidate.
+    let mut cursor = input.fiber(part.level, parent).map(|f| f.cursor());
     (0..top.len())
         .map(|i| {
-            let work = heaviest.and_then(|part| {
-                let input = &kernel.inputs[part.input];
-                let child = input.descend(pos[part.input], part.level, part.count, top.get(i))?;
-                input
-                    .fiber(part.level + part.count, child)
-                    .map(|f| f.len() as u64)
-            });
-            1 + work.unwrap_or(0)
+            let c = top.get(i);
+            let child = match cursor.as_mut() {
+                Some(cursor) if part.count == 1 => {
+                    cursor.seek(c);
+                    cursor.current().filter(|&(at, _)| at == c).map(|(_, p)| p)
+                }
+                _ => input.descend(parent, part.level, part.count, c),
+            };
+            let work = child
+                .and_then(|child| input.fiber(part.level + part.count, child))
+                .map_or(0, |f| f.len() as u64);
+            1 + work
         })
         .collect()
 }

@@ -321,6 +321,7 @@ impl FiberTree {
 
     /// The levels, outermost first; empty for a tensor without dimensions,
     /// whose only leaf position is 0.
+    #[inline]
     pub fn levels(&self) -> &[Level] {
         &self.levels
     }
@@ -661,6 +662,7 @@ impl Level {
     }
 
     /// The format of the level.
+    #[inline]
     pub fn format(&self) -> LevelFormat {
         match self.storage {
             Storage::Dense { .. } => LevelFormat::Dense,
@@ -696,6 +698,7 @@ impl Level {
     }
 
     /// The sorted coordinates of all fibers (`crd`); `None` for dense.
+    #[inline]
     pub fn crd(&self) -> Option<&ScalarBuffer<i64>> {
         match &self.storage {
             Storage::Dense { .. } => None,
@@ -728,6 +731,7 @@ impl Level {
 
     /// The children of parent position `parent` (empty if there is no such
     /// parent).
+    #[inline]
     pub fn fiber(&self, parent: usize) -> Fiber<'_> {
         let (lo, hi) = if parent >= self.fibers {
             (0, 0)
@@ -761,6 +765,7 @@ pub struct Fiber<'a> {
 impl<'a> Fiber<'a> {
     /// Number of present children. O(1), except dense levels, which count
     /// presence bits (O(size / 64)).
+    #[inline]
     pub fn len(&self) -> usize {
         match &self.level.storage {
             Storage::Dense { present, .. } => present.count(self.lo, self.hi),
@@ -779,6 +784,7 @@ impl<'a> Fiber<'a> {
     /// The child position of `coord`, if it is present: a direct slot for
     /// dense and bytemap, a hash probe for hashed, a binary search for
     /// compressed.
+    #[inline]
     pub fn lookup(&self, coord: i64) -> Option<usize> {
         match &self.level.storage {
             Storage::Dense { stride, present } => {
@@ -797,13 +803,29 @@ impl<'a> Fiber<'a> {
         }
     }
 
+    /// For a dense-addressed level (dense or bytemap), the child position
+    /// of coordinate 0 and the number of coordinates: coordinate `c <
+    /// stride` has the position `base + c`, present or not (under a leaf,
+    /// an absent slot's value is the fill). `None` for other formats.
+    #[inline]
+    pub fn slots(&self) -> Option<(usize, usize)> {
+        match &self.level.storage {
+            Storage::Dense { stride, .. } | Storage::Bytemap { stride, .. } => {
+                Some((self.parent * stride, *stride))
+            }
+            Storage::Compressed { .. } | Storage::Hashed { .. } => None,
+        }
+    }
+
     /// The present coordinates in ascending order, for formats that store
     /// them (all but dense); a merge can walk this slice directly.
+    #[inline]
     pub fn sorted_coords(&self) -> Option<&'a [i64]> {
         self.level.crd().and_then(|crd| crd.get(self.lo..self.hi))
     }
 
     /// A cursor at the first present child.
+    #[inline]
     pub fn cursor(&self) -> Cursor<'a> {
         let at = match &self.level.storage {
             Storage::Dense { present, .. } => present.next_set(self.lo, self.hi),

@@ -15,13 +15,13 @@
 //!
 //! Every path that creates a tensor (file readers, `INSERT`, query results)
 //! goes through [`Coo`] and [`Tensor::from_coo`], which validates coordinates,
-//! sorts, combines duplicates with exact arithmetic and computes the
-//! statistics. Fibertree indexes over other dimension orders are built on
+//! sorts and combines duplicates with exact arithmetic. The statistics are
+//! computed on first use (most query results are never estimated). Fibertree indexes over other dimension orders are built on
 //! demand by [`Tensor::index`] and cached with the tensor.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arrow::array::{
     Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
@@ -238,13 +238,12 @@ pub struct Tensor {
     values: Vec<ValueColumn>,
     column_order: Vec<ColumnRef>,
     data: RecordBatch,
-    statistics: Statistics,
+    statistics: OnceLock<Statistics>,
     indexes: Mutex<HashMap<IndexSpec, Arc<FiberTree>>>,
 }
 
 impl Tensor {
-    /// Validates, sorts and combines `coo` into a tensor, and computes its
-    /// statistics.
+    /// Validates, sorts and combines `coo` into a tensor.
     ///
     /// Errors: columns of unequal length, duplicate column names, negative
     /// coordinates or coordinates outside a declared size, a coordinate
@@ -312,13 +311,12 @@ impl Tensor {
                 .collect(),
         };
         let data = build_batch(&dims, coords, values)?;
-        let statistics = Statistics::compute(&dims, &data);
         Ok(Tensor {
             dims,
             values: value_columns,
             column_order,
             data,
-            statistics,
+            statistics: OnceLock::new(),
             indexes: Mutex::new(HashMap::new()),
         })
     }
@@ -423,9 +421,10 @@ impl Tensor {
             .then(|| int64_values(self.data.column(self.dims.len())))
     }
 
-    /// The statistics computed when the tensor was stored.
+    /// The tensor's statistics, computed on first use and kept.
     pub fn statistics(&self) -> &Statistics {
-        &self.statistics
+        self.statistics
+            .get_or_init(|| Statistics::compute(&self.dims, &self.data))
     }
 
     /// The fibertree index described by `spec`, built on first use and
@@ -603,15 +602,24 @@ fn validate_column_order(
     Ok(order)
 }
 
+/// Below this many rows, the checks of [`Tensor::from_coo`] run on the
+/// calling thread: handing a small job to the thread pool and waiting for
+/// it costs more than the job (a query result of a few thousand entries
+/// would spend most of its time there).
+const PARALLEL_ROWS: usize = 1 << 16;
+
 /// Checks the coordinates of one dimension and settles its size.
 fn resolve_dimension(spec: DimensionSpec, column: &[i64]) -> Result<Dimension> {
-    let (min, max) = column
-        .par_iter()
-        .fold(
-            || (i64::MAX, i64::MIN),
-            |(lo, hi), &c| (lo.min(c), hi.max(c)),
-        )
-        .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+    let widen = |(lo, hi): (i64, i64), &c: &i64| (lo.min(c), hi.max(c));
+    let empty = (i64::MAX, i64::MIN);
+    let (min, max) = if column.len() < PARALLEL_ROWS {
+        column.iter().fold(empty, widen)
+    } else {
+        column
+            .par_iter()
+            .fold(|| empty, widen)
+            .reduce(|| empty, |a, b| (a.0.min(b.0), a.1.max(b.1)))
+    };
     if !column.is_empty() && min < 0 {
         return Err(Error::Invalid(format!(
             "dimension '{}' has the negative coordinate {min}; key columns hold coordinates \
@@ -659,9 +667,12 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Option<
             .find(|o| o.is_ne())
             .unwrap_or(Ordering::Equal)
     };
-    let increasing = (1..rows)
-        .into_par_iter()
-        .all(|r| compare(r - 1, r) == Ordering::Less);
+    let ascends = |r: usize| compare(r - 1, r) == Ordering::Less;
+    let increasing = if rows < PARALLEL_ROWS {
+        (1..rows).all(ascends)
+    } else {
+        (1..rows).into_par_iter().all(ascends)
+    };
     if increasing {
         return None;
     }
