@@ -20,12 +20,13 @@
 //!    — the entries it writes and the assignments its loop nest visits —
 //!    and the remaining query likewise, with the estimates of the chosen
 //!    [`SparsityEstimator`]; a plan costs the sum of its steps.
-//! 4. **Search.** [`Search::Exact`] runs a dynamic program over the sets of
-//!    eliminated variables with branch-and-bound pruning when a sum has at
-//!    most [`EXACT_LIMIT`] variables to eliminate, and otherwise (or when
-//!    its [`EXACT_BUDGET`] of estimates runs out) falls back to the greedy
-//!    search. [`Search::Greedy`] repeatedly takes the cheapest step that
-//!    lowers the plan's cost. Estimates are cached by the set of input
+//! 4. **Search.** [`Search::Greedy`] repeatedly takes the cheapest step
+//!    that lowers the plan's cost. [`Search::Exact`] starts from the greedy
+//!    plan and runs a dynamic program over the sets of eliminated variables
+//!    with branch-and-bound pruning against the best plan so far, when a
+//!    sum has at most [`EXACT_LIMIT`] variables to eliminate; beyond that
+//!    it keeps the greedy plan, and when its [`EXACT_BUDGET`] of estimates
+//!    runs out it keeps the best plan found (never worse than greedy). Estimates are cached by the set of input
 //!    factors and eliminated variables a candidate covers, so each distinct
 //!    sub-expression is estimated once.
 //! 5. **Common sub-expressions.** Steps become queries named `#e1`, `#e2`,
@@ -50,9 +51,9 @@ use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_wi
 /// exactly (2^n states); larger ones greedily.
 pub const EXACT_LIMIT: usize = 10;
 
-/// The most estimates the exact search of one sum may ask for before it
-/// gives up and takes the greedy plan.
-pub const EXACT_BUDGET: usize = 2_000;
+/// The most estimates the exact search of one sum may ask for; then it
+/// keeps the best plan found so far.
+pub const EXACT_BUDGET: usize = 1_000;
 
 /// Weight of an entry written (`A` in the cost).
 const WRITE_COST: f64 = 1.0;
@@ -315,10 +316,8 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
         } else {
             match self.search {
                 Search::Exact if eliminable.len() <= EXACT_LIMIT => {
-                    match space.exact(&inputs, &eliminable)? {
-                        Some(plan) => plan,
-                        None => space.greedy(&inputs, &eliminable)?,
-                    }
+                    let greedy = space.greedy(&inputs, &eliminable)?;
+                    space.exact(&inputs, &eliminable, greedy)?
                 }
                 _ => space.greedy(&inputs, &eliminable)?,
             }
@@ -755,15 +754,20 @@ impl<E: SparsityEstimator> Space<'_, E> {
     }
 
     /// Exact search: dynamic programming over the sets of eliminated
-    /// variables, pruning states that already cost more than the best plan
-    /// found. `None` when the estimate budget runs out.
-    fn exact(&mut self, inputs: &[Factor<E::Stats>], vars: &[usize]) -> Result<Option<Plan>> {
+    /// variables, starting from the plan `best` (the greedy one) and
+    /// pruning states that already cost more than the best plan found.
+    /// When the estimate budget runs out it returns the best plan so far.
+    fn exact(
+        &mut self,
+        inputs: &[Factor<E::Stats>],
+        vars: &[usize],
+        mut best: Plan,
+    ) -> Result<Plan> {
         let start = State {
             factors: inputs.to_vec(),
             steps: Vec::new(),
             cost: 0.0,
         };
-        let mut best = self.plan(start.clone())?;
         let mut level: HashMap<u64, State<E::Stats>> = HashMap::from([(0, start)]);
         for _ in 0..vars.len() {
             let mut next: HashMap<u64, State<E::Stats>> = HashMap::new();
@@ -781,7 +785,7 @@ impl<E: SparsityEstimator> Space<'_, E> {
                         continue;
                     }
                     if self.estimates > EXACT_BUDGET {
-                        return Ok(None);
+                        return Ok(best);
                     }
                     let Some(candidate) = self.candidate(&state.factors, v)? else {
                         continue;
@@ -809,7 +813,7 @@ impl<E: SparsityEstimator> Space<'_, E> {
             }
             level = next;
         }
-        Ok(Some(best))
+        Ok(best)
     }
 }
 
