@@ -117,3 +117,23 @@ fn every_setting_gives_the_same_counts() {
     assert!(counts.iter().all(|&c| c == counts[0]), "{counts:?}");
     assert!(counts[0] > 0);
 }
+
+#[test]
+fn a_constant_coordinate_is_estimated_by_the_entries_it_selects() {
+    let db = Database::open_in_memory();
+    db.execute(
+        "CREATE TABLE labels (vertex INT, label INT);
+         INSERT INTO labels VALUES (0, 3), (1, 3), (2, 5), (3, 3), (4, 7), (5, 5);",
+    )
+    .expect("the labels load");
+    let lines = plan_lines(&db, "EXPLAIN x[v] = labels[v, 3]");
+    assert!(
+        lines.iter().any(|l| l.ends_with("(estimated 3 entries)")),
+        "{lines:?}"
+    );
+    let lines = plan_lines(&db, "EXPLAIN x[v] = labels[v, 4]");
+    assert!(
+        lines.iter().any(|l| l.ends_with("(estimated 0 entries)")),
+        "{lines:?}"
+    );
+}

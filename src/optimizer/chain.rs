@@ -15,7 +15,10 @@
 //!   variables that index them. A constant coordinate drops its dimension
 //!   (selecting entries only lowers degrees) and a repeated variable merges
 //!   its dimensions (`X` loses what `Y` fixes); both stay valid bounds.
-//!   The stored nnz bounds all the variables together.
+//!   The stored nnz bounds all the variables together; with constants, the
+//!   exact number of entries they select does (`labels[v, 34]`: the
+//!   vertices labelled 34), counted in an index led by the constant
+//!   dimensions.
 //! - A join (annihilating map) is the union of the constraint sets: every
 //!   constraint of an argument holds on the join. Hidden variables of
 //!   different arguments stay distinct slots, so a name that an inner
@@ -43,6 +46,7 @@ use crate::error::{Error, Result};
 use crate::ir::IndexTerm;
 use crate::optimizer::estimate::{Leaf, SparsityEstimator};
 use crate::optimizer::lattice::{Constraint, PathBound, SEARCH_BUDGET, cheapest_path};
+use crate::storage::fibertree::IndexSpec;
 
 /// The most variables (free and hidden) one statistics object can track.
 pub const MAX_SLOTS: usize = 64;
@@ -286,6 +290,41 @@ impl fmt::Display for ChainStats {
 /// constant), the new slots named after the variables in order of
 /// appearance, and whether a constant lies outside its dimension (no
 /// entries).
+/// The number of entries of `tensor` whose coordinates equal the constant
+/// terms, counted in an index with the constant dimensions first (built
+/// once and cached with the tensor; the executor reads the same index);
+/// `None` without constants or when the index cannot be built.
+fn selected_entries(tensor: &crate::storage::Tensor, terms: &[IndexTerm]) -> Option<u64> {
+    let consts: Vec<(usize, i64)> = terms
+        .iter()
+        .enumerate()
+        .filter_map(|(d, t)| match t {
+            IndexTerm::Const(c) => Some((d, *c)),
+            IndexTerm::Var(_) => None,
+        })
+        .collect();
+    if consts.is_empty() || terms.len() != tensor.dims().len() {
+        return None;
+    }
+    let mut order: Vec<usize> = consts.iter().map(|(d, _)| *d).collect();
+    order.extend((0..terms.len()).filter(|d| !consts.iter().any(|(c, _)| c == d)));
+    let tree = tensor.index(&IndexSpec::compressed(order)).ok()?;
+    let levels = tree.levels();
+    let mut position = 0;
+    for (depth, (_, coord)) in consts.iter().enumerate() {
+        let Some(found) = levels.get(depth)?.fiber(position).lookup(*coord) else {
+            return Some(0);
+        };
+        position = found;
+    }
+    let (mut lo, mut hi) = (position, position + 1);
+    for level in &levels[consts.len()..] {
+        let pos = level.pos()?;
+        (lo, hi) = (*pos.get(lo)?, *pos.get(hi)?);
+    }
+    Some((hi - lo) as u64)
+}
+
 fn read_slots(sizes: &[u64], terms: &[IndexTerm]) -> Result<(Vec<Option<usize>>, Vec<Slot>, bool)> {
     if sizes.len() != terms.len() {
         return Err(Error::Invalid(format!(
@@ -355,18 +394,15 @@ impl ChainEstimator {
         });
         let mut constraints = carry(degrees, &map);
         let all = (0..slots.len()).fold(0, |acc, k| acc | bit(k));
+        let selected = selected_entries(tensor, terms).unwrap_or(statistics.nnz());
         if all != 0 {
             constraints.push(Constraint {
                 x: all,
                 y: 0,
-                degree: statistics.nnz() as f64,
+                degree: selected as f64,
             });
         }
-        Ok(ChainStats::new(
-            slots,
-            constraints,
-            empty || statistics.nnz() == 0,
-        ))
+        Ok(ChainStats::new(slots, constraints, empty || selected == 0))
     }
 
     fn estimated(

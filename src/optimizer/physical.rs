@@ -25,7 +25,7 @@
 //! - **Output formats.** Levels written in loop order are sorted; the
 //!   others accumulate in a dense array when their space is small or the
 //!   estimated output fills at least an eighth of it, in a bytemap when it
-//!   fills at least 1/64 of a space of at most 2^28 coordinates, and in a
+//!   fills at least 1/64 of a space of at most 2^24 coordinates, and in a
 //!   hash table otherwise.
 //!
 //! [`Tensor::index`]: crate::storage::Tensor::index
@@ -50,7 +50,7 @@ const SMALL_SPACE: f64 = 65_536.0;
 
 /// Random-write spaces above this many coordinates are never dense nor
 /// bytemaps.
-const LARGE_SPACE: f64 = (1u64 << 28) as f64;
+const LARGE_SPACE: f64 = (1u64 << 24) as f64;
 
 /// The physical optimizer: implements the planner's [`Choose`] with the
 /// estimates of `estimator` and the statistics the logical optimizer kept
