@@ -587,7 +587,9 @@ fn plan_text(db: &Database, sql: &str) -> Option<String> {
     let mut lines = Vec::new();
     for batch in &result.batches {
         let column = batch.column(0);
-        let strings = column.as_any().downcast_ref::<arrow::array::StringArray>()?;
+        let strings = column
+            .as_any()
+            .downcast_ref::<arrow::array::StringArray>()?;
         lines.extend(strings.iter().flatten().map(str::to_string));
     }
     Some(lines.join("\n"))
