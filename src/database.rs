@@ -14,6 +14,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use crate::error::Result;
 use crate::io::{NoProgress, ProgressSink};
+use crate::profile::{Profile, ProfileLog};
 use crate::storage::Tensor;
 use crate::storage::catalog::Catalog;
 use crate::{einsum, sql};
@@ -209,26 +210,56 @@ impl Database {
     /// executor ([`crate::exec`]) and its result stored as the table it
     /// names, replacing a table of that name.
     pub fn execute_all(&self, text: &str) -> Result<Vec<QueryResult>> {
+        self.execute_logged(text, None)
+    }
+
+    /// Executes every statement of `sql` in order, as [`Database::execute`],
+    /// and returns the result of the last one with what running them took:
+    /// the optimizer's plans with estimated and actual entries per step,
+    /// and the optimization and execution times (see [`Profile`]).
+    pub fn execute_profiled(&self, sql: &str) -> Result<(QueryResult, Profile)> {
+        let log = ProfileLog::default();
+        let mut results = self.execute_logged(sql, Some(&log))?;
+        let result = results
+            .pop()
+            .unwrap_or_else(|| QueryResult::message("No statement to run"));
+        Ok((result, Profile::from_runs(log.take())))
+    }
+
+    fn execute_logged(&self, text: &str, log: Option<&ProfileLog>) -> Result<Vec<QueryResult>> {
         let pieces = einsum::split_statements(text);
         if !pieces.iter().any(|p| p.is_einsum) {
             return sql::parse(text)?
                 .iter()
-                .map(|statement| self.execute_sql(statement))
+                .map(|statement| self.execute_sql(statement, log))
                 .collect();
         }
         let mut results = Vec::new();
         for piece in pieces {
             if piece.explain {
                 let program = self.compile_einsum(text, piece.range)?;
-                results.push(crate::explain::plan_result(crate::explain::program_lines(
-                    &program,
-                )?)?);
+                let mut lines =
+                    crate::explain::program_lines(&program, &self.settings.optimizer_options())?;
+                if piece.analyze {
+                    let runs = ProfileLog::default();
+                    self.settings
+                        .evaluate(&program, &self.monitor, Some(&runs))?;
+                    lines.push("Analyzed run:".to_string());
+                    for run in runs.take() {
+                        lines.extend(
+                            crate::explain::run_lines(&run, true)
+                                .into_iter()
+                                .map(|l| format!("  {l}")),
+                        );
+                    }
+                }
+                results.push(crate::explain::plan_result(lines)?);
             } else if piece.is_einsum {
                 crate::io::check_cancelled(&self.monitor)?;
-                results.push(self.execute_einsum(text, piece.range)?);
+                results.push(self.execute_einsum(text, piece.range, log)?);
             } else {
                 for statement in sql::parse(&text[piece.range])? {
-                    results.push(self.execute_sql(&statement)?);
+                    results.push(self.execute_sql(&statement, log)?);
                 }
             }
         }
@@ -236,19 +267,28 @@ impl Database {
     }
 
     /// Runs one SQL statement, unless an interrupt is pending.
-    fn execute_sql(&self, statement: &sqlparser::ast::Statement) -> Result<QueryResult> {
+    fn execute_sql(
+        &self,
+        statement: &sqlparser::ast::Statement,
+        log: Option<&ProfileLog>,
+    ) -> Result<QueryResult> {
         crate::io::check_cancelled(&self.monitor)?;
-        sql::execute(self.context(), statement)
+        sql::execute(self.context(log), statement)
     }
 
     /// Runs the einsum statement at `text[range]` and stores its result, as
     /// an assignment: a table of the same name is replaced, and the message
     /// says so.
-    fn execute_einsum(&self, text: &str, range: std::ops::Range<usize>) -> Result<QueryResult> {
+    fn execute_einsum(
+        &self,
+        text: &str,
+        range: std::ops::Range<usize>,
+        log: Option<&ProfileLog>,
+    ) -> Result<QueryResult> {
         let program = self.compile_einsum(text, range)?;
         self.monitor
             .start_query(&format!("computing {}", program.queries[0].name));
-        let evaluated = self.settings.evaluate(&program, &self.monitor);
+        let evaluated = self.settings.evaluate(&program, &self.monitor, log);
         self.monitor.finish();
         let mut messages = Vec::new();
         for (name, tensor) in evaluated? {
@@ -303,11 +343,12 @@ impl Database {
         self.read_catalog().is_persistent()
     }
 
-    fn context(&self) -> sql::Context<'_> {
+    fn context<'a>(&'a self, log: Option<&'a ProfileLog>) -> sql::Context<'a> {
         sql::Context {
             catalog: &self.catalog,
             progress: &self.monitor,
             settings: &self.settings,
+            log,
         }
     }
 

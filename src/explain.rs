@@ -1,16 +1,23 @@
 //! `EXPLAIN`: the plan a statement runs, as rows of text (one column,
 //! `plan`).
 //!
-//! Today there are two kinds of plans. A SQL query lists one stored table or
-//! one file, so its plan is a scan or a load. An einsum statement is an IR
-//! program run by the executor, so its plan is the program in its text form
-//! with the inputs it reads, then the physical plan ([`crate::exec::plan`]):
-//! one line per query, re-index step and loop. The optimizer will add the
-//! logical plan and its estimates here.
+//! A SQL query that lists one stored table or one file scans or loads it.
+//! Every other query, and every einsum statement, is an IR program: its
+//! plan is the program in its text form with the inputs it reads, then what
+//! the optimizer ([`crate::optimizer`]) makes of it: the logical plan (the
+//! aggregation steps, each with its estimated number of entries) and the
+//! physical plan ([`crate::exec::plan`]: one line per query, re-index step
+//! and loop). `EXPLAIN ANALYZE` runs the statement and adds, per physical
+//! query, the entries it actually produced and its time, and the time
+//! spent optimizing and executing.
+
+use std::time::Duration;
 
 use crate::database::QueryResult;
 use crate::error::Result;
 use crate::ir::Program;
+use crate::optimizer::{Optimized, OptimizerOptions};
+use crate::profile::ProgramRun;
 use crate::storage::{ColumnRef, Tensor};
 
 /// The lines of a plan as a result with one `plan` column.
@@ -18,9 +25,9 @@ pub fn plan_result(lines: Vec<String>) -> Result<QueryResult> {
     QueryResult::text_column("plan", lines)
 }
 
-/// The plan of an einsum program: its IR, the inputs it reads and the
-/// physical plan that runs it.
-pub fn program_lines(program: &Program) -> Result<Vec<String>> {
+/// The plan of a program: its IR, the inputs it reads, and the optimized
+/// plan under `options`.
+pub fn program_lines(program: &Program, options: &OptimizerOptions) -> Result<Vec<String>> {
     let mut lines = vec!["Program (tensor index notation):".to_string()];
     lines.extend(program.queries.iter().map(|q| format!("  {q}")));
     lines.push("Inputs:".to_string());
@@ -34,10 +41,91 @@ pub fn program_lines(program: &Program) -> Result<Vec<String>> {
             }
         }
     }
-    lines.push("Physical plan:".to_string());
-    let plan = crate::exec::plan(program)?;
-    lines.extend(plan.to_string().lines().map(|l| format!("  {l}")));
+    let optimized = crate::optimizer::optimize(program, options)?;
+    lines.extend(optimized_lines(&optimized));
     Ok(lines)
+}
+
+/// The logical plan with its estimates, then the physical plan.
+pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
+    let options = optimized.options;
+    let mut lines = vec![format!(
+        "Logical plan (optimizer = {}, estimator = {}):",
+        options.search.name(),
+        options.estimator.name()
+    )];
+    for (query, estimate) in optimized.logical.queries.iter().zip(&optimized.estimates) {
+        lines.push(format!("  {query}  ({})", estimated(*estimate)));
+    }
+    lines.push("Physical plan:".to_string());
+    lines.extend(optimized.plan.to_string().lines().map(|l| format!("  {l}")));
+    lines
+}
+
+/// The lines of one program run: the plan, then per physical query its
+/// actual entries (and estimate) and, if `times`, its time and the
+/// optimization and execution times.
+pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
+    let mut lines = match &run.optimized {
+        Some(optimized) => optimized_lines(optimized),
+        None => vec!["Reference evaluator (the program runs as written)".to_string()],
+    };
+    if !run.queries.is_empty() {
+        lines.push("Execution:".to_string());
+    }
+    for query in &run.queries {
+        let estimate = run.optimized.as_ref().and_then(|o| {
+            o.logical
+                .queries
+                .iter()
+                .position(|q| q.name == query.name)
+                .map(|k| o.estimates[k])
+        });
+        let mut line = format!("  {}: {}", query.name, crate::sql::entries(query.entries));
+        if let Some(estimate) = estimate {
+            line.push_str(&format!(" ({})", estimated(estimate)));
+        }
+        if times {
+            line.push_str(&format!(", {}", millis(query.time)));
+        }
+        lines.push(line);
+    }
+    if times {
+        let optimize = run.optimized.as_ref().map_or(Duration::ZERO, |o| o.time);
+        lines.push(format!(
+            "Optimized in {}; executed in {}",
+            millis(optimize),
+            millis(run.execute)
+        ));
+    }
+    lines
+}
+
+/// "estimated 1,234 entries", or "not estimated".
+fn estimated(estimate: f64) -> String {
+    if estimate.is_nan() {
+        return "not estimated".to_string();
+    }
+    let text = if estimate < 1e15 {
+        let digits = format!("{:.0}", estimate.max(0.0));
+        let mut grouped = String::new();
+        for (k, c) in digits.chars().enumerate() {
+            if k > 0 && (digits.len() - k) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        grouped
+    } else {
+        format!("{estimate:.2e}")
+    };
+    let noun = if text == "1" { "entry" } else { "entries" };
+    format!("estimated {text} {noun}")
+}
+
+/// A duration in milliseconds with three decimals.
+fn millis(duration: Duration) -> String {
+    format!("{:.3} ms", duration.as_secs_f64() * 1e3)
 }
 
 /// One line describing a stored table: its dimensions with sizes, its

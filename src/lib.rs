@@ -43,6 +43,7 @@ pub mod sql;
 pub mod einsum;
 pub mod ir;
 pub mod optimizer;
+pub mod profile;
 pub mod reference;
 pub mod subgraph;
 
@@ -51,3 +52,4 @@ pub mod exec;
 mod database;
 
 pub use database::{Database, Interrupt, QueryResult};
+pub use profile::Profile;

@@ -21,11 +21,12 @@ use std::sync::Arc;
 use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
 use common::Rng;
 use einsql::exec::plan::{Driver, OutputFormat};
-use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run};
+use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run, run_profiled};
 use einsql::io::NoProgress;
 use einsql::ir::{
     AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
 };
+use einsql::optimizer::{EstimatorKind, OptimizerOptions, Search, optimize};
 use einsql::storage::fibertree::LevelFormat;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
 use einsql::{Error, reference};
@@ -609,6 +610,69 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
         reference_errors < programs / 3,
         "too few programs are checked"
     );
+}
+
+/// Every plan the optimizer produces, with either estimator and every
+/// search, gives the reference evaluator's results, and the chain bound of
+/// every intermediate step it introduces is at least its actual entries.
+#[test]
+fn optimized_plans_agree_with_the_reference() {
+    let mut generator = Gen {
+        rng: Rng(0x0971_2026_1121_0005),
+        sizes: Vec::new(),
+        tensors: 0,
+    };
+    let (mut checked, mut rewritten, mut bounded) = (0, 0, 0);
+    for case in 0..1500 {
+        let program = generator.program();
+        let Ok(expected) = reference::evaluate(&program) else {
+            continue;
+        };
+        for estimator in [EstimatorKind::Chain, EstimatorKind::Uniform] {
+            for search in [Search::Exact, Search::Greedy, Search::None] {
+                let choice = OptimizerOptions { estimator, search };
+                let optimized = optimize(&program, &choice)
+                    .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}"));
+                let (actual, runs) = run_profiled(&optimized.plan, &options(2), &NoProgress)
+                    .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}\n{}", optimized.plan));
+                // The chain bound is never below an intermediate's entries.
+                if estimator == EstimatorKind::Chain {
+                    for (query, estimate) in
+                        optimized.logical.queries.iter().zip(&optimized.estimates)
+                    {
+                        let Some(step) = runs.iter().find(|r| r.name == query.name) else {
+                            continue;
+                        };
+                        if query.name.starts_with("#e") {
+                            bounded += 1;
+                            assert!(
+                                step.entries as f64 <= estimate * (1.0 + 1e-9) + 1e-6,
+                                "case {case}: {} has {} entries, bound {estimate}\n{program}",
+                                query.name,
+                                step.entries
+                            );
+                        }
+                    }
+                }
+                if let Err(message) = compare(&expected, &actual) {
+                    panic!(
+                        "case {case} ({choice:?}): {message}\n{program}\n{}",
+                        optimized.plan
+                    );
+                }
+                checked += 1;
+                if optimized.logical != program {
+                    rewritten += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{checked} optimized plans checked, {rewritten} of them rewritten, \
+         {bounded} intermediates within the chain bound"
+    );
+    assert!(checked > 3000, "too few programs are checked");
+    assert!(rewritten > 300, "too few programs are rewritten");
 }
 
 /// A product whose integer sum overflows is an error, not a wrapped value.

@@ -23,6 +23,9 @@ pub struct Piece {
     /// Whether an einsum statement was preceded by `EXPLAIN` (which the
     /// range leaves out).
     pub explain: bool,
+    /// Whether it is `EXPLAIN ANALYZE`: the statement runs (its result is
+    /// not stored) and the plan shows what each step produced and took.
+    pub analyze: bool,
 }
 
 /// The statements of `text`, skipping empty ones (only whitespace and
@@ -140,12 +143,13 @@ fn push_piece(text: &str, range: Range<usize>, pieces: &mut Vec<Piece>) {
         return;
     }
     let end = range.end.min(text.len());
-    if let Some(statement) = explained(rest)
+    if let Some((statement, analyze)) = explained(rest)
         && is_einsum(statement)
     {
         pieces.push(Piece {
             is_einsum: true,
             explain: true,
+            analyze,
             range: end - statement.len()..end,
         });
         return;
@@ -153,6 +157,7 @@ fn push_piece(text: &str, range: Range<usize>, pieces: &mut Vec<Piece>) {
     pieces.push(Piece {
         is_einsum: is_einsum(rest),
         explain: false,
+        analyze: false,
         range: range.start..end,
     });
 }
@@ -171,12 +176,23 @@ fn skip_blank(mut text: &str) -> &str {
     }
 }
 
-/// The statement after a leading `EXPLAIN` keyword, if `text` has one.
-fn explained(text: &str) -> Option<&str> {
-    let keyword = text.get(..7)?;
-    let rest = &text[7..];
+/// The statement after a leading `EXPLAIN` or `EXPLAIN ANALYZE`, if `text`
+/// has one, and whether it is analyzed.
+fn explained(text: &str) -> Option<(&str, bool)> {
+    let rest = keyword(text, "explain")?;
+    Some(match keyword(rest, "analyze") {
+        Some(statement) => (statement, true),
+        None => (rest, false),
+    })
+}
+
+/// `text` after the keyword `word` (case-insensitive, followed by a blank
+/// or a comment), with the blanks skipped.
+fn keyword<'a>(text: &'a str, word: &str) -> Option<&'a str> {
+    let head = text.get(..word.len())?;
+    let rest = &text[word.len()..];
     let separated = rest.starts_with(|c: char| c.is_whitespace()) || rest.starts_with("/*");
-    (keyword.eq_ignore_ascii_case("explain") && separated).then(|| skip_blank(rest))
+    (head.eq_ignore_ascii_case(word) && separated).then(|| skip_blank(rest))
 }
 
 /// Whether `text` (starting at a token) is `name[` or `name =`.

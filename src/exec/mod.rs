@@ -33,6 +33,7 @@ mod product;
 mod run;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::Result;
 use crate::io::ProgressSink;
@@ -111,5 +112,28 @@ pub fn run(
     options: &ExecOptions,
     progress: &dyn ProgressSink,
 ) -> Result<Vec<(String, Arc<Tensor>)>> {
+    Ok(run::run_plan(plan, options, progress)?.0)
+}
+
+/// A program's outputs by name, in order.
+pub type Outputs = Vec<(String, Arc<Tensor>)>;
+
+/// [`run`], and what each query of the plan took.
+pub fn run_profiled(
+    plan: &PhysicalPlan,
+    options: &ExecOptions,
+    progress: &dyn ProgressSink,
+) -> Result<(Outputs, Vec<QueryRun>)> {
     run::run_plan(plan, options, progress)
+}
+
+/// What one query of a plan produced and took.
+#[derive(Clone, Debug)]
+pub struct QueryRun {
+    /// The query's name.
+    pub name: String,
+    /// The entries its result stores.
+    pub entries: usize,
+    /// Its wall-clock time, re-indexing its inputs included.
+    pub time: Duration,
 }

@@ -80,9 +80,41 @@ pub struct QueryChoices {
     pub accumulator: Option<OutputFormat>,
 }
 
+/// Decides the loop order, drivers and formats of each physical query as
+/// the planner builds it: [`PlanChoices`] by position, or the cost-based
+/// physical optimizer ([`crate::optimizer::physical`]).
+pub trait Choose {
+    /// The choices for `query` (the `position`-th query of the plan, with
+    /// its variables, inputs and body set and no loops yet), whose loops
+    /// bind the variables `bound`. Missing choices keep the defaults.
+    fn choose(
+        &mut self,
+        position: usize,
+        query: &PhysicalQuery,
+        bound: &[usize],
+    ) -> Result<QueryChoices>;
+}
+
+impl Choose for PlanChoices {
+    fn choose(&mut self, position: usize, _: &PhysicalQuery, _: &[usize]) -> Result<QueryChoices> {
+        Ok(self.queries.get(&position).cloned().unwrap_or_default())
+    }
+}
+
 /// Plans `program` with the default choices.
 pub fn plan(program: &Program) -> Result<PhysicalPlan> {
     plan_with(program, &PlanChoices::default())
+}
+
+/// Plans `program` as written (no variable elimination), with `chooser`
+/// deciding every query's loops and formats. The queries named in
+/// `intermediates` are computed for later queries and not returned.
+pub fn plan_by(
+    program: &Program,
+    intermediates: &[String],
+    chooser: &mut dyn Choose,
+) -> Result<PhysicalPlan> {
+    plan_program(program, false, intermediates, chooser)
 }
 
 /// Plans `program`, overriding the defaults with `choices`.
@@ -92,10 +124,22 @@ pub fn plan(program: &Program) -> Result<PhysicalPlan> {
 /// output indices that are not the free indices, operators whose fill
 /// value cannot be computed), and choices that do not fit the query.
 pub fn plan_with(program: &Program, choices: &PlanChoices) -> Result<PhysicalPlan> {
+    plan_program(program, choices.eliminate, &[], &mut choices.clone())
+}
+
+fn plan_program(
+    program: &Program,
+    eliminate: bool,
+    intermediates: &[String],
+    chooser: &mut dyn Choose,
+) -> Result<PhysicalPlan> {
     let mut planner = Planner {
-        choices,
+        eliminate,
+        intermediates,
+        chooser,
         queries: Vec::new(),
         results: HashMap::new(),
+        taken: program.queries.iter().map(|q| q.name.clone()).collect(),
         fresh: 0,
     };
     for query in &program.queries {
@@ -115,9 +159,13 @@ struct ResultInfo {
 }
 
 struct Planner<'a> {
-    choices: &'a PlanChoices,
+    eliminate: bool,
+    intermediates: &'a [String],
+    chooser: &'a mut dyn Choose,
     queries: Vec<PhysicalQuery>,
     results: HashMap<String, ResultInfo>,
+    /// The names of the program's queries, which intermediates avoid.
+    taken: Vec<String>,
     fresh: usize,
 }
 
@@ -140,7 +188,7 @@ impl Planner<'_> {
                 free.join(", ")
             )));
         }
-        let expr = if self.choices.eliminate {
+        let expr = if self.eliminate {
             eliminate(&query.expr)
         } else {
             query.expr.clone()
@@ -149,9 +197,14 @@ impl Planner<'_> {
             Expr::Agg { op, indices, body } => (Some((*op, indices.clone())), body.as_ref()),
             other => (None, other),
         };
+        let role = if self.intermediates.contains(&query.name) {
+            Role::Intermediate
+        } else {
+            Role::Output
+        };
         self.kernel(
             query.name.clone(),
-            Role::Output,
+            role,
             &query.indices,
             aggregate,
             body,
@@ -257,29 +310,30 @@ impl Planner<'_> {
         let (ty, body_fill) = (compiled.ty, compiled.fill);
         let (ty, fill) = match op {
             Some(op) => {
-                let mut total: u128 = 1;
-                for &v in &aggregated {
-                    total = total
-                        .checked_mul(u128::from(vars[v].size))
-                        .ok_or_else(|| too_many(&name))?;
-                }
+                // The number of aggregated coordinates; `None` beyond 2^128
+                // (sixteen variables over a few thousand vertices).
+                let total = aggregated
+                    .iter()
+                    .try_fold(1u128, |acc, &v| acc.checked_mul(u128::from(vars[v].size)));
+                let empty = aggregated.iter().any(|&v| vars[v].size == 0);
+                let lifted = op.lift(body_fill);
                 let ty = op.result_type(ty);
-                let fill = if total == 0 {
-                    Value::zero(op.result_type(body_fill.value_type()))
-                } else {
-                    op.repeat(op.lift(body_fill), total)?
+                let fill = match total {
+                    _ if empty => Value::zero(op.result_type(body_fill.value_type())),
+                    Some(total) => op.repeat(lifted, total)?,
+                    // Repeating 0, or a maximum, minimum or test, does not
+                    // depend on how often.
+                    None if lifted.is_zero()
+                        || matches!(op, AggOp::Max | AggOp::Min | AggOp::Any) =>
+                    {
+                        op.repeat(lifted, 1)?
+                    }
+                    None => return Err(too_many(&name)),
                 };
                 (ty, fill)
             }
             None => (ty, body_fill),
         };
-        let position = self.queries.len();
-        let choices = self
-            .choices
-            .queries
-            .get(&position)
-            .cloned()
-            .unwrap_or_default();
         let mut query = PhysicalQuery {
             name: name.clone(),
             role,
@@ -301,6 +355,7 @@ impl Planner<'_> {
                 query.vars[unbound].name
             )));
         }
+        let choices = self.chooser.choose(self.queries.len(), &query, &bound)?;
         let order = match &choices.loop_order {
             Some(names) => chosen_order(&query, &bound, names)?,
             None => default_order(&query, &bound),
@@ -421,8 +476,13 @@ impl Planner<'_> {
                 builder.input(Source::Result(name.clone()), indices, info.ty, info.fill)?
             }
             Expr::Agg { op, indices, body } => {
-                self.fresh += 1;
-                let name = format!("#{}", self.fresh);
+                let name = loop {
+                    self.fresh += 1;
+                    let name = format!("#{}", self.fresh);
+                    if !self.taken.contains(&name) {
+                        break name;
+                    }
+                };
                 let free = expr.free_indices();
                 self.kernel(
                     name.clone(),

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -15,12 +16,12 @@ use crate::ir::{Annotation, Value};
 use crate::storage::fibertree::FiberTree;
 use crate::storage::{DimensionSpec, Tensor};
 
-use super::ExecOptions;
 use super::accumulate::{Entries, Slot};
 use super::control::Control;
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::product;
+use super::{ExecOptions, Outputs, QueryRun};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
 /// number, so that results do not depend on the thread count.
@@ -37,19 +38,26 @@ pub(crate) fn run_plan(
     plan: &PhysicalPlan,
     options: &ExecOptions,
     progress: &dyn ProgressSink,
-) -> Result<Vec<(String, Arc<Tensor>)>> {
+) -> Result<(Outputs, Vec<QueryRun>)> {
     let control = Control::new(progress, options.memory_limit);
     let mut results = Results::new();
     let mut outputs = Vec::new();
+    let mut runs = Vec::new();
     for query in &plan.queries {
         control.check()?;
+        let start = Instant::now();
         let (tensor, fill) = run_query(query, &results, &control, options)?;
+        runs.push(QueryRun {
+            name: query.name.clone(),
+            entries: tensor.nnz(),
+            time: start.elapsed(),
+        });
         if query.role == Role::Output {
             outputs.push((query.name.clone(), Arc::clone(&tensor)));
         }
         results.insert(query.name.clone(), (tensor, fill));
     }
-    Ok(outputs)
+    Ok((outputs, runs))
 }
 
 /// The bytes a fibertree index over `tensor` with `levels` levels takes,

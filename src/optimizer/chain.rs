@@ -417,8 +417,11 @@ impl ChainEstimator {
     }
 
     /// The arguments as one slot space: each argument's slot map, and the
-    /// slots (named ones shared by name, hidden ones kept apart).
-    fn merge(args: &[ChainStats]) -> (Vec<Vec<Option<usize>>>, Vec<Slot>) {
+    /// slots (named ones shared by name, hidden ones kept apart). A shared
+    /// variable indexing dimensions of different sizes has the smallest
+    /// size in a join (`joined`: only coordinates every argument has can
+    /// match) and the largest in a union.
+    fn merge(args: &[ChainStats], joined: bool) -> (Vec<Vec<Option<usize>>>, Vec<Slot>) {
         let mut slots: Vec<Slot> = Vec::new();
         let maps =
             args.iter()
@@ -431,7 +434,11 @@ impl ChainEstimator {
                             });
                             Some(match shared {
                                 Some(k) => {
-                                    slots[k].size = slots[k].size.min(slot.size);
+                                    slots[k].size = if joined {
+                                        slots[k].size.min(slot.size)
+                                    } else {
+                                        slots[k].size.max(slot.size)
+                                    };
                                     k
                                 }
                                 None => {
@@ -517,7 +524,7 @@ impl SparsityEstimator for ChainEstimator {
         } else {
             args.iter().map(|a| (*a).clone()).collect()
         };
-        let (maps, slots) = Self::merge(&owned);
+        let (maps, slots) = Self::merge(&owned, true);
         if slots.len() > MAX_SLOTS {
             return Err(too_many_slots());
         }
@@ -535,7 +542,7 @@ impl SparsityEstimator for ChainEstimator {
             .iter()
             .map(|a| a.project_out(a.hidden(), self.budget))
             .collect();
-        let (maps, slots) = Self::merge(&owned);
+        let (maps, slots) = Self::merge(&owned, false);
         if slots.len() > MAX_SLOTS {
             return Err(too_many_slots());
         }
@@ -629,6 +636,25 @@ mod tests {
         let joined = e.join(&[&a, &b]).unwrap();
         // ∅ → {i,j} (30) → k (10), or {j,k} (20) → i (10): 200.
         assert!((e.estimate(&joined) - 200.0).abs() < 1e-6, "{joined}");
+    }
+
+    #[test]
+    fn a_union_ranges_over_the_widest_dimension() {
+        let e = ChainEstimator::default();
+        // P[p,j] over j < 8 and C[c,j] over 8 <= j < 16, both full, with
+        // p and c of size 4: the union has 4·32 + 4·32 entries over
+        // (p, c, j), j ranging over 16.
+        let p = ChainStats::new(vec![slot("p", 4), slot("j", 8)], vec![c(3, 0, 32.0)], false);
+        let q = ChainStats::new(
+            vec![slot("c", 4), slot("j", 16)],
+            vec![c(3, 0, 32.0)],
+            false,
+        );
+        let united = e.union(&[&p, &q]).unwrap();
+        assert!(e.estimate(&united) >= 256.0, "{united}");
+        // Their join only matches j < 8.
+        let joined = e.join(&[&p, &q]).unwrap();
+        assert!(e.estimate(&joined) <= 4.0 * 4.0 * 8.0, "{joined}");
     }
 
     #[test]

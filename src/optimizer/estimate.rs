@@ -122,13 +122,25 @@ pub type Aliases<S> = HashMap<String, AliasSource<S>>;
 /// `Alias` leaves. Pass the result to [`SparsityEstimator::estimate`] for
 /// the estimated number of non-fill entries over `expr`'s free indices.
 ///
-/// Errors: an alias not in `aliases`, an index variable with two different
-/// sizes or that no input gives a size, and the estimator's own limits.
+/// Errors: an alias not in `aliases`, an index variable that no input
+/// gives a size, and the estimator's own limits. An index variable over
+/// dimensions of different sizes ranges over the largest.
 pub fn estimate_expr<E: SparsityEstimator>(
     estimator: &E,
     expr: &Expr,
     aliases: &Aliases<E::Stats>,
 ) -> Result<E::Stats> {
+    Ok(estimate_with_fill(estimator, expr, aliases)?.0)
+}
+
+/// [`estimate_expr`] and the fill value of `expr` (`None` when it cannot be
+/// computed), which tells whether `expr` annihilates a product: only a
+/// factor whose fill is 0 limits the product's entries to its own.
+pub fn estimate_with_fill<E: SparsityEstimator>(
+    estimator: &E,
+    expr: &Expr,
+    aliases: &Aliases<E::Stats>,
+) -> Result<(E::Stats, Option<Value>)> {
     let mut sizes = HashMap::new();
     collect_sizes(expr, aliases, &mut sizes)?;
     let folder = Folder {
@@ -136,7 +148,8 @@ pub fn estimate_expr<E: SparsityEstimator>(
         aliases,
         sizes: &sizes,
     };
-    Ok(folder.fold(expr)?.stats)
+    let node = folder.fold(expr)?;
+    Ok((node.stats, node.fill))
 }
 
 /// The estimated number of non-fill entries of `expr` over its free indices:
@@ -155,30 +168,33 @@ fn collect_sizes<S>(
     aliases: &Aliases<S>,
     sizes: &mut HashMap<String, u64>,
 ) -> Result<()> {
-    let mut record = |terms: &[IndexTerm], dims: &mut dyn Iterator<Item = u64>| -> Result<()> {
+    let mut record = |terms: &[IndexTerm], dims: &mut dyn Iterator<Item = u64>| {
         for (term, size) in terms.iter().zip(dims) {
             let IndexTerm::Var(var) = term else { continue };
-            let known = *sizes.entry(var.clone()).or_insert(size);
-            if known != size {
-                return Err(Error::Invalid(format!(
-                    "index '{var}' has sizes {known} and {size} in {expr}"
-                )));
-            }
+            // SQL joins columns of different sizes: an index ranges over
+            // the largest, as in the planner and the reference evaluator.
+            let known = sizes.entry(var.clone()).or_insert(size);
+            *known = (*known).max(size);
         }
-        Ok(())
     };
     match expr {
         Expr::Input(Input {
             tensor, indices, ..
-        }) => record(indices, &mut tensor.tensor.dims().iter().map(|d| d.size)),
-        Expr::Alias { name, indices } => match alias(aliases, name)? {
-            AliasSource::Stored(tensor) => {
-                record(indices, &mut tensor.dims().iter().map(|d| d.size))
+        }) => {
+            record(indices, &mut tensor.tensor.dims().iter().map(|d| d.size));
+            Ok(())
+        }
+        Expr::Alias { name, indices } => {
+            match alias(aliases, name)? {
+                AliasSource::Stored(tensor) => {
+                    record(indices, &mut tensor.dims().iter().map(|d| d.size))
+                }
+                AliasSource::Estimated { indices: own, .. } => {
+                    record(indices, &mut own.iter().map(|(_, size)| *size))
+                }
             }
-            AliasSource::Estimated { indices: own, .. } => {
-                record(indices, &mut own.iter().map(|(_, size)| *size))
-            }
-        },
+            Ok(())
+        }
         Expr::Map { args, .. } => args
             .iter()
             .try_for_each(|arg| collect_sizes(arg, aliases, sizes)),

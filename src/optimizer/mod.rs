@@ -1,5 +1,14 @@
-//! The cost-based optimizer's foundations: sparsity estimation (Galley
-//! section 7).
+//! The cost-based optimizer (Galley sections 5–7): [`optimize`] turns an IR
+//! program into the physical plan the executor runs.
+//!
+//! [`logical`] normalizes each query and searches elimination orders,
+//! rewriting sums over products into a sequence of aggregation steps;
+//! [`physical`] chooses each step's loop order and output formats while
+//! the executor's planner builds the plan. Both compare candidates by
+//! estimated non-zeros, from the estimator [`SET estimator`](EstimatorKind)
+//! selects; [`SET optimizer`](Search) selects the search.
+//!
+//! # Sparsity estimation
 //!
 //! The optimizer compares plans by how many non-zeros their intermediates
 //! will have. [`estimate`] defines what an estimator is (the five
@@ -58,8 +67,119 @@
 pub mod chain;
 pub mod estimate;
 pub mod lattice;
+pub mod logical;
+pub mod physical;
 pub mod uniform;
 
+use std::time::{Duration, Instant};
+
 pub use chain::{ChainEstimator, ChainStats};
-pub use estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_expr, estimate_nnz};
+pub use estimate::{
+    AliasSource, Aliases, Leaf, SparsityEstimator, estimate_expr, estimate_nnz, estimate_with_fill,
+};
+pub use logical::Search;
 pub use uniform::{UniformEstimator, UniformStats};
+
+use crate::error::Result;
+use crate::exec::PhysicalPlan;
+use crate::exec::planner::{PlanChoices, plan_by, plan_with};
+use crate::ir::Program;
+use physical::PhysicalOptimizer;
+
+/// Which sparsity estimator the optimizer uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EstimatorKind {
+    /// Uniformly spread entries (Galley 7.3.1).
+    Uniform,
+    /// Degree statistics and the chain bound (Galley 7.3.2), the default.
+    Chain,
+}
+
+impl EstimatorKind {
+    /// The name `SET estimator` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            EstimatorKind::Uniform => "uniform",
+            EstimatorKind::Chain => "chain",
+        }
+    }
+}
+
+/// What the optimizer does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptimizerOptions {
+    /// The sparsity estimator.
+    pub estimator: EstimatorKind,
+    /// The search over elimination orders.
+    pub search: Search,
+}
+
+impl Default for OptimizerOptions {
+    /// The chain bound with the exact search.
+    fn default() -> Self {
+        OptimizerOptions {
+            estimator: EstimatorKind::Chain,
+            search: Search::Exact,
+        }
+    }
+}
+
+/// An optimized program: the logical plan, the physical plan and what the
+/// optimization took.
+#[derive(Clone, Debug)]
+pub struct Optimized {
+    /// The logical plan: the aggregation steps (intermediates named `#e1`,
+    /// ...) and the rewritten queries.
+    pub logical: Program,
+    /// The estimated number of entries of every query of `logical` (NaN
+    /// when not estimated, as with `SET optimizer = 'none'`).
+    pub estimates: Vec<f64>,
+    /// The plan the executor runs.
+    pub plan: PhysicalPlan,
+    /// The estimated cost of the logical plan (see [`logical`]).
+    pub cost: f64,
+    /// How long the optimization took.
+    pub time: Duration,
+    /// The options it ran with.
+    pub options: OptimizerOptions,
+}
+
+/// Optimizes `program` into a physical plan (see the module documentation).
+///
+/// Errors: what planning reports for the program (unknown aliases, index
+/// counts that do not fit the tensors, ...).
+pub fn optimize(program: &Program, options: &OptimizerOptions) -> Result<Optimized> {
+    let start = Instant::now();
+    let (logical, estimates, plan, cost) = match (options.search, options.estimator) {
+        (Search::None, _) => {
+            let choices = PlanChoices {
+                eliminate: false,
+                ..PlanChoices::default()
+            };
+            let plan = plan_with(program, &choices)?;
+            let estimates = vec![f64::NAN; program.queries.len()];
+            (program.clone(), estimates, plan, f64::NAN)
+        }
+        (search, EstimatorKind::Chain) => with(&ChainEstimator::default(), program, search)?,
+        (search, EstimatorKind::Uniform) => with(&UniformEstimator, program, search)?,
+    };
+    Ok(Optimized {
+        logical,
+        estimates,
+        plan,
+        cost,
+        time: start.elapsed(),
+        options: *options,
+    })
+}
+
+fn with<E: SparsityEstimator>(
+    estimator: &E,
+    program: &Program,
+    search: Search,
+) -> Result<(Program, Vec<f64>, PhysicalPlan, f64)> {
+    let logical = logical::optimize(estimator, program, search)?;
+    let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats);
+    let plan = plan_by(&logical.program, &logical.intermediates, &mut chooser)?;
+    Ok((logical.program, logical.estimates, plan, logical.cost))
+}

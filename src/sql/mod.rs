@@ -37,6 +37,7 @@ use crate::database::QueryResult;
 use crate::error::{Error, Result};
 use crate::io::ProgressSink;
 use crate::ir::Program;
+use crate::profile::ProfileLog;
 use crate::storage::Tensor;
 use crate::storage::catalog::Catalog;
 
@@ -49,6 +50,9 @@ pub struct Context<'a> {
     pub progress: &'a dyn ProgressSink,
     /// The database's settings (`SET threads = 4`).
     pub settings: &'a Settings,
+    /// Where evaluated programs are recorded (`EXPLAIN ANALYZE`,
+    /// [`Database::execute_profiled`](crate::Database::execute_profiled)).
+    pub log: Option<&'a ProfileLog>,
 }
 
 impl Context<'_> {
@@ -62,7 +66,7 @@ impl Context<'_> {
     /// Runs an IR program on the engine the settings choose and returns its
     /// results by query name.
     fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
-        self.settings.evaluate(program, self.progress)
+        self.settings.evaluate(program, self.progress, self.log)
     }
 
     /// The catalog, for changing.

@@ -10,13 +10,19 @@
 //! - `engine`: what runs programs: `'executor'` (the default) or
 //!   `'reference'`, the simple reference evaluator that tests use as their
 //!   oracle (slow, but obviously correct).
+//! - `estimator`: the optimizer's sparsity estimator, `'chain'` (degree
+//!   statistics and the chain bound, the default) or `'uniform'`;
+//! - `optimizer`: the search over elimination orders, `'exact'` (the
+//!   default: exact up to a size threshold, greedy beyond), `'greedy'`, or
+//!   `'none'` (programs run as written).
 //!
 //! The values live in [`Settings`], which the database owns and shares with
 //! every statement through [`Context`](super::Context); they are atomics, so
 //! one database serving several threads reads them without locks.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
 
 use sqlparser::ast::{ObjectName, Reset, ResetStatement, Set};
 
@@ -25,13 +31,27 @@ use crate::error::{Error, Result};
 use crate::exec::{ExecOptions, default_memory_limit, default_threads};
 use crate::io::ProgressSink;
 use crate::ir::Program;
+use crate::optimizer::{EstimatorKind, OptimizerOptions, Search};
+use crate::profile::{ProfileLog, ProgramRun};
 use crate::storage::Tensor;
 
 use super::Context;
 use super::literal::Literal;
 
 /// The names of the settings, for messages.
-const NAMES: [&str; 3] = ["threads", "memory_limit", "engine"];
+const NAMES: [&str; 5] = [
+    "threads",
+    "memory_limit",
+    "engine",
+    "estimator",
+    "optimizer",
+];
+
+/// The estimators by their setting value.
+const ESTIMATORS: [EstimatorKind; 2] = [EstimatorKind::Chain, EstimatorKind::Uniform];
+
+/// The searches by their setting value.
+const SEARCHES: [Search; 3] = [Search::Exact, Search::Greedy, Search::None];
 
 /// The settings of a database; see the module documentation.
 #[derive(Debug)]
@@ -40,6 +60,10 @@ pub struct Settings {
     memory_limit: AtomicU64,
     /// Whether programs run on the reference evaluator.
     reference: AtomicBool,
+    /// The estimator (a position in [`ESTIMATORS`]).
+    estimator: AtomicU8,
+    /// The search (a position in [`SEARCHES`]).
+    search: AtomicU8,
 }
 
 impl Default for Settings {
@@ -48,6 +72,8 @@ impl Default for Settings {
             threads: AtomicUsize::new(default_threads()),
             memory_limit: AtomicU64::new(default_memory_limit()),
             reference: AtomicBool::new(false),
+            estimator: AtomicU8::new(0),
+            search: AtomicU8::new(0),
         }
     }
 }
@@ -89,18 +115,56 @@ impl Settings {
         self.reference.store(on, Ordering::Relaxed);
     }
 
-    /// Runs `program` on the engine these settings choose and returns its
-    /// results by query name.
+    /// The optimizer's options.
+    pub fn optimizer_options(&self) -> OptimizerOptions {
+        let estimator = ESTIMATORS[usize::from(self.estimator.load(Ordering::Relaxed)) % 2];
+        let search = SEARCHES[usize::from(self.search.load(Ordering::Relaxed)) % 3];
+        OptimizerOptions { estimator, search }
+    }
+
+    /// Sets the optimizer's options.
+    pub fn set_optimizer_options(&self, options: OptimizerOptions) {
+        let estimator = ESTIMATORS.iter().position(|e| *e == options.estimator);
+        let search = SEARCHES.iter().position(|s| *s == options.search);
+        self.estimator
+            .store(estimator.unwrap_or(0) as u8, Ordering::Relaxed);
+        self.search
+            .store(search.unwrap_or(0) as u8, Ordering::Relaxed);
+    }
+
+    /// Runs `program` on the engine these settings choose (optimized for
+    /// the executor) and returns its results by query name; records the
+    /// run in `log` if given.
     pub fn evaluate(
         &self,
         program: &Program,
         progress: &dyn ProgressSink,
+        log: Option<&ProfileLog>,
     ) -> Result<Vec<(String, Arc<Tensor>)>> {
         if self.uses_reference() {
-            crate::reference::evaluate_with(program, progress)
-        } else {
-            crate::exec::execute(program, &self.exec_options(), progress)
+            let start = Instant::now();
+            let results = crate::reference::evaluate_with(program, progress)?;
+            if let Some(log) = log {
+                log.record(ProgramRun {
+                    optimized: None,
+                    queries: Vec::new(),
+                    execute: start.elapsed(),
+                });
+            }
+            return Ok(results);
         }
+        let optimized = crate::optimizer::optimize(program, &self.optimizer_options())?;
+        let start = Instant::now();
+        let (results, queries) =
+            crate::exec::run_profiled(&optimized.plan, &self.exec_options(), progress)?;
+        if let Some(log) = log {
+            log.record(ProgramRun {
+                optimized: Some(optimized),
+                queries,
+                execute: start.elapsed(),
+            });
+        }
+        Ok(results)
     }
 
     /// The executor's options under these settings.
@@ -117,6 +181,11 @@ impl Settings {
             "threads" => format!("threads = {}", self.threads()),
             "engine" if self.uses_reference() => "engine = 'reference'".to_string(),
             "engine" => "engine = 'executor'".to_string(),
+            "estimator" => format!(
+                "estimator = '{}'",
+                self.optimizer_options().estimator.name()
+            ),
+            "optimizer" => format!("optimizer = '{}'", self.optimizer_options().search.name()),
             _ => format!(
                 "memory_limit = {} ({} bytes)",
                 crate::exec::format_bytes(self.memory_limit()),
@@ -163,6 +232,21 @@ pub fn set(context: Context<'_>, set: &Set) -> Result<QueryResult> {
                 )));
             }
         },
+        "estimator" => {
+            let estimator = named(&value, &ESTIMATORS, EstimatorKind::name, "estimator")?;
+            let options = context.settings.optimizer_options();
+            context.settings.set_optimizer_options(OptimizerOptions {
+                estimator,
+                ..options
+            });
+        }
+        "optimizer" => {
+            let search = named(&value, &SEARCHES, Search::name, "optimizer")?;
+            let options = context.settings.optimizer_options();
+            context
+                .settings
+                .set_optimizer_options(OptimizerOptions { search, ..options });
+        }
         _ => context.settings.set_memory_limit(parse_bytes(&value)?),
     }
     Ok(QueryResult::message(context.settings.show(&name)))
@@ -185,11 +269,47 @@ pub fn reset(context: Context<'_>, reset: &ResetStatement) -> Result<QueryResult
         match name.as_str() {
             "threads" => context.settings.set_threads(defaults.threads()),
             "engine" => context.settings.set_reference(false),
+            "estimator" => {
+                let options = context.settings.optimizer_options();
+                context.settings.set_optimizer_options(OptimizerOptions {
+                    estimator: OptimizerOptions::default().estimator,
+                    ..options
+                });
+            }
+            "optimizer" => {
+                let options = context.settings.optimizer_options();
+                context.settings.set_optimizer_options(OptimizerOptions {
+                    search: OptimizerOptions::default().search,
+                    ..options
+                });
+            }
             _ => context.settings.set_memory_limit(defaults.memory_limit()),
         }
         shown.push(context.settings.show(&name));
     }
     Ok(QueryResult::message(shown.join("; ")))
+}
+
+/// The choice among `choices` that `value` names (a string,
+/// case-insensitive).
+fn named<T: Copy>(
+    value: &Literal,
+    choices: &[T],
+    name: fn(T) -> &'static str,
+    setting: &str,
+) -> Result<T> {
+    if let Literal::String(text) = value
+        && let Some(&found) = choices
+            .iter()
+            .find(|c| name(**c).eq_ignore_ascii_case(text))
+    {
+        return Ok(found);
+    }
+    let names: Vec<String> = choices.iter().map(|c| format!("'{}'", name(*c))).collect();
+    Err(Error::Invalid(format!(
+        "{setting} must be one of {}, not {value}",
+        names.join(", ")
+    )))
 }
 
 /// The setting an object name names (case-insensitive).

@@ -79,7 +79,8 @@ pub fn explain(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Vec<S
         return explain(context, inner, &ctes);
     }
     let plan = plan::plan(context, query, &ctes, &|q, c| table_of(context, q, c))?;
-    let mut lines = crate::explain::program_lines(&plan.program)?;
+    let mut lines =
+        crate::explain::program_lines(&plan.program, &context.settings.optimizer_options())?;
     lines.extend(plan.describe());
     Ok(lines)
 }

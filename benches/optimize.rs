@@ -1,0 +1,170 @@
+//! Optimization time on the subgraph query sets of yeast and hprd: every
+//! `queries-lite` query and the first [`PER_GROUP`] queries of each group
+//! of `queries/` up to 16 vertices, optimized (logical and physical plan)
+//! with each estimator and each search. Prints per dataset, set, estimator
+//! and search the median, 95th percentile and maximum time, and the
+//! plan-quality gap (estimated cost of the greedy plan over the exact
+//! one), then times a few queries with criterion. Needs the datasets folder
+//! (`$EINSQL_DATA` or `../shared/datasets`); without it there is nothing to
+//! time.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use einsql::Database;
+use einsql::ir::Program;
+use einsql::optimizer::{EstimatorKind, OptimizerOptions, Search, optimize};
+use einsql::storage::catalog::Catalog;
+use einsql::subgraph::{QueryGraph, load_data_file, to_einsum};
+
+/// Queries taken from each group `query_{dense,sparse}_{n}` of `queries/`.
+const PER_GROUP: usize = 50;
+
+fn datasets() -> Option<PathBuf> {
+    let path = std::env::var_os("EINSQL_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
+    path.is_dir().then_some(path)
+}
+
+/// The programs of the query files in `files`, over `catalog`.
+fn programs(files: &[PathBuf], catalog: &Catalog) -> Vec<(String, usize, Program)> {
+    files
+        .iter()
+        .filter_map(|path| {
+            let graph = QueryGraph::read(path).ok()?;
+            let text = to_einsum(&graph, "c").ok()?;
+            let program = einsql::einsum::compile(&text, catalog).ok()?;
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            Some((name, graph.vertices.len(), program))
+        })
+        .collect()
+}
+
+/// The query files of one set: `queries-lite/`, or the first `PER_GROUP`
+/// of every group of `queries/` with at most 16 vertices.
+fn files(dir: &Path, lite: bool) -> Vec<PathBuf> {
+    if lite {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("queries-lite"))
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.sort();
+        return files;
+    }
+    let mut files = Vec::new();
+    for kind in ["dense", "sparse"] {
+        for size in [4, 8, 16] {
+            for n in 1..=PER_GROUP {
+                let path = dir.join(format!("queries/query_{kind}_{size}_{n}.graph"));
+                if path.is_file() {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    files
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let k = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[k.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1e3)
+}
+
+fn report(dataset: &str, set: &str, programs: &[(String, usize, Program)]) {
+    let mut exact_costs = Vec::new();
+    for estimator in [EstimatorKind::Chain, EstimatorKind::Uniform] {
+        for search in [Search::Exact, Search::Greedy] {
+            let options = OptimizerOptions { estimator, search };
+            let mut times = Vec::new();
+            let mut costs = Vec::new();
+            for (_, _, program) in programs {
+                // One warm-up, then the timed optimization.
+                let _ = optimize(program, &options);
+                if let Ok(optimized) = optimize(program, &options) {
+                    times.push(optimized.time);
+                    costs.push(optimized.cost);
+                }
+            }
+            times.sort();
+            let gap = if search == Search::Exact {
+                exact_costs = costs.clone();
+                String::from("-")
+            } else {
+                let mut ratios: Vec<f64> = costs
+                    .iter()
+                    .zip(&exact_costs)
+                    .filter(|(g, e)| g.is_finite() && e.is_finite() && **e > 0.0)
+                    .map(|(g, e)| g / e)
+                    .collect();
+                ratios.sort_by(f64::total_cmp);
+                let worse = ratios.iter().filter(|r| **r > 1.0 + 1e-9).count();
+                format!(
+                    "{worse} of {} worse, max {:.2}x",
+                    ratios.len(),
+                    ratios.last().copied().unwrap_or(1.0)
+                )
+            };
+            println!(
+                "| {dataset} | {set} | {} | {} | {} | {} | {} | {} | {gap} |",
+                estimator.name(),
+                search.name(),
+                times.len(),
+                ms(percentile(&times, 0.5)),
+                ms(percentile(&times, 0.95)),
+                ms(times.last().copied().unwrap_or_default()),
+            );
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let Some(root) = datasets() else {
+        eprintln!("no datasets folder ($EINSQL_DATA or ../shared/datasets): nothing to time");
+        return;
+    };
+    println!(
+        "| dataset | set | estimator | search | queries | median ms | p95 ms | max ms | greedy vs exact (estimated cost) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut samples = Vec::new();
+    for dataset in ["yeast", "hprd"] {
+        let dir = root.join("subgraph").join(dataset);
+        let db = Database::open_in_memory();
+        if load_data_file(&db, dir.join(format!("{dataset}.graph"))).is_err() {
+            eprintln!("cannot load {dataset}: skipped");
+            continue;
+        }
+        let mut catalog = Catalog::in_memory();
+        for name in db.table_names() {
+            if let Ok(tensor) = db.table(&name) {
+                let _ = catalog.put(&name, Arc::clone(&tensor), true);
+            }
+        }
+        for (set, lite) in [("queries-lite", true), ("queries <= 16", false)] {
+            let programs = programs(&files(&dir, lite), &catalog);
+            report(dataset, set, &programs);
+            if let Some(largest) = programs.iter().max_by_key(|(_, n, _)| *n) {
+                samples.push((format!("{dataset}/{}", largest.0), largest.2.clone()));
+            }
+        }
+    }
+    let mut group = c.benchmark_group("optimize");
+    for (name, program) in &samples {
+        group.bench_function(name.as_str(), |b| {
+            b.iter(|| optimize(program, &OptimizerOptions::default()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,1096 @@
+//! The logical optimizer (Galley section 5): rewrites each query of a
+//! program into a sequence of aggregation steps, chosen by estimated cost.
+//!
+//! 1. **Normalization.** Every aggregate's bound indices get names that no
+//!    other part of the query uses (`SUM(j) A[i,j] * SUM(j) B[i,j]` binds `j`
+//!    and `j_2`), nested products are flattened, a `SUM` inside a product is
+//!    lifted out of it (× distributes over Σ: `A[i] * SUM(j) B[i,j]` becomes
+//!    `SUM(j) A[i] * B[i,j]`), and directly nested `SUM`s merge. Every
+//!    `SUM` over a product is then one sum over a flat list of factors,
+//!    whatever order the user wrote it in.
+//! 2. **Variable elimination.** A step sums one variable `v` out of the
+//!    factors that contain it: `T[N] = SUM(v) Π factors(v)`, where `N` are
+//!    the other variables of those factors. A factor whose variables all lie
+//!    in `N` (two or more of them) is taken into the step as a mask: it
+//!    only removes entries (`E[j,k] * SUM(i) E[i,j] * E[i,k]` counts the
+//!    triangles on each edge instead of all two-paths). What no step
+//!    eliminates stays in the query's own loop nest, a worst-case-optimal
+//!    join, so cycles need not be broken.
+//! 3. **Cost** (Galley 5.3): a step costs `A·nnz(T) + B·nnz(Π factors(v))`
+//!    — the entries it writes and the assignments its loop nest visits —
+//!    and the remaining query likewise, with the estimates of the chosen
+//!    [`SparsityEstimator`]; a plan costs the sum of its steps.
+//! 4. **Search.** [`Search::Exact`] runs a dynamic program over the sets of
+//!    eliminated variables with branch-and-bound pruning when a sum has at
+//!    most [`EXACT_LIMIT`] variables to eliminate, and otherwise (or when
+//!    its [`EXACT_BUDGET`] of estimates runs out) falls back to the greedy
+//!    search. [`Search::Greedy`] repeatedly takes the cheapest step that
+//!    lowers the plan's cost. Estimates are cached by the set of input
+//!    factors and eliminated variables a candidate covers, so each distinct
+//!    sub-expression is estimated once.
+//! 5. **Common sub-expressions.** Steps become queries named `#e1`, `#e2`,
+//!    ...; a step equal to an earlier one up to renaming its variables (two
+//!    identical leaves of a star query) reads the earlier result instead.
+//!
+//! The result is again a [`Program`]: the steps as intermediate queries
+//! (names starting with `#`) followed by the rewritten queries, which the
+//! physical optimizer ([`super::physical`]) and the planner turn into loop
+//! nests. `SUM`s that are not over products, and other aggregates, keep
+//! their form (they do not distribute over `×` in general) but their
+//! arguments are optimized.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::error::Result;
+use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp};
+
+use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_with_fill};
+
+/// Sums with at most this many variables to eliminate are searched
+/// exactly (2^n states); larger ones greedily.
+pub const EXACT_LIMIT: usize = 10;
+
+/// The most estimates the exact search of one sum may ask for before it
+/// gives up and takes the greedy plan.
+pub const EXACT_BUDGET: usize = 2_000;
+
+/// Weight of an entry written (`A` in the cost).
+const WRITE_COST: f64 = 1.0;
+
+/// Weight of an assignment visited (`B` in the cost).
+const VISIT_COST: f64 = 1.0;
+
+/// Which search over elimination orders the optimizer runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Search {
+    /// No optimization: the program runs as written.
+    None,
+    /// Greedy: the cheapest improving step, repeatedly.
+    Greedy,
+    /// Exact dynamic programming up to [`EXACT_LIMIT`], else greedy.
+    Exact,
+}
+
+impl Search {
+    /// The name `SET optimizer` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Search::None => "none",
+            Search::Greedy => "greedy",
+            Search::Exact => "exact",
+        }
+    }
+}
+
+/// The optimized program with what the physical optimizer and `EXPLAIN`
+/// need to know about it.
+#[derive(Debug)]
+pub struct LogicalPlan<S> {
+    /// The steps (intermediates named `#e1`, ...) and the rewritten queries.
+    pub program: Program,
+    /// The names of the steps.
+    pub intermediates: Vec<String>,
+    /// The estimated number of entries of every query of `program`, in
+    /// order.
+    pub estimates: Vec<f64>,
+    /// The estimated statistics of every query of `program`, by name.
+    pub stats: Aliases<S>,
+    /// The plan's estimated cost (see the module documentation).
+    pub cost: f64,
+}
+
+/// Optimizes every query of `program` (see the module documentation).
+///
+/// Errors: what estimating the program's expressions reports (unknown
+/// aliases, indices that index no tensor).
+pub fn optimize<E: SparsityEstimator>(
+    estimator: &E,
+    program: &Program,
+    search: Search,
+) -> Result<LogicalPlan<E::Stats>> {
+    let mut optimizer = Optimizer {
+        estimator,
+        search,
+        out: LogicalPlan {
+            program: Program {
+                queries: Vec::new(),
+            },
+            intermediates: Vec::new(),
+            estimates: Vec::new(),
+            stats: Aliases::new(),
+            cost: 0.0,
+        },
+        shared: HashMap::new(),
+        fresh: 0,
+    };
+    for query in &program.queries {
+        let expr = if search == Search::None {
+            query.expr.clone()
+        } else {
+            let unique = unique_names(&query.expr, &query.indices);
+            let lifted = lift(unique);
+            optimizer.rewrite(&lifted)?
+        };
+        optimizer.emit(query.name.clone(), query.indices.clone(), expr)?;
+    }
+    Ok(optimizer.out)
+}
+
+struct Optimizer<'a, E: SparsityEstimator> {
+    estimator: &'a E,
+    search: Search,
+    out: LogicalPlan<E::Stats>,
+    /// Steps emitted so far by canonical text: their name and the
+    /// canonical order of their output indices.
+    shared: HashMap<String, String>,
+    fresh: usize,
+}
+
+impl<E: SparsityEstimator> Optimizer<'_, E> {
+    /// Appends a query to the output program with its estimate.
+    /// When the estimator cannot represent the expression, its entries are
+    /// bounded by its whole index space and the estimate is unknown (NaN).
+    fn emit(&mut self, name: String, indices: Vec<String>, expr: Expr) -> Result<()> {
+        let sizes = index_sizes(&expr, &self.out.stats);
+        let indices_sized: Vec<(String, u64)> = indices
+            .iter()
+            .map(|v| (v.clone(), sizes.get(v).copied().unwrap_or(1)))
+            .collect();
+        let (stats, estimate) = match estimate_with_fill(self.estimator, &expr, &self.out.stats) {
+            Ok((stats, _)) => {
+                let estimate = self.estimator.estimate(&stats);
+                (stats, estimate)
+            }
+            Err(_) => (
+                self.estimator.leaf(Leaf::Dense {
+                    vars: &indices_sized,
+                })?,
+                f64::NAN,
+            ),
+        };
+        self.out.stats.insert(
+            name.clone(),
+            AliasSource::Estimated {
+                indices: indices_sized,
+                stats,
+            },
+        );
+        self.out.program.queries.push(Query {
+            name,
+            indices,
+            expr,
+        });
+        self.out.estimates.push(estimate);
+        Ok(())
+    }
+
+    /// Optimizes the sums over products in `expr`, innermost first.
+    fn rewrite(&mut self, expr: &Expr) -> Result<Expr> {
+        Ok(match expr {
+            Expr::Agg {
+                op: AggOp::Sum,
+                indices,
+                body,
+            } => match body.as_ref() {
+                Expr::Map {
+                    op: ScalarOp::Mul,
+                    args,
+                } => {
+                    let factors = args
+                        .iter()
+                        .map(|a| self.rewrite(a))
+                        .collect::<Result<Vec<_>>>()?;
+                    self.eliminate(indices, factors)?
+                }
+                other => {
+                    let body = self.rewrite(other)?;
+                    self.eliminate(indices, vec![body])?
+                }
+            },
+            Expr::Agg { op, indices, body } => Expr::Agg {
+                op: *op,
+                indices: indices.clone(),
+                body: Box::new(self.rewrite(body)?),
+            },
+            Expr::Map { op, args } => Expr::Map {
+                op: *op,
+                args: args
+                    .iter()
+                    .map(|a| self.rewrite(a))
+                    .collect::<Result<Vec<_>>>()?,
+            },
+            other => other.clone(),
+        })
+    }
+
+    /// `SUM(indices) Π factors` as a sequence of steps and what remains:
+    /// as written, or with its sums of terms distributed over the product
+    /// when that plans cheaper (see the module documentation).
+    fn eliminate(&mut self, indices: &[String], factors: Vec<Expr>) -> Result<Expr> {
+        let Ok(plain) = self.plan_sum(indices, &factors) else {
+            // The estimator cannot represent this sum (more than 64
+            // variables with hidden ones): it runs as written.
+            return Ok(sum(indices.to_vec(), factors));
+        };
+        if let Some(terms) = distribute(&factors) {
+            let mut planned = Vec::new();
+            for (sign, term) in &terms {
+                match self.plan_sum(indices, term) {
+                    Ok(plan) => planned.push((*sign, term.clone(), plan)),
+                    Err(_) => break,
+                }
+            }
+            let cost: f64 = planned.iter().map(|(_, _, p)| p.0.cost).sum();
+            if planned.len() == terms.len() && cost < plain.0.cost {
+                let mut total: Option<Expr> = None;
+                for (sign, term, plan) in planned {
+                    let expr = self.materialize(indices, term, plan)?;
+                    total = Some(match (total, sign) {
+                        (None, Sign::Plus) => expr,
+                        (None, Sign::Minus) => Expr::map(ScalarOp::Neg, vec![expr]),
+                        (Some(t), Sign::Plus) => Expr::map(ScalarOp::Add, vec![t, expr]),
+                        (Some(t), Sign::Minus) => Expr::map(ScalarOp::Sub, vec![t, expr]),
+                    });
+                }
+                if let Some(total) = total {
+                    return Ok(total);
+                }
+            }
+        }
+        self.materialize(indices, factors, plain)
+    }
+
+    /// The cheapest plan the search finds for `SUM(indices) Π factors`
+    /// (no steps when there is nothing to eliminate), with the sum's
+    /// variables. Errors when the estimator cannot represent the sum.
+    fn plan_sum(&mut self, indices: &[String], factors: &[Expr]) -> Result<(Plan, Vec<String>)> {
+        let mut names: Vec<String> = Vec::new();
+        for factor in factors {
+            for v in factor.free_indices() {
+                if !names.contains(&v) {
+                    names.push(v);
+                }
+            }
+        }
+        if names.len() > 64 || factors.len() > 128 {
+            return Err(crate::error::Error::NotSupported(
+                "estimating a product of more than 128 factors or 64 indices".to_string(),
+            ));
+        }
+        let eliminable: Vec<usize> = (0..names.len())
+            .filter(|&k| indices.contains(&names[k]))
+            .collect();
+        let sizes = index_sizes(&product(factors.to_vec()), &self.out.stats);
+        let mut inputs = Vec::new();
+        for (k, expr) in factors.iter().enumerate() {
+            let (stats, fill) = estimate_with_fill(self.estimator, expr, &self.out.stats)?;
+            inputs.push(Factor {
+                vars: var_bits(&expr.free_indices(), &names),
+                stats,
+                annihilates: fill.is_some_and(|f| f.is_zero()),
+                key: (1u128 << k, 0),
+                origin: Origin::Input(k),
+            });
+        }
+        let mut space = Space {
+            estimator: self.estimator,
+            names: &names,
+            sizes: names
+                .iter()
+                .map(|n| sizes.get(n).copied().unwrap_or(1))
+                .collect(),
+            kept: (0..names.len())
+                .filter(|&k| !indices.contains(&names[k]))
+                .fold(0, |acc, k| acc | 1 << k),
+            estimates: 0,
+            costs: HashMap::new(),
+            steps: HashMap::new(),
+        };
+        let plan = if factors.len() < 2 || eliminable.is_empty() {
+            space.plan(State {
+                factors: inputs,
+                steps: Vec::new(),
+                cost: 0.0,
+            })?
+        } else {
+            match self.search {
+                Search::Exact if eliminable.len() <= EXACT_LIMIT => {
+                    match space.exact(&inputs, &eliminable)? {
+                        Some(plan) => plan,
+                        None => space.greedy(&inputs, &eliminable)?,
+                    }
+                }
+                _ => space.greedy(&inputs, &eliminable)?,
+            }
+        };
+        Ok((plan, names))
+    }
+
+    /// Emits the steps of `plan` as queries and returns what remains of
+    /// `SUM(indices) Π factors`.
+    fn materialize(
+        &mut self,
+        indices: &[String],
+        factors: Vec<Expr>,
+        (plan, names): (Plan, Vec<String>),
+    ) -> Result<Expr> {
+        self.out.cost += plan.cost;
+        let mut exprs: Vec<Option<Expr>> = factors.into_iter().map(Some).collect();
+        let mut made: Vec<Expr> = Vec::new();
+        for step in &plan.steps {
+            let taken: Vec<Expr> = step
+                .chosen
+                .iter()
+                .map(|origin| match origin {
+                    Origin::Input(k) => exprs[*k].take(),
+                    Origin::Step(s) => Some(made[*s].clone()),
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    crate::error::Error::Invalid(
+                        "internal: an elimination step reads a factor twice".to_string(),
+                    )
+                })?;
+            let var = names[step.var].clone();
+            let body = sum(vec![var], taken);
+            made.push(self.step(body)?);
+        }
+        let mut remaining: Vec<Expr> = Vec::new();
+        for origin in &plan.remaining {
+            match origin {
+                Origin::Input(k) => remaining.extend(exprs[*k].take()),
+                Origin::Step(s) => remaining.push(made[*s].clone()),
+            }
+        }
+        let eliminated: Vec<&String> = plan.steps.iter().map(|s| &names[s.var]).collect();
+        let left: Vec<String> = indices
+            .iter()
+            .filter(|v| !eliminated.contains(v))
+            .cloned()
+            .collect();
+        Ok(sum(left, remaining))
+    }
+
+    /// Emits the step `body` (a `SUM` over its output variables `vars`) as
+    /// an intermediate query, or finds an equal earlier one, and returns the
+    /// expression that reads it.
+    fn step(&mut self, body: Expr) -> Result<Expr> {
+        let (key, indices) = canonical(&body);
+        let name = match self.shared.get(&key) {
+            Some(name) => name.clone(),
+            None => {
+                self.fresh += 1;
+                let name = format!("#e{}", self.fresh);
+                self.out.intermediates.push(name.clone());
+                self.emit(name.clone(), indices.clone(), body)?;
+                self.shared.insert(key, name.clone());
+                name
+            }
+        };
+        Ok(Expr::Alias {
+            name,
+            indices: indices.into_iter().map(IndexTerm::Var).collect(),
+        })
+    }
+}
+
+/// Where a factor of the search comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// The k-th factor of the sum.
+    Input(usize),
+    /// The result of the s-th step of the plan.
+    Step(usize),
+}
+
+/// A factor of a sum during the search.
+#[derive(Clone, Debug)]
+struct Factor<S> {
+    /// Its variables (bits over the sum's variables).
+    vars: u64,
+    stats: S,
+    /// Whether its fill value is 0, so that it bounds a product's entries.
+    annihilates: bool,
+    /// The input factors it covers and the variables it eliminated: equal
+    /// keys are equal sub-expressions.
+    key: (u128, u64),
+    origin: Origin,
+}
+
+/// One elimination step of a plan.
+#[derive(Clone, Debug)]
+struct Step {
+    /// The variable summed out.
+    var: usize,
+    /// The factors it multiplies.
+    chosen: Vec<Origin>,
+}
+
+/// A plan for one sum: its steps, the factors of the remaining query, and
+/// its estimated cost.
+#[derive(Clone, Debug)]
+struct Plan {
+    steps: Vec<Step>,
+    remaining: Vec<Origin>,
+    cost: f64,
+}
+
+/// The sign of a term of a distributed product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sign {
+    Plus,
+    Minus,
+}
+
+/// The most terms a product is distributed into.
+const MAX_TERMS: usize = 16;
+
+/// The product of `factors` as a signed sum of products, distributing it
+/// over every factor that is a sum or difference (`a * (b - c)` is
+/// `a*b - a*c`); `None` when no factor is, or past [`MAX_TERMS`] terms.
+fn distribute(factors: &[Expr]) -> Option<Vec<(Sign, Vec<Expr>)>> {
+    if !factors.iter().any(|f| terms_of(f).is_some()) {
+        return None;
+    }
+    let mut products: Vec<(Sign, Vec<Expr>)> = vec![(Sign::Plus, Vec::new())];
+    for factor in factors {
+        let terms = terms_of(factor).unwrap_or_else(|| vec![(Sign::Plus, factor.clone())]);
+        if products.len() * terms.len() > MAX_TERMS {
+            return None;
+        }
+        let mut next = Vec::new();
+        for (sign, product) in &products {
+            for (term_sign, term) in &terms {
+                let mut extended = product.clone();
+                match term {
+                    Expr::Map {
+                        op: ScalarOp::Mul,
+                        args,
+                    } => extended.extend(args.iter().cloned()),
+                    other => extended.push(other.clone()),
+                }
+                let sign = if sign == term_sign {
+                    Sign::Plus
+                } else {
+                    Sign::Minus
+                };
+                next.push((sign, extended));
+            }
+        }
+        products = next;
+    }
+    Some(products)
+}
+
+/// The signed terms of a sum, difference or negation; `None` for any
+/// other expression.
+fn terms_of(expr: &Expr) -> Option<Vec<(Sign, Expr)>> {
+    let flip = |s: Sign| match s {
+        Sign::Plus => Sign::Minus,
+        Sign::Minus => Sign::Plus,
+    };
+    let expand = |e: &Expr| terms_of(e).unwrap_or_else(|| vec![(Sign::Plus, e.clone())]);
+    match expr {
+        Expr::Map {
+            op: ScalarOp::Add,
+            args,
+        } => Some(args.iter().flat_map(expand).collect()),
+        Expr::Map {
+            op: ScalarOp::Sub,
+            args,
+        } if args.len() == 2 => {
+            let mut terms = expand(&args[0]);
+            terms.extend(expand(&args[1]).into_iter().map(|(s, t)| (flip(s), t)));
+            Some(terms)
+        }
+        Expr::Map {
+            op: ScalarOp::Neg,
+            args,
+        } if args.len() == 1 => Some(
+            expand(&args[0])
+                .into_iter()
+                .map(|(s, t)| (flip(s), t))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// A state of the search: the factors after some steps.
+#[derive(Clone, Debug)]
+struct State<S> {
+    factors: Vec<Factor<S>>,
+    steps: Vec<Step>,
+    cost: f64,
+}
+
+/// A candidate step from a state: the factors it takes (by position), the
+/// statistics, variables and key of its result, and its cost.
+struct Candidate<S> {
+    chosen: Vec<usize>,
+    vars: u64,
+    stats: S,
+    annihilates: bool,
+    key: (u128, u64),
+    cost: f64,
+}
+
+/// The search space of one sum, with its estimate caches.
+struct Space<'a, E: SparsityEstimator> {
+    estimator: &'a E,
+    names: &'a [String],
+    sizes: Vec<u64>,
+    /// The variables the sum keeps (its output).
+    kept: u64,
+    /// Estimates made so far.
+    estimates: usize,
+    /// The cost of finishing with a set of factors (by their keys).
+    costs: HashMap<Vec<(u128, u64)>, f64>,
+    /// Eliminating a variable from a set of factors (by their keys): the
+    /// step's statistics and cost.
+    steps: HashMap<(u128, u64), (E::Stats, f64)>,
+}
+
+impl<E: SparsityEstimator> Space<'_, E> {
+    /// The statistics of the product of `factors`: the join of those that
+    /// annihilate, with the variables only the others have ranging over
+    /// their whole dimension.
+    fn product(&self, factors: &[&Factor<E::Stats>]) -> Result<E::Stats> {
+        let bound = factors
+            .iter()
+            .filter(|f| f.annihilates)
+            .fold(0u64, |acc, f| acc | f.vars);
+        let all = factors.iter().fold(0u64, |acc, f| acc | f.vars);
+        let dense: Vec<(String, u64)> = (0..self.names.len())
+            .filter(|k| (all & !bound) >> k & 1 == 1)
+            .map(|k| (self.names[k].clone(), self.sizes[k]))
+            .collect();
+        let dense_stats = if dense.is_empty() {
+            None
+        } else {
+            Some(self.estimator.leaf(Leaf::Dense { vars: &dense })?)
+        };
+        let mut joined: Vec<&E::Stats> = factors
+            .iter()
+            .filter(|f| f.annihilates)
+            .map(|f| &f.stats)
+            .collect();
+        joined.extend(dense_stats.as_ref());
+        if joined.is_empty() {
+            return self.estimator.leaf(Leaf::Empty);
+        }
+        self.estimator.join(&joined)
+    }
+
+    fn estimate(&mut self, stats: &E::Stats) -> f64 {
+        self.estimates += 1;
+        self.estimator.estimate(stats)
+    }
+
+    fn var_names(&self, bits: u64) -> Vec<String> {
+        (0..self.names.len())
+            .filter(|k| bits >> k & 1 == 1)
+            .map(|k| self.names[k].clone())
+            .collect()
+    }
+
+    /// The cost of the remaining query over `factors`: its entries and the
+    /// assignments of its loop nest.
+    fn finish(&mut self, factors: &[Factor<E::Stats>]) -> Result<f64> {
+        let mut key: Vec<(u128, u64)> = factors.iter().map(|f| f.key).collect();
+        key.sort_unstable();
+        if let Some(&cost) = self.costs.get(&key) {
+            return Ok(cost);
+        }
+        let refs: Vec<&Factor<E::Stats>> = factors.iter().collect();
+        let body = self.product(&refs)?;
+        let all = factors.iter().fold(0u64, |acc, f| acc | f.vars);
+        let output = self
+            .estimator
+            .aggregate(&self.var_names(all & !self.kept), &body)?;
+        let cost = WRITE_COST * self.estimate(&output) + VISIT_COST * self.estimate(&body);
+        self.costs.insert(key, cost);
+        Ok(cost)
+    }
+
+    /// Eliminating `var` from `factors` (see the module documentation), or
+    /// `None` when no factor has it or the step would take every factor.
+    fn candidate(
+        &mut self,
+        factors: &[Factor<E::Stats>],
+        var: usize,
+    ) -> Result<Option<Candidate<E::Stats>>> {
+        let bit = 1u64 << var;
+        let containing: Vec<usize> = (0..factors.len())
+            .filter(|&f| factors[f].vars & bit != 0)
+            .collect();
+        if containing.is_empty() {
+            return Ok(None);
+        }
+        let neighbours = containing
+            .iter()
+            .fold(0u64, |acc, &f| acc | factors[f].vars)
+            & !bit;
+        let chosen: Vec<usize> = (0..factors.len())
+            .filter(|&f| {
+                let vars = factors[f].vars;
+                vars & bit != 0
+                    || (neighbours.count_ones() >= 2
+                        && vars != 0
+                        && vars & !neighbours == 0
+                        && factors[f].annihilates)
+            })
+            .collect();
+        if chosen.len() == factors.len() {
+            return Ok(None);
+        }
+        let key = chosen.iter().fold((0u128, bit), |acc, &f| {
+            (acc.0 | factors[f].key.0, acc.1 | factors[f].key.1)
+        });
+        let (stats, cost) = match self.steps.get(&key) {
+            Some(known) => known.clone(),
+            None => {
+                let refs: Vec<&Factor<E::Stats>> = chosen.iter().map(|&f| &factors[f]).collect();
+                let body = self.product(&refs)?;
+                let stats = self
+                    .estimator
+                    .aggregate(&[self.names[var].clone()], &body)?;
+                let cost = WRITE_COST * self.estimate(&stats) + VISIT_COST * self.estimate(&body);
+                self.steps.insert(key, (stats.clone(), cost));
+                (stats, cost)
+            }
+        };
+        Ok(Some(Candidate {
+            vars: neighbours,
+            stats,
+            annihilates: chosen.iter().any(|&f| factors[f].annihilates),
+            key,
+            chosen,
+            cost,
+        }))
+    }
+
+    /// The state after taking `candidate` (eliminating `var`) in `state`.
+    fn apply(
+        state: &State<E::Stats>,
+        var: usize,
+        candidate: Candidate<E::Stats>,
+    ) -> State<E::Stats> {
+        let mut steps = state.steps.clone();
+        steps.push(Step {
+            var,
+            chosen: candidate
+                .chosen
+                .iter()
+                .map(|&f| state.factors[f].origin)
+                .collect(),
+        });
+        let mut factors: Vec<Factor<E::Stats>> = state
+            .factors
+            .iter()
+            .enumerate()
+            .filter(|(f, _)| !candidate.chosen.contains(f))
+            .map(|(_, f)| f.clone())
+            .collect();
+        factors.push(Factor {
+            vars: candidate.vars,
+            stats: candidate.stats,
+            annihilates: candidate.annihilates,
+            key: candidate.key,
+            origin: Origin::Step(steps.len() - 1),
+        });
+        State {
+            factors,
+            steps,
+            cost: state.cost + candidate.cost,
+        }
+    }
+
+    fn plan(&mut self, state: State<E::Stats>) -> Result<Plan> {
+        let cost = state.cost + self.finish(&state.factors)?;
+        Ok(Plan {
+            remaining: state.factors.iter().map(|f| f.origin).collect(),
+            steps: state.steps,
+            cost,
+        })
+    }
+
+    /// Greedy search: take the cheapest step that lowers the plan's cost,
+    /// until none does.
+    fn greedy(&mut self, inputs: &[Factor<E::Stats>], vars: &[usize]) -> Result<Plan> {
+        let mut state = State {
+            factors: inputs.to_vec(),
+            steps: Vec::new(),
+            cost: 0.0,
+        };
+        let mut left: Vec<usize> = vars.to_vec();
+        loop {
+            let now = self.finish(&state.factors)?;
+            let mut candidates = Vec::new();
+            for &v in &left {
+                if let Some(c) = self.candidate(&state.factors, v)? {
+                    candidates.push((v, c));
+                }
+            }
+            candidates.sort_by(|a, b| a.1.cost.total_cmp(&b.1.cost));
+            let mut taken = None;
+            for (v, candidate) in candidates {
+                if candidate.cost >= now {
+                    break;
+                }
+                let next = Self::apply(&state, v, candidate);
+                if next.cost - state.cost + self.finish(&next.factors)? < now {
+                    taken = Some((v, next));
+                    break;
+                }
+            }
+            match taken {
+                Some((v, next)) => {
+                    state = next;
+                    left.retain(|&w| w != v);
+                }
+                None => return self.plan(state),
+            }
+        }
+    }
+
+    /// Exact search: dynamic programming over the sets of eliminated
+    /// variables, pruning states that already cost more than the best plan
+    /// found. `None` when the estimate budget runs out.
+    fn exact(&mut self, inputs: &[Factor<E::Stats>], vars: &[usize]) -> Result<Option<Plan>> {
+        let start = State {
+            factors: inputs.to_vec(),
+            steps: Vec::new(),
+            cost: 0.0,
+        };
+        let mut best = self.plan(start.clone())?;
+        let mut level: HashMap<u64, State<E::Stats>> = HashMap::from([(0, start)]);
+        for _ in 0..vars.len() {
+            let mut next: HashMap<u64, State<E::Stats>> = HashMap::new();
+            let mut keys: Vec<u64> = level.keys().copied().collect();
+            keys.sort_unstable();
+            for set in keys {
+                let Some(state) = level.get(&set) else {
+                    continue;
+                };
+                if state.cost >= best.cost {
+                    continue;
+                }
+                for &v in vars {
+                    if set >> v & 1 == 1 {
+                        continue;
+                    }
+                    if self.estimates > EXACT_BUDGET {
+                        return Ok(None);
+                    }
+                    let Some(candidate) = self.candidate(&state.factors, v)? else {
+                        continue;
+                    };
+                    if state.cost + candidate.cost >= best.cost {
+                        continue;
+                    }
+                    let after = Self::apply(state, v, candidate);
+                    let total = after.cost + self.finish(&after.factors)?;
+                    if total < best.cost {
+                        best = Plan {
+                            remaining: after.factors.iter().map(|f| f.origin).collect(),
+                            steps: after.steps.clone(),
+                            cost: total,
+                        };
+                    }
+                    let key = set | 1 << v;
+                    if next.get(&key).is_none_or(|s| after.cost < s.cost) {
+                        next.insert(key, after);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        Ok(Some(best))
+    }
+}
+
+/// The bits of `vars` among `names`.
+fn var_bits(vars: &[String], names: &[String]) -> u64 {
+    vars.iter()
+        .filter_map(|v| names.iter().position(|n| n == v))
+        .fold(0, |acc, k| acc | 1 << k)
+}
+
+/// The size of every index variable of `expr` (the largest dimension it
+/// indexes).
+fn index_sizes<S>(expr: &Expr, aliases: &Aliases<S>) -> HashMap<String, u64> {
+    fn walk<S>(expr: &Expr, aliases: &Aliases<S>, out: &mut HashMap<String, u64>) {
+        let mut record = |terms: &[IndexTerm], sizes: Vec<u64>| {
+            for (term, size) in terms.iter().zip(sizes) {
+                if let IndexTerm::Var(v) = term {
+                    let known = out.entry(v.clone()).or_insert(size);
+                    *known = (*known).max(size);
+                }
+            }
+        };
+        match expr {
+            Expr::Input(input) => record(
+                &input.indices,
+                input.tensor.tensor.dims().iter().map(|d| d.size).collect(),
+            ),
+            Expr::Alias { name, indices } => match aliases.get(name) {
+                Some(AliasSource::Stored(tensor)) => {
+                    record(indices, tensor.dims().iter().map(|d| d.size).collect())
+                }
+                Some(AliasSource::Estimated { indices: own, .. }) => {
+                    record(indices, own.iter().map(|(_, s)| *s).collect())
+                }
+                None => {}
+            },
+            Expr::Map { args, .. } => args.iter().for_each(|a| walk(a, aliases, out)),
+            Expr::Agg { body, .. } => walk(body, aliases, out),
+            Expr::Literal(_) | Expr::Index(_) => {}
+        }
+    }
+    let mut out = HashMap::new();
+    walk(expr, aliases, &mut out);
+    out
+}
+
+/// `SUM(indices) Π factors`, without an empty sum or a one-factor product.
+fn sum(indices: Vec<String>, factors: Vec<Expr>) -> Expr {
+    let body = product(factors);
+    if indices.is_empty() {
+        body
+    } else {
+        Expr::Agg {
+            op: AggOp::Sum,
+            indices,
+            body: Box::new(body),
+        }
+    }
+}
+
+fn product(mut factors: Vec<Expr>) -> Expr {
+    if factors.len() == 1 {
+        factors.remove(0)
+    } else {
+        Expr::map(ScalarOp::Mul, factors)
+    }
+}
+
+/// `expr` with every aggregate's bound indices renamed where another part
+/// of the query already uses the name (`free` are the query's indices).
+fn unique_names(expr: &Expr, free: &[String]) -> Expr {
+    fn all_names(expr: &Expr, out: &mut HashSet<String>) {
+        match expr {
+            Expr::Agg { indices, body, .. } => {
+                out.extend(indices.iter().cloned());
+                all_names(body, out);
+            }
+            Expr::Map { args, .. } => args.iter().for_each(|a| all_names(a, out)),
+            other => out.extend(other.free_indices()),
+        }
+    }
+    fn walk(expr: &Expr, claimed: &mut HashSet<String>, taken: &mut HashSet<String>) -> Expr {
+        match expr {
+            Expr::Agg { op, indices, body } => {
+                let mut body = body.as_ref().clone();
+                let mut bound = Vec::new();
+                for index in indices {
+                    let name = if claimed.contains(index) {
+                        let mut n = 2;
+                        while taken.contains(&format!("{index}_{n}")) {
+                            n += 1;
+                        }
+                        let fresh = format!("{index}_{n}");
+                        body = rename(&body, index, &fresh);
+                        fresh
+                    } else {
+                        index.clone()
+                    };
+                    claimed.insert(name.clone());
+                    taken.insert(name.clone());
+                    bound.push(name);
+                }
+                Expr::Agg {
+                    op: *op,
+                    indices: bound,
+                    body: Box::new(walk(&body, claimed, taken)),
+                }
+            }
+            Expr::Map { op, args } => Expr::Map {
+                op: *op,
+                args: args.iter().map(|a| walk(a, claimed, taken)).collect(),
+            },
+            other => other.clone(),
+        }
+    }
+    let mut taken = HashSet::new();
+    all_names(expr, &mut taken);
+    let mut claimed: HashSet<String> = free.iter().cloned().collect();
+    claimed.extend(expr.free_indices());
+    walk(expr, &mut claimed, &mut taken)
+}
+
+/// `expr` with the free occurrences of index `from` renamed to `to`.
+fn rename(expr: &Expr, from: &str, to: &str) -> Expr {
+    let term = |t: &IndexTerm| match t {
+        IndexTerm::Var(v) if v == from => IndexTerm::Var(to.to_string()),
+        other => other.clone(),
+    };
+    match expr {
+        Expr::Input(input) => {
+            let mut input = input.clone();
+            input.indices = input.indices.iter().map(term).collect();
+            Expr::Input(input)
+        }
+        Expr::Alias { name, indices } => Expr::Alias {
+            name: name.clone(),
+            indices: indices.iter().map(term).collect(),
+        },
+        Expr::Index(v) if v == from => Expr::Index(to.to_string()),
+        Expr::Agg { indices, .. } if indices.iter().any(|i| i == from) => expr.clone(),
+        Expr::Agg { op, indices, body } => Expr::Agg {
+            op: *op,
+            indices: indices.clone(),
+            body: Box::new(rename(body, from, to)),
+        },
+        Expr::Map { op, args } => Expr::Map {
+            op: *op,
+            args: args.iter().map(|a| rename(a, from, to)).collect(),
+        },
+        other => other.clone(),
+    }
+}
+
+/// Flattens products and lifts `SUM`s out of products and out of `SUM`s,
+/// bottom-up (bound names must be unique, see [`unique_names`]).
+fn lift(expr: Expr) -> Expr {
+    match expr {
+        Expr::Map {
+            op: ScalarOp::Mul,
+            args,
+        } => {
+            let mut indices = Vec::new();
+            let mut factors = Vec::new();
+            for arg in args.into_iter().map(lift) {
+                match arg {
+                    Expr::Agg {
+                        op: AggOp::Sum,
+                        indices: bound,
+                        body,
+                    } => {
+                        indices.extend(bound);
+                        factors.push(*body);
+                    }
+                    other => factors.push(other),
+                }
+            }
+            let body = Expr::map(ScalarOp::Mul, factors);
+            if indices.is_empty() {
+                body
+            } else {
+                Expr::Agg {
+                    op: AggOp::Sum,
+                    indices,
+                    body: Box::new(body),
+                }
+            }
+        }
+        Expr::Map { op, args } => Expr::Map {
+            op,
+            args: args.into_iter().map(lift).collect(),
+        },
+        Expr::Agg {
+            op: AggOp::Sum,
+            indices,
+            body,
+        } => match lift(*body) {
+            Expr::Agg {
+                op: AggOp::Sum,
+                indices: inner,
+                body,
+            } => {
+                let mut all = indices;
+                all.extend(inner);
+                Expr::Agg {
+                    op: AggOp::Sum,
+                    indices: all,
+                    body,
+                }
+            }
+            body => Expr::Agg {
+                op: AggOp::Sum,
+                indices,
+                body: Box::new(body),
+            },
+        },
+        Expr::Agg { op, indices, body } => Expr::Agg {
+            op,
+            indices,
+            body: Box::new(lift(*body)),
+        },
+        other => other,
+    }
+}
+
+/// A text that equal steps share whatever their variables are called, and
+/// the step's output variables in the canonical order. Factors are ordered
+/// by their text with variables blanked, then variables are numbered in
+/// order of appearance.
+fn canonical(body: &Expr) -> (String, Vec<String>) {
+    let (indices, inner) = match body {
+        Expr::Agg { indices, body, .. } => (indices.clone(), body.as_ref().clone()),
+        other => (Vec::new(), other.clone()),
+    };
+    let mut factors: Vec<Expr> = match inner {
+        Expr::Map {
+            op: ScalarOp::Mul,
+            args,
+        } => args,
+        other => vec![other],
+    };
+    let role = |v: &String| if indices.contains(v) { "s" } else { "o" };
+    factors.sort_by_cached_key(|f| {
+        f.free_indices()
+            .iter()
+            .fold(f.clone(), |e, v| {
+                rename(&e, v, &format!("\u{1}{}", role(v)))
+            })
+            .to_string()
+    });
+    let mut order: Vec<String> = Vec::new();
+    for factor in &factors {
+        for v in factor.free_indices() {
+            if !order.contains(&v) {
+                order.push(v);
+            }
+        }
+    }
+    let numbered: Vec<String> = order
+        .iter()
+        .enumerate()
+        .map(|(k, v)| format!("\u{1}{}{k}", role(v)))
+        .collect();
+    let renamed: Vec<Expr> = factors
+        .iter()
+        .map(|f| {
+            order
+                .iter()
+                .zip(&numbered)
+                .fold(f.clone(), |e, (v, n)| rename(&e, v, n))
+        })
+        .collect();
+    let summed: Vec<String> = indices
+        .iter()
+        .filter_map(|v| {
+            order
+                .iter()
+                .position(|o| o == v)
+                .map(|k| numbered[k].clone())
+        })
+        .collect();
+    let text = sum(summed, renamed).to_string();
+    let outputs: Vec<String> = order.into_iter().filter(|v| !indices.contains(v)).collect();
+    (text, outputs)
+}

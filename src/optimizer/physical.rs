@@ -1,0 +1,478 @@
+//! The physical optimizer (Galley section 6): the loop order and output
+//! formats of every physical query, chosen by estimated cost while the
+//! planner ([`crate::exec::planner`]) builds the plan.
+//!
+//! - **Loop order.** A Selinger-style dynamic program over the sets of
+//!   variables bound so far: binding the variables `S` in the outer loops
+//!   visits about `|π_S(J)|` assignments, where `J` is the join of the
+//!   inputs the body cannot do without (those whose absence makes the
+//!   expression its fill, as the factors of a product); the estimator
+//!   bounds that projection. The key also holds the inputs that must be
+//!   re-indexed because the order so far reads them against their stored
+//!   order and against every index cached with the tensor: a re-index
+//!   costs `nnz · log₂ nnz` (an index that [`Tensor::index`] built before
+//!   is free). Only variables sharing an input with the outer loops extend
+//!   an order while there are any, so joins stay connected. Queries with
+//!   more than [`EXACT_VARIABLES`] loop variables, or whose search exceeds
+//!   [`ESTIMATE_BUDGET`] estimates, take the greedy order: each next
+//!   variable the one whose loop visits fewest assignments.
+//! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
+//!   input with the shortest fiber under the current outer coordinates is
+//!   iterated and the others are looked up. That is the choice Galley
+//!   makes from estimates (the fewest entries given the outer loops), made
+//!   with the actual fiber lengths instead, per visit, so skewed degrees
+//!   cannot mislead it.
+//! - **Output formats.** Levels written in loop order are sorted; the
+//!   others accumulate in a dense array when their space is small or the
+//!   estimated output fills at least an eighth of it, in a bytemap when it
+//!   fills at least 1/64 of a space of at most 2^28 coordinates, and in a
+//!   hash table otherwise.
+//!
+//! [`Tensor::index`]: crate::storage::Tensor::index
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::exec::plan::{Driver, Node, OutputFormat, PhysicalQuery, Source, Term};
+use crate::exec::planner::{Choose, QueryChoices};
+use crate::ir::{IndexTerm, Value};
+
+use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator};
+
+/// Queries with at most this many loop variables get the exact search.
+pub const EXACT_VARIABLES: usize = 12;
+
+/// The most estimates the exact search of one query may ask for.
+pub const ESTIMATE_BUDGET: usize = 1_024;
+
+/// Random-write spaces up to this many coordinates are always dense.
+const SMALL_SPACE: f64 = 65_536.0;
+
+/// Random-write spaces above this many coordinates are never dense nor
+/// bytemaps.
+const LARGE_SPACE: f64 = (1u64 << 28) as f64;
+
+/// The physical optimizer: implements the planner's [`Choose`] with the
+/// estimates of `estimator` and the statistics the logical optimizer kept
+/// for the program's queries.
+pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
+    estimator: &'a E,
+    stats: &'a Aliases<E::Stats>,
+    /// The estimated cost of every query planned so far, in plan order.
+    pub costs: Vec<f64>,
+}
+
+impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
+    /// A physical optimizer that reads the estimated statistics of
+    /// earlier results in `stats`.
+    pub fn new(estimator: &'a E, stats: &'a Aliases<E::Stats>) -> Self {
+        PhysicalOptimizer {
+            estimator,
+            stats,
+            costs: Vec::new(),
+        }
+    }
+}
+
+impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
+    fn choose(&mut self, _: usize, query: &PhysicalQuery, bound: &[usize]) -> Result<QueryChoices> {
+        let Ok(mut search) = OrderSearch::new(self.estimator, self.stats, query, bound) else {
+            self.costs.push(f64::NAN);
+            return Ok(QueryChoices::default());
+        };
+        let (order, cost) = if bound.len() <= EXACT_VARIABLES {
+            match search.exact() {
+                Some(found) => found,
+                None => search.greedy(),
+            }
+        } else {
+            search.greedy()
+        };
+        self.costs.push(cost);
+        let accumulator = search.accumulator(&order);
+        Ok(QueryChoices {
+            loop_order: Some(
+                order
+                    .iter()
+                    .map(|&v| query.vars[search.vars[v]].name.clone())
+                    .collect(),
+            ),
+            drivers: vec![Driver::Smallest; order.len()],
+            input_format: None,
+            accumulator: Some(accumulator),
+        })
+    }
+}
+
+/// The loop-order search of one query. Variables are numbered by their
+/// position in `vars` (the query's loop variables).
+struct OrderSearch<'a, E: SparsityEstimator> {
+    estimator: &'a E,
+    query: &'a PhysicalQuery,
+    /// The loop variables (positions in the query's variables).
+    vars: Vec<usize>,
+    /// The join of the required inputs, over the loop variables.
+    join: E::Stats,
+    /// Per input: its loop variables (bits) and the orders of its cached
+    /// indexes, with the cost of re-indexing it.
+    inputs: Vec<InputInfo>,
+    /// Estimated assignments per set of outer variables.
+    visits: HashMap<u64, f64>,
+    estimates: usize,
+}
+
+/// What the search knows about one input.
+struct InputInfo {
+    /// The loop variables of each dimension (`None`: a constant).
+    dims: Vec<Option<usize>>,
+    /// Level orders that are free to read: the stored order and cached
+    /// indexes (none for results computed by the plan, which are always
+    /// indexed afresh).
+    free_orders: Vec<Vec<usize>>,
+    /// The cost of building the index another order needs.
+    reindex: f64,
+}
+
+impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
+    fn new(
+        estimator: &'a E,
+        stats: &Aliases<E::Stats>,
+        query: &'a PhysicalQuery,
+        bound: &[usize],
+    ) -> Result<Self> {
+        let vars = bound.to_vec();
+        let name_of = |v: usize| query.vars[v].name.clone();
+        let (required, _) = required(&query.body, query);
+        let mut joined = Vec::new();
+        for &k in &required {
+            let access = &query.inputs[k];
+            let terms: Vec<IndexTerm> = access
+                .terms
+                .iter()
+                .map(|t| match t {
+                    Term::Var(v) => IndexTerm::Var(name_of(*v)),
+                    Term::Const(c) => IndexTerm::Const(*c),
+                })
+                .collect();
+            let leaf = match &access.source {
+                Source::Table { tensor, .. } => estimator.leaf(Leaf::Stored {
+                    tensor,
+                    terms: &terms,
+                })?,
+                Source::Result(name) => match stats.get(name) {
+                    Some(AliasSource::Estimated {
+                        indices,
+                        stats: own,
+                    }) => {
+                        let names: Vec<String> = indices.iter().map(|(n, _)| n.clone()).collect();
+                        estimator.leaf(Leaf::Estimated {
+                            stats: own,
+                            indices: &names,
+                            terms: &terms,
+                        })?
+                    }
+                    Some(AliasSource::Stored(tensor)) => estimator.leaf(Leaf::Stored {
+                        tensor,
+                        terms: &terms,
+                    })?,
+                    None => continue,
+                },
+            };
+            joined.push(leaf);
+        }
+        let covered: Vec<usize> = required
+            .iter()
+            .flat_map(|&k| query.inputs[k].terms.iter())
+            .filter_map(|t| match t {
+                Term::Var(v) => Some(*v),
+                Term::Const(_) => None,
+            })
+            .collect();
+        let dense: Vec<(String, u64)> = vars
+            .iter()
+            .filter(|v| !covered.contains(v))
+            .map(|&v| (name_of(v), query.vars[v].size))
+            .collect();
+        let dense_stats = if dense.is_empty() {
+            None
+        } else {
+            Some(estimator.leaf(Leaf::Dense { vars: &dense })?)
+        };
+        let mut refs: Vec<&E::Stats> = joined.iter().collect();
+        refs.extend(dense_stats.as_ref());
+        let join = estimator.join(&refs)?;
+        let inputs = query
+            .inputs
+            .iter()
+            .map(|access| {
+                let dims: Vec<Option<usize>> = access
+                    .terms
+                    .iter()
+                    .map(|t| match t {
+                        Term::Var(v) => vars.iter().position(|w| w == v),
+                        Term::Const(_) => None,
+                    })
+                    .collect();
+                let (free_orders, nnz) = match &access.source {
+                    Source::Table { tensor, .. } => {
+                        let mut orders = vec![(0..dims.len()).collect::<Vec<_>>()];
+                        orders.extend(tensor.built_indexes().into_iter().map(|spec| spec.order));
+                        (orders, tensor.nnz() as f64)
+                    }
+                    Source::Result(_) => (Vec::new(), 0.0),
+                };
+                InputInfo {
+                    dims,
+                    free_orders,
+                    reindex: nnz * (nnz + 2.0).log2(),
+                }
+            })
+            .collect();
+        Ok(OrderSearch {
+            estimator,
+            query,
+            vars,
+            join,
+            inputs,
+            visits: HashMap::new(),
+            estimates: 0,
+        })
+    }
+
+    /// The estimated assignments of the loops over `set`.
+    fn visits(&mut self, set: u64) -> f64 {
+        if let Some(&known) = self.visits.get(&set) {
+            return known;
+        }
+        let hidden: Vec<String> = (0..self.vars.len())
+            .filter(|k| set >> k & 1 == 0)
+            .map(|k| self.query.vars[self.vars[k]].name.clone())
+            .collect();
+        self.estimates += 1;
+        let value = match self.estimator.aggregate(&hidden, &self.join) {
+            Ok(projected) => self.estimator.estimate(&projected),
+            Err(_) => f64::INFINITY,
+        };
+        self.visits.insert(set, value);
+        value
+    }
+
+    /// Whether input `k`, with its variables bound in `order` so far, can
+    /// still be read through its stored order or a cached index.
+    fn readable(&self, k: usize, order: &[usize]) -> bool {
+        let info = &self.inputs[k];
+        let mut levels: Vec<usize> = (0..info.dims.len())
+            .filter(|&d| info.dims[d].is_none())
+            .collect();
+        for &v in order {
+            levels.extend((0..info.dims.len()).filter(|&d| info.dims[d] == Some(v)));
+        }
+        info.free_orders
+            .iter()
+            .any(|o| o.len() == info.dims.len() && o.starts_with(&levels))
+    }
+
+    /// The variables that may come next after `set`: those sharing an input
+    /// with it, or all when none does.
+    fn next_vars(&self, set: u64) -> Vec<usize> {
+        let left: Vec<usize> = (0..self.vars.len()).filter(|k| set >> k & 1 == 0).collect();
+        if set == 0 {
+            return left;
+        }
+        let connected: Vec<usize> = left
+            .iter()
+            .copied()
+            .filter(|&v| {
+                self.inputs.iter().any(|i| {
+                    i.dims.contains(&Some(v)) && i.dims.iter().flatten().any(|&w| set >> w & 1 == 1)
+                })
+            })
+            .collect();
+        if connected.is_empty() {
+            left
+        } else {
+            connected
+        }
+    }
+
+    /// The cost of binding `v` after `order` (whose set is `set`), and the
+    /// inputs that need a new index from then on (bits).
+    fn step(&mut self, order: &[usize], set: u64, reindexed: u64, v: usize) -> (f64, u64) {
+        let mut cost = self.visits(set | 1 << v);
+        let mut now = reindexed;
+        let mut extended = order.to_vec();
+        extended.push(v);
+        for k in 0..self.inputs.len() {
+            if now >> k & 1 == 0
+                && self.inputs[k].dims.contains(&Some(v))
+                && !self.inputs[k].free_orders.is_empty()
+                && !self.readable(k, &extended)
+            {
+                now |= 1 << k;
+                cost += self.inputs[k].reindex;
+            }
+        }
+        (cost, now)
+    }
+
+    /// Dynamic programming over (bound variables, re-indexed inputs),
+    /// keeping the cheapest order per key; `None` past the budget.
+    fn exact(&mut self) -> Option<(Vec<usize>, f64)> {
+        let n = self.vars.len();
+        if self.inputs.len() > 64 {
+            return None;
+        }
+        let mut level: HashMap<(u64, u64), (f64, Vec<usize>)> =
+            HashMap::from([((0, 0), (0.0, Vec::new()))]);
+        for _ in 0..n {
+            let mut next: HashMap<(u64, u64), (f64, Vec<usize>)> = HashMap::new();
+            let mut keys: Vec<(u64, u64)> = level.keys().copied().collect();
+            keys.sort_unstable();
+            for key in keys {
+                let (cost, order) = level.get(&key)?.clone();
+                for v in self.next_vars(key.0) {
+                    if self.estimates > ESTIMATE_BUDGET {
+                        return None;
+                    }
+                    let (step, reindexed) = self.step(&order, key.0, key.1, v);
+                    let total = cost + step;
+                    let new_key = (key.0 | 1 << v, reindexed);
+                    if next.get(&new_key).is_none_or(|(c, _)| total < *c) {
+                        let mut extended = order.clone();
+                        extended.push(v);
+                        next.insert(new_key, (total, extended));
+                    }
+                }
+            }
+            level = next;
+        }
+        let mut finals: Vec<&(f64, Vec<usize>)> = level.values().collect();
+        finals.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let (cost, order) = finals.first()?;
+        Some((order.clone(), cost + self.output_cost(order)))
+    }
+
+    /// Each next variable the one whose loop visits fewest assignments.
+    fn greedy(&mut self) -> (Vec<usize>, f64) {
+        let mut order = Vec::new();
+        let (mut set, mut reindexed, mut total) = (0u64, 0u64, 0.0);
+        while order.len() < self.vars.len() {
+            let mut best: Option<(f64, usize, u64)> = None;
+            for v in self.next_vars(set) {
+                let (cost, now) = self.step(&order, set, reindexed, v);
+                if best.is_none_or(|(c, _, _)| cost < c) {
+                    best = Some((cost, v, now));
+                }
+            }
+            let Some((cost, v, now)) = best else { break };
+            order.push(v);
+            set |= 1 << v;
+            reindexed = now;
+            total += cost;
+        }
+        let cost = total + self.output_cost(&order);
+        (order, cost)
+    }
+
+    /// The estimated entries of the output when it is written out of loop
+    /// order (0 when written in order).
+    fn output_cost(&mut self, order: &[usize]) -> f64 {
+        let output = self.output_bits();
+        let prefix = order.iter().take_while(|&&v| output >> v & 1 == 1).count();
+        if prefix == output.count_ones() as usize {
+            0.0
+        } else {
+            self.visits(output)
+        }
+    }
+
+    /// The output variables (bits over the loop variables).
+    fn output_bits(&self) -> u64 {
+        self.query
+            .output
+            .iter()
+            .filter_map(|v| self.vars.iter().position(|w| w == v))
+            .fold(0, |acc, k| acc | 1 << k)
+    }
+
+    /// The accumulator for the output levels that `order` does not write in
+    /// order (see the module documentation).
+    fn accumulator(&mut self, order: &[usize]) -> OutputFormat {
+        let output = self.output_bits();
+        let prefix: Vec<usize> = order
+            .iter()
+            .copied()
+            .take_while(|&v| output >> v & 1 == 1)
+            .collect();
+        let space: f64 = self
+            .query
+            .output
+            .iter()
+            .filter(|v| !prefix.iter().any(|&p| self.vars[p] == **v))
+            .map(|&v| self.query.vars[v].size as f64)
+            .product();
+        if space <= SMALL_SPACE {
+            return OutputFormat::Dense;
+        }
+        let density = self.visits(output) / space;
+        if space > LARGE_SPACE {
+            OutputFormat::Hashed
+        } else if density >= 1.0 / 8.0 {
+            OutputFormat::Dense
+        } else if density >= 1.0 / 64.0 {
+            OutputFormat::Bytemap
+        } else {
+            OutputFormat::Hashed
+        }
+    }
+}
+
+/// The inputs without which `node` is its fill value, and that fill
+/// (`None` when unknown).
+fn required(node: &Node, query: &PhysicalQuery) -> (Vec<usize>, Option<Value>) {
+    match node {
+        Node::Input(k) => {
+            let fill = query.inputs.get(*k).map(|a| a.fill);
+            let needed = if fill.is_some_and(|f| f.is_zero()) {
+                vec![*k]
+            } else {
+                Vec::new()
+            };
+            (needed, fill)
+        }
+        Node::Literal(v) => (Vec::new(), Some(*v)),
+        Node::Coord(_) => (Vec::new(), None),
+        Node::Map(op, args) => {
+            let parts: Vec<(Vec<usize>, Option<Value>)> =
+                args.iter().map(|a| required(a, query)).collect();
+            let fills: Option<Vec<Value>> = parts.iter().map(|p| p.1).collect();
+            let fill = fills.and_then(|f| op.apply(&f).ok());
+            let annihilating: Vec<&Vec<usize>> = match op.algebra().annihilator {
+                Some(a) => parts
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, p)| {
+                        (*k == 0 || !a.only_first) && p.1.is_some_and(|f| f.same(a.value))
+                    })
+                    .map(|(_, p)| &p.0)
+                    .collect(),
+                None => Vec::new(),
+            };
+            let needed = if annihilating.is_empty() {
+                // Entries come from any argument: only what every argument
+                // needs is needed.
+                let mut common = parts.first().map(|p| p.0.clone()).unwrap_or_default();
+                for part in &parts[1.min(parts.len())..] {
+                    common.retain(|k| part.0.contains(k));
+                }
+                common
+            } else {
+                let mut all: Vec<usize> = annihilating.into_iter().flatten().copied().collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            };
+            (needed, fill)
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Profiles of statements: the optimizer's plans with their estimates, and
+//! what each step of the executor produced and took.
+//!
+//! While a statement runs with a [`ProfileLog`] in its context, every IR
+//! program it evaluates (a SQL query evaluates one per `WITH` table and
+//! sub-query, plus its own) records a [`ProgramRun`]. `EXPLAIN ANALYZE`
+//! prints them;
+//! [`Database::execute_profiled`](crate::Database::execute_profiled)
+//! returns them as a [`Profile`].
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::exec::QueryRun;
+use crate::optimizer::Optimized;
+
+/// One IR program evaluated by a statement.
+#[derive(Clone, Debug)]
+pub struct ProgramRun {
+    /// The optimizer's plan (`None` on the reference evaluator, which runs
+    /// programs as written).
+    pub optimized: Option<Optimized>,
+    /// Per physical query: its actual entries and time.
+    pub queries: Vec<QueryRun>,
+    /// The time to run the plan.
+    pub execute: Duration,
+}
+
+/// Collects the [`ProgramRun`]s of one statement.
+#[derive(Debug, Default)]
+pub struct ProfileLog(Mutex<Vec<ProgramRun>>);
+
+impl ProfileLog {
+    /// Records a program run.
+    pub fn record(&self, run: ProgramRun) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(run);
+    }
+
+    /// The runs recorded so far, leaving the log empty.
+    pub fn take(&self) -> Vec<ProgramRun> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// What running a statement took.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    /// Time in the optimizer, over every program the statement evaluated.
+    pub optimize: Duration,
+    /// Time in the executor (or the reference evaluator), likewise.
+    pub execute: Duration,
+    /// The plans with estimated and actual entries per step, as `EXPLAIN
+    /// ANALYZE` prints them (without the times, which [`Profile::optimize`]
+    /// and [`Profile::execute`] hold).
+    pub plan: String,
+    /// The programs the statement evaluated, in order.
+    pub programs: Vec<ProgramRun>,
+}
+
+impl Profile {
+    /// The profile of the runs of one statement.
+    pub fn from_runs(programs: Vec<ProgramRun>) -> Profile {
+        let optimize = programs
+            .iter()
+            .filter_map(|p| p.optimized.as_ref().map(|o| o.time))
+            .sum();
+        let execute = programs.iter().map(|p| p.execute).sum();
+        let plan = programs
+            .iter()
+            .flat_map(|p| crate::explain::run_lines(p, false))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Profile {
+            optimize,
+            execute,
+            plan,
+            programs,
+        }
+    }
+}
