@@ -18,8 +18,11 @@
 //!   for each query of `queries.jsonl`: one untimed warm run and one timed
 //!   run, each stopped after the timeout through the database's
 //!   [`Interrupt`]. It prints one JSON line per query: `name`, `count`,
-//!   `status` (`ok`, `timeout` or `error`), `message`, `seconds`,
-//!   `optimize_seconds` and `plan`.
+//!   `status` (`ok`, `timeout` or `error`), `message`, `seconds` (the
+//!   whole statement, wall clock), `optimize_seconds` and `plan` (from
+//!   [`Database::execute_profiled`]: the optimizer's plan with estimated and
+//!   actual entries per step; `EXPLAIN`'s plan for a query that did not
+//!   finish).
 //!
 //! Bad input (a missing folder, a malformed graph or truth file, a query
 //! without SQL form) is reported per file with its line, never a panic; a
@@ -500,9 +503,12 @@ struct Outcome {
 /// One finished execution.
 struct Execution {
     count: i64,
+    /// Wall-clock seconds of the whole statement.
     seconds: f64,
-    optimize_seconds: Option<f64>,
-    plan: Option<String>,
+    /// Of which in the optimizer ([`einsql::Profile::optimize`]).
+    optimize_seconds: f64,
+    /// The plan with estimated and actual entries per step.
+    plan: String,
 }
 
 /// Whether `error` (possibly wrapped with a position) is a cancellation.
@@ -559,7 +565,7 @@ fn timed(
         })
     };
     let started = Instant::now();
-    let result = db.execute(sql);
+    let result = db.execute_profiled(sql);
     let seconds = started.elapsed().as_secs_f64();
     // The timer may be gone already (it fired); then there is no one to tell.
     let _ = done.send(());
@@ -570,18 +576,19 @@ fn timed(
         return Err("the timeout thread failed".to_string());
     }
     match result {
-        Ok(result) => Ok(Some(Execution {
+        Ok((result, profile)) => Ok(Some(Execution {
             count: single_count(&result)?,
             seconds,
-            optimize_seconds: None,
-            plan: None,
+            optimize_seconds: profile.optimize.as_secs_f64(),
+            plan: profile.plan,
         })),
         Err(e) if fired && is_cancelled(&e) => Ok(None),
         Err(e) => Err(e.to_string()),
     }
 }
 
-/// The plan text of `sql`, from `EXPLAIN` (none where it is not supported).
+/// The plan text of `sql` from `EXPLAIN`, for queries that did not finish
+/// (none where it fails).
 fn plan_text(db: &Database, sql: &str) -> Option<String> {
     let result = db.execute(&format!("EXPLAIN {sql}")).ok()?;
     let mut lines = Vec::new();
@@ -616,8 +623,8 @@ fn measure(db: &Database, interrupt: &Interrupt, query: &QueryLine, timeout: Dur
                     status: Status::Ok,
                     message: None,
                     seconds: execution.seconds,
-                    optimize_seconds: execution.optimize_seconds,
-                    plan: execution.plan.or_else(|| plan_text(db, &query.sql)),
+                    optimize_seconds: Some(execution.optimize_seconds),
+                    plan: Some(execution.plan),
                 };
             }
             Ok(Some(_)) => {}

@@ -311,7 +311,9 @@ def rows_for(dataset, queries, threads, results):
 
 
 def fmt_seconds(seconds):
-    """Three significant digits, in ms below one second."""
+    """Three significant digits, in ms below one second, in µs below 1 ms."""
+    if seconds < 0.001:
+        return f"{seconds * 1e6:.3g} µs"
     if seconds < 1:
         return f"{seconds * 1000:.3g} ms"
     return f"{seconds:.3g} s"
@@ -342,16 +344,28 @@ def speedups(rows, engine):
     return out
 
 
-def plan_excerpt(plan, lines=12, width=140):
-    """The physical plan's steps and loop nests, shortened."""
+def plan_excerpt(plan, lines=14, width=140):
+    """The logical plan (one line per step, with its estimated entries) and
+    the entries each step produced; without those sections, the physical
+    plan's steps and loops. Long lines are shortened."""
     if not plan:
         return ["(no plan)"]
-    text = plan.split("Physical plan:", 1)[-1].split("Result:", 1)[0]
-    picked = [
-        l[2:] if l.startswith("  ") else l
-        for l in text.splitlines()
-        if l.strip().startswith(("Query ", "for "))
-    ]
+    picked = []
+    section = None
+    for line in plan.splitlines():
+        if line and not line.startswith(" "):
+            section = line
+            if line.startswith(("Logical plan", "Execution")):
+                picked.append(line)
+        elif section and section.startswith(("Logical plan", "Execution")):
+            picked.append(line)
+    if not picked:
+        text = plan.split("Physical plan:", 1)[-1].split("Result:", 1)[0]
+        picked = [
+            l[2:] if l.startswith("  ") else l
+            for l in text.splitlines()
+            if l.strip().startswith(("Query ", "for "))
+        ]
     if not picked:
         picked = [l.strip() for l in plan.splitlines() if l.strip()]
     shown = [l if len(l) <= width else l[: width - 3] + "..." for l in picked[:lines]]
@@ -383,8 +397,8 @@ def summary(dataset, info, rows_by_threads, plans, args, meta):
             f"**{threads} thread{'s' if threads != 1 else ''}**, {queries} queries",
             "",
             "| engine | finished | timeouts | errors | wrong | median time "
-            "| speedup geo-mean | speedup median | slower than DuckDB |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| median optimize | speedup geo-mean | speedup median | slower than DuckDB |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for engine in engines:
             mine = [r for r in rows if r["engine"] == engine]
@@ -399,6 +413,8 @@ def summary(dataset, info, rows_by_threads, plans, args, meta):
                 str(wrong),
                 fmt_seconds(statistics.median(times)) if times else "-",
             ]
+            optimize = [float(r["optimize_seconds"]) for r in ok if r["optimize_seconds"]]
+            cells.append(fmt_seconds(statistics.median(optimize)) if optimize else "-")
             if engine == DUCKDB:
                 cells += ["-", "-", "-"]
             else:
