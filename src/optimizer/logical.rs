@@ -53,7 +53,7 @@ pub const EXACT_LIMIT: usize = 10;
 
 /// The most estimates the exact search of one sum may ask for; then it
 /// keeps the best plan found so far.
-pub const EXACT_BUDGET: usize = 1_000;
+pub const EXACT_BUDGET: usize = 300;
 
 /// Weight of an entry written (`A` in the cost).
 const WRITE_COST: f64 = 1.0;
