@@ -811,33 +811,13 @@ fn sum_out(mut indices: Vec<String>, mut factors: Vec<Expr>) -> Expr {
         let inner = Expr::Agg {
             op: AggOp::Sum,
             indices: vec![var.clone()],
-            body: Box::new(product(taken)),
+            body: Box::new(Expr::product(taken)),
         };
         kept.insert(first.min(kept.len()), inner);
         factors = kept;
         indices.retain(|v| *v != var);
     }
-    let body = product(factors);
-    if indices.is_empty() {
-        body
-    } else {
-        Expr::Agg {
-            op: AggOp::Sum,
-            indices,
-            body: Box::new(body),
-        }
-    }
-}
-
-fn product(mut factors: Vec<Expr>) -> Expr {
-    if factors.len() == 1 {
-        factors.remove(0)
-    } else {
-        Expr::Map {
-            op: ScalarOp::Mul,
-            args: factors,
-        }
-    }
+    Expr::sum(indices, Expr::product(factors))
 }
 
 #[cfg(test)]

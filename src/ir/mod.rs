@@ -181,6 +181,29 @@ impl Expr {
     }
 
     /// The stored-tensor inputs of the expression, in order of appearance.
+    /// The product of `factors` (flattened as [`Expr::map`] does); the
+    /// factor itself when there is one.
+    pub fn product(mut factors: Vec<Expr>) -> Expr {
+        if factors.len() == 1 {
+            factors.remove(0)
+        } else {
+            Expr::map(ScalarOp::Mul, factors)
+        }
+    }
+
+    /// `SUM(indices) body`, or `body` itself when there are no indices.
+    pub fn sum(indices: Vec<String>, body: Expr) -> Expr {
+        if indices.is_empty() {
+            body
+        } else {
+            Expr::Agg {
+                op: AggOp::Sum,
+                indices,
+                body: Box::new(body),
+            }
+        }
+    }
+
     pub fn inputs(&self) -> Vec<&Input> {
         match self {
             Expr::Input(input) => vec![input],

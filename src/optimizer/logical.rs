@@ -281,7 +281,7 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
         let eliminable: Vec<usize> = (0..names.len())
             .filter(|&k| indices.contains(&names[k]))
             .collect();
-        let sizes = index_sizes(&product(factors.to_vec()), &self.out.stats);
+        let sizes = index_sizes(&Expr::product(factors.to_vec()), &self.out.stats);
         let mut inputs = Vec::new();
         for (k, expr) in factors.iter().enumerate() {
             let (stats, fill) = estimate_with_fill(self.estimator, expr, &self.out.stats)?;
@@ -862,24 +862,7 @@ fn index_sizes<S>(expr: &Expr, aliases: &Aliases<S>) -> HashMap<String, u64> {
 
 /// `SUM(indices) Π factors`, without an empty sum or a one-factor product.
 fn sum(indices: Vec<String>, factors: Vec<Expr>) -> Expr {
-    let body = product(factors);
-    if indices.is_empty() {
-        body
-    } else {
-        Expr::Agg {
-            op: AggOp::Sum,
-            indices,
-            body: Box::new(body),
-        }
-    }
-}
-
-fn product(mut factors: Vec<Expr>) -> Expr {
-    if factors.len() == 1 {
-        factors.remove(0)
-    } else {
-        Expr::map(ScalarOp::Mul, factors)
-    }
+    Expr::sum(indices, Expr::product(factors))
 }
 
 /// `expr` with every aggregate's bound indices renamed where another part
@@ -990,16 +973,7 @@ fn lift(expr: Expr) -> Expr {
                     other => factors.push(other),
                 }
             }
-            let body = Expr::map(ScalarOp::Mul, factors);
-            if indices.is_empty() {
-                body
-            } else {
-                Expr::Agg {
-                    op: AggOp::Sum,
-                    indices,
-                    body: Box::new(body),
-                }
-            }
+            Expr::sum(indices, Expr::map(ScalarOp::Mul, factors))
         }
         Expr::Map { op, args } => Expr::Map {
             op,
