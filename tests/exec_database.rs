@@ -58,6 +58,32 @@ fn catalog() -> Catalog {
         .put("B", Arc::new(matrix(&mut rng, 300, 4)), false)
         .expect("B");
     catalog
+        .put("x", Arc::new(vector(&mut rng, 300)), false)
+        .expect("x");
+    catalog
+}
+
+/// A float vector over `n` coordinates, most of them stored (some with
+/// the value 0).
+fn vector(rng: &mut Rng, n: usize) -> Tensor {
+    let (mut coords, mut vals) = (Vec::new(), Vec::new());
+    for c in 0..n {
+        if rng.below(10) > 0 {
+            coords.push(c as i64);
+            vals.push(if c % 17 == 3 {
+                0.0
+            } else {
+                (rng.below(2001) as f64 - 1000.0) / 13.0
+            });
+        }
+    }
+    Tensor::from_coo(Coo {
+        dims: vec![DimensionSpec::new("c", Some(n as u64))],
+        coords: vec![coords],
+        values: vec![("v".into(), ValueData::Float64(vals))],
+        column_order: None,
+    })
+    .expect("a random vector")
 }
 
 fn options(threads: usize) -> ExecOptions {
@@ -75,6 +101,8 @@ fn results_do_not_depend_on_the_thread_count() {
     let catalog = catalog();
     let statements = [
         "C[i,k] = SUM(j) A[i,j] * B[j,k];",
+        "y[i] = SUM(j) A[i,j] * x[j];",
+        "y[j] = SUM(i) A[i,j] * x[i];",
         "t = SUM(i,j) A[i,j] * B[j,i];",
         "y[i] = SUM(j) A[i,j] + B[i,j];",
         "m[k] = MAX(j) A[j,k] * 2.0;",

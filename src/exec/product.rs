@@ -248,14 +248,20 @@ impl Product {
         } else {
             let mut root = root;
             let top = root.candidates(0);
-            let weights = top_weights(kernel, &root.pos, &root.present, &top);
+            let sequential = sequential_top(kernel, &root.pos, &root.present, &top);
+            let weights = match sequential {
+                Some((lo, hi)) => sequential_weights(kernel, lo, hi),
+                None => top_weights(kernel, &root.pos, &root.present, &top),
+            };
             let pos = std::mem::take(&mut root.pos);
             drop(root);
             let chunks = split(&weights, top.len());
             run_chunks(&chunks, options, control, |from, to| {
-                shared
-                    .worker(&pos, Some(top.slice(from, to)))
-                    .and_then(|w| w.run(scale))
+                let chunk = match sequential {
+                    Some((lo, _)) => Top::Positions(lo + from, lo + to),
+                    None => Top::Cands(top.slice(from, to)),
+                };
+                shared.worker(&pos, Some(chunk)).and_then(|w| w.run(scale))
             })?
         };
         let merged = merge(kernel, parts)?;
@@ -286,6 +292,12 @@ struct LeafReads<'s, 'a, T> {
     reads: Vec<LeafRead<'s, 'a, T>>,
     /// The driver fixed by the plan (a position in `reads`).
     fixed: Option<usize>,
+    /// The driver (a position in `reads`) when the loop's shape is fixed
+    /// for [`SlotProbes`]: a compressed or hashed driver, every other read
+    /// at a dense-addressed level with a value array.
+    slot_driver: Option<usize>,
+    /// Per read, its stride when dense-addressed (else 0).
+    strides: [usize; MOST_LEAF_READS],
 }
 
 /// One input's read at the innermost loop.
@@ -322,16 +334,42 @@ impl<'s, 'a, T: Num> LeafReads<'s, 'a, T> {
         let fixed = kernel
             .fixed_driver(depth)
             .and_then(|k| parts.iter().position(|p| p.input == k));
+        let mut strides = [0; MOST_LEAF_READS];
+        for (stride, read) in strides.iter_mut().zip(&reads) {
+            *stride = read.level.fiber(0).slots().map_or(0, |(_, s)| s);
+        }
+        let sorted = |j: usize| {
+            matches!(
+                reads[j].format,
+                LevelFormat::Compressed | LevelFormat::Hashed
+            )
+        };
+        let driver = match fixed {
+            Some(j) => Some(j),
+            None => {
+                let mut drivers = (0..reads.len()).filter(|&j| sorted(j));
+                drivers.next().filter(|_| drivers.next().is_none())
+            }
+        };
+        let slot_driver = driver.filter(|&d| {
+            sorted(d)
+                && reads
+                    .iter()
+                    .enumerate()
+                    .all(|(j, r)| j == d || (r.format.is_dense_addressed() && r.values.is_some()))
+        });
         Some(LeafReads {
             depth,
             reads,
             fixed,
+            slot_driver,
+            strides,
         })
     }
 }
 
 impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
-    fn worker(&self, pos: &[usize], top: Option<Cands>) -> Result<ProductWorker<'_, 's, 'a, T>> {
+    fn worker(&self, pos: &[usize], top: Option<Top>) -> Result<ProductWorker<'_, 's, 'a, T>> {
         let kernel = self.kernel;
         let upfront = Accumulator::<T>::upfront_bytes(kernel.accumulator, &kernel.suffix_sizes);
         let reserved = u64::try_from(upfront).unwrap_or(u64::MAX);
@@ -367,7 +405,7 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     shared: &'w Shared<'s, 'a, T>,
     pos: Vec<usize>,
     coords: Vec<i64>,
-    top: Option<Cands>,
+    top: Option<Top>,
     acc: Accumulator<T>,
     out: Entries<T>,
     steps: usize,
@@ -415,6 +453,8 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         let kernel = self.shared.kernel;
         if kernel.vars.is_empty() {
             self.add(scale)?;
+        } else if let Some(result) = self.rows(scale) {
+            result?;
         } else if kernel.group == 0 {
             if let Some(sum) = self.group(0)? {
                 self.add(scale.times(sum)?)?;
@@ -523,6 +563,9 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     #[inline]
     fn innermost_slots(&mut self, depth: usize) -> Option<Result<Option<T>>> {
         let reads = self.shared.leaves.as_ref().filter(|r| r.depth == depth)?;
+        if let Some(driver) = reads.slot_driver {
+            return Some(self.slot_sum(reads, driver));
+        }
         let mut fibers: [Option<Fiber<'a>>; MOST_LEAF_READS] = [None; MOST_LEAF_READS];
         for (slot, read) in fibers.iter_mut().zip(&reads.reads) {
             *slot = Some(read.level.fiber(self.pos[read.input]));
@@ -566,6 +609,124 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             }
             None => probes.sum(coords.iter().map(|&c| (c, T::ONE))),
         })
+    }
+
+    /// [`ProductWorker::innermost_slots`] for a loop whose shape
+    /// [`LeafReads`] fixed: the driver's fiber bounds and each probe's
+    /// slot base are all a row costs.
+    #[inline]
+    fn slot_sum(&mut self, reads: &LeafReads<'s, 'a, T>, driver: usize) -> Result<Option<T>> {
+        let mut probes = SlotProbes {
+            count: 0,
+            probes: [(0, 0, &[]); MOST_SLOT_PROBES],
+        };
+        for ((j, read), &stride) in reads.reads.iter().enumerate().zip(&reads.strides) {
+            if j == driver {
+                continue;
+            }
+            if let (Some(slot), Some(values)) = (probes.probes.get_mut(probes.count), read.values) {
+                *slot = (self.pos[read.input].saturating_mul(stride), stride, values);
+                probes.count += 1;
+            }
+        }
+        let read = &reads.reads[driver];
+        let fiber = read.level.fiber(self.pos[read.input]);
+        let coords = fiber.sorted_coords().unwrap_or(&[]);
+        self.count_steps(coords.len())?;
+        let base = fiber.cursor().current().map_or(0, |(_, p)| p);
+        match read.values {
+            Some(v) => {
+                let v = v.get(base..).unwrap_or(&[]);
+                probes.sum(coords.iter().copied().zip(v.iter().copied()))
+            }
+            None => probes.sum(coords.iter().map(|&c| (c, T::ONE))),
+        }
+    }
+
+    /// The rows of a two-loop kernel whose outer loop walks one input's
+    /// positions ([`Top::Positions`]) and writes the output in order,
+    /// with no factor completed there and the inner loop summed by
+    /// [`ProductWorker::slot_sum`] (SpMV): per row, one sum and one entry,
+    /// without the general loop's dispatch. `None` when the kernel does
+    /// not have that shape.
+    fn rows(&mut self, scale: T) -> Option<Result<()>> {
+        let shared = self.shared;
+        let kernel = shared.kernel;
+        let Some(Top::Positions(lo, hi)) = self.top else {
+            return None;
+        };
+        let reads = shared.leaves.as_ref().filter(|r| r.depth == 1)?;
+        let driver = reads.slot_driver?;
+        let [part] = kernel.parts.first()?.as_slice() else {
+            return None;
+        };
+        let var = kernel.vars[0];
+        if kernel.vars.len() != 2
+            || kernel.group != 1
+            || kernel.prefix != 1
+            || !kernel.suffix.is_empty()
+            || kernel.query.output.as_slice() != [var]
+            || !shared.product.completes.first()?.is_empty()
+        {
+            return None;
+        }
+        let crd = kernel.inputs[part.input]
+            .tree
+            .levels()
+            .get(part.level)?
+            .crd()?
+            .get(lo..hi)?;
+        // The probed inputs are not read at the outer loop: their slots
+        // are the same for every row.
+        let mut probes = SlotProbes {
+            count: 0,
+            probes: [(0, 0, &[]); MOST_SLOT_PROBES],
+        };
+        for ((j, read), &stride) in reads.reads.iter().enumerate().zip(&reads.strides) {
+            if j == driver {
+                continue;
+            }
+            if read.input == part.input {
+                return None;
+            }
+            *probes.probes.get_mut(probes.count)? = (
+                self.pos[read.input].saturating_mul(stride),
+                stride,
+                read.values?,
+            );
+            probes.count += 1;
+        }
+        let read = &reads.reads[driver];
+        let (bounds, leaf) = (read.level.pos()?, read.level.crd()?);
+        // The driver's fibers: under the row's position when the driver is
+        // the outer loop's input, else under its fixed position.
+        let fixed = (read.input != part.input).then(|| self.pos[read.input]);
+        let width = entry_bytes(1);
+        Some((|| {
+            for (i, &c) in crd.iter().enumerate() {
+                if i % CHECK_TOP_EVERY == 0 {
+                    shared.control.check()?;
+                }
+                let q = fixed.unwrap_or(lo + i);
+                let (Some(&from), Some(&to)) = (bounds.get(q), bounds.get(q + 1)) else {
+                    continue;
+                };
+                let coords = leaf.get(from..to).unwrap_or(&[]);
+                self.count_steps(coords.len())?;
+                let sum = match read.values {
+                    Some(v) => {
+                        let v = v.get(from..).unwrap_or(&[]);
+                        probes.sum(coords.iter().copied().zip(v.iter().copied()))?
+                    }
+                    None => probes.sum(coords.iter().map(|&c| (c, T::ONE)))?,
+                };
+                if let Some(sum) = sum {
+                    self.out.push([c], scale.times(sum)?);
+                    self.charge(width)?;
+                }
+            }
+            Ok(())
+        })())
     }
 
     /// The innermost loop's sum as one tight loop over the driver's sorted
@@ -747,18 +908,26 @@ where
     scratch.parents.extend(parts.iter().map(|p| w.pos[p.input]));
     scratch.positions.clear();
     scratch.positions.resize(parts.len(), 0);
-    let Some(top) = w.top.take().filter(|_| depth == 0) else {
-        return intersect(kernel, depth, scratch, |c, positions| {
-            w.coords[var] = c;
-            f(w, positions)
-        });
+    let top = match w.top.take().filter(|_| depth == 0) {
+        None => {
+            return intersect(kernel, depth, scratch, |c, positions| {
+                w.coords[var] = c;
+                f(w, positions)
+            });
+        }
+        Some(Top::Positions(lo, hi)) => {
+            let result = visit_positions(w, scratch, lo, hi, f);
+            w.top = Some(Top::Positions(lo, hi));
+            return result;
+        }
+        Some(Top::Cands(top)) => top,
     };
     // The chunk's coordinates ascend: seek through compressed levels.
     scratch.probes.clear();
     for (j, (part, &parent)) in parts.iter().zip(&scratch.parents).enumerate() {
         let input = &kernel.inputs[part.input];
         let Some(fiber) = input.fiber(part.level, parent) else {
-            w.top = Some(top);
+            w.top = Some(Top::Cands(top));
             return Ok(());
         };
         let probe = match input.tree.levels().get(part.level).map(|l| l.format()) {
@@ -805,8 +974,110 @@ where
             }
         }
     }
-    w.top = Some(top);
+    w.top = Some(Top::Cands(top));
     result
+}
+
+/// The outermost loop of a chunk whose only input read there is walked in
+/// position order (see [`sequential_top`]): no seek, no probe; the
+/// position is the input's child and the stored coordinate binds the loop.
+fn visit_positions<'s, 'a, T: Num, F>(
+    w: &mut ProductWorker<'_, 's, 'a, T>,
+    scratch: &mut Scratch<'a>,
+    lo: usize,
+    hi: usize,
+    mut f: F,
+) -> Result<()>
+where
+    F: FnMut(&mut ProductWorker<'_, 's, 'a, T>, &[usize]) -> Result<()>,
+{
+    let kernel: &Kernel<'a> = w.shared.kernel;
+    let var = kernel.vars[0];
+    let crd = kernel.parts[0]
+        .first()
+        .and_then(|part| kernel.inputs[part.input].tree.levels().get(part.level))
+        .and_then(|level| level.crd())
+        .and_then(|crd| crd.get(lo..hi))
+        .unwrap_or(&[]);
+    for (i, &c) in crd.iter().enumerate() {
+        if i % CHECK_TOP_EVERY == 0 {
+            w.shared.control.check()?;
+        }
+        w.coords[var] = c;
+        scratch.positions[0] = lo + i;
+        f(w, &scratch.positions)?;
+    }
+    Ok(())
+}
+
+/// A chunk of the outermost loop.
+enum Top {
+    /// Candidate coordinates, probed in every input read there.
+    Cands(Cands),
+    /// The child positions `lo..hi` of the only input read there, walked
+    /// in order (see [`sequential_top`]).
+    Positions(usize, usize),
+}
+
+impl Top {
+    fn len(&self) -> usize {
+        match self {
+            Top::Cands(c) => c.len(),
+            Top::Positions(lo, hi) => hi - lo,
+        }
+    }
+}
+
+/// The child positions `lo..hi` of the outermost loop's fiber when that
+/// loop reads one present input, at one compressed or hashed level, and
+/// its candidates are exactly that fiber's coordinates: the loop can walk
+/// the positions in order instead of seeking each candidate (SpMV's rows).
+fn sequential_top(
+    kernel: &Kernel<'_>,
+    pos: &[usize],
+    present: &[bool],
+    top: &Cands,
+) -> Option<(usize, usize)> {
+    let [part] = kernel.parts.first()?.as_slice() else {
+        return None;
+    };
+    if part.count != 1 || !present.get(part.input).copied().unwrap_or(false) {
+        return None;
+    }
+    let input = kernel.inputs.get(part.input)?;
+    let level = input.tree.levels().get(part.level)?;
+    if !matches!(
+        level.format(),
+        LevelFormat::Compressed | LevelFormat::Hashed
+    ) {
+        return None;
+    }
+    let fiber = level.fiber(*pos.get(part.input)?);
+    let coords = fiber.sorted_coords()?;
+    let same = match top {
+        Cands::List(list) => list.as_slice() == coords,
+        // Sorted distinct coordinates, as many as the range holds, from
+        // its first to its last: exactly the range.
+        Cands::Range(lo, hi) => {
+            coords.len() == top.len()
+                && coords.first().is_none_or(|c| c == lo)
+                && coords.last().is_none_or(|&c| c == hi - 1)
+        }
+    };
+    let lo = fiber.cursor().current().map_or(0, |(_, p)| p);
+    same.then_some((lo, lo + coords.len()))
+}
+
+/// [`top_weights`] for a [`sequential_top`] loop: 1 plus the length of
+/// the next fiber under each position (the same weights, without seeks).
+fn sequential_weights(kernel: &Kernel<'_>, lo: usize, hi: usize) -> Vec<u64> {
+    let Some(part) = kernel.parts.first().and_then(|parts| parts.first()) else {
+        return vec![1; hi - lo];
+    };
+    let input = &kernel.inputs[part.input];
+    (lo..hi)
+        .map(|p| 1 + input.fiber(part.level + 1, p).map_or(0, |f| f.len() as u64))
+        .collect()
 }
 
 /// The probes of an innermost loop when every probed input is read at a

@@ -27,8 +27,10 @@ use super::{ExecOptions, Outputs, QueryRun};
 /// number, so that results do not depend on the thread count.
 const CHUNKS: usize = 256;
 
-/// The least work (estimated inner iterations) a chunk is given.
-const MIN_CHUNK_WORK: u64 = 256;
+/// The least work (estimated inner iterations) a chunk is given: enough
+/// that a chunk's worker and merge cost little next to it on small inputs
+/// (a few thousand steps; the split still ignores the thread count).
+const MIN_CHUNK_WORK: u64 = 4096;
 
 /// A result of the plan so far: the tensor and the value of its absent
 /// entries.
