@@ -26,19 +26,24 @@
 //!    with branch-and-bound pruning against the best plan so far, when a
 //!    sum has at most [`EXACT_LIMIT`] variables to eliminate; beyond that
 //!    it keeps the greedy plan, and when its [`EXACT_BUDGET`] of estimates
-//!    runs out it keeps the best plan found (never worse than greedy). Estimates are cached by the set of input
-//!    factors and eliminated variables a candidate covers, so each distinct
-//!    sub-expression is estimated once.
-//! 5. **Common sub-expressions.** Steps become queries named `#e1`, `#e2`,
+//!    runs out it keeps the best plan found (never worse than greedy).
+//!    Estimates are cached by the set of input factors and eliminated
+//!    variables a candidate covers, so each distinct sub-expression is
+//!    estimated once.
+//! 5. **Distributivity** (Galley 5.1, example 3). A product with factors
+//!    that are sums or differences is also planned distributed into a
+//!    signed sum of products (`S * (P + C) * θ` as `S*P*θ + S*C*θ`, each
+//!    term with its own elimination plan); the form with the lower total
+//!    cost is kept.
+//! 6. **Common sub-expressions.** Steps become queries named `#e1`, `#e2`,
 //!    ...; a step equal to an earlier one up to renaming its variables (two
 //!    identical leaves of a star query) reads the earlier result instead.
 //!
 //! The result is again a [`Program`]: the steps as intermediate queries
 //! (names starting with `#`) followed by the rewritten queries, which the
 //! physical optimizer ([`super::physical`]) and the planner turn into loop
-//! nests. `SUM`s that are not over products, and other aggregates, keep
-//! their form (they do not distribute over `×` in general) but their
-//! arguments are optimized.
+//! nests. Aggregates other than `SUM` keep their form (they do not
+//! distribute over `×` in general) but their arguments are optimized.
 
 use std::collections::{HashMap, HashSet};
 
