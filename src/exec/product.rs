@@ -1115,7 +1115,7 @@ impl<'v, T: Num> SlotProbes<'v, T> {
     /// products with the probed values; `None` when no product is
     /// non-zero. Zero factors are skipped, as in the general loop, so a
     /// zero next to a NaN gives no term.
-    #[inline]
+    #[inline(always)]
     fn sum(&self, entries: impl Iterator<Item = (i64, T)>) -> Result<Option<T>> {
         let mut sum = T::ZERO;
         let mut any = false;
@@ -1308,12 +1308,18 @@ fn intersect<'a>(
 /// The chunks' entries as one list (see [`super::run`]): concatenated, or
 /// summed coordinate by coordinate in chunk order.
 fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Entries<T>>) -> Result<Entries<T>> {
-    let mut merged = Entries::new(kernel.query.output.len());
     if kernel.prefix > 0 || parts.len() <= 1 {
-        merged.reserve(parts.iter().map(Entries::len).sum());
-        parts.into_iter().for_each(|p| merged.append(p));
+        // The first part's buffers are kept: the others follow it.
+        let total = parts.iter().map(Entries::len).sum::<usize>();
+        let mut parts = parts.into_iter();
+        let Some(mut merged) = parts.next() else {
+            return Ok(Entries::new(kernel.query.output.len()));
+        };
+        merged.reserve(total - merged.len());
+        parts.for_each(|p| merged.append(p));
         return Ok(merged);
     }
+    let mut merged = Entries::new(kernel.query.output.len());
     let mut table: hashbrown::HashMap<Vec<i64>, T> = hashbrown::HashMap::new();
     for part in &parts {
         for (n, &v) in part.values.iter().enumerate() {
