@@ -86,15 +86,29 @@ impl<S: Copy> Entries<S> {
         for n in 0..self.values.len() {
             let value = self.values[n];
             if keep(value) {
-                self.values[kept] = value;
-                self.coords
-                    .copy_within(n * dims..(n + 1) * dims, kept * dims);
+                if kept != n {
+                    self.values[kept] = value;
+                    if dims == 1 {
+                        self.coords[kept] = self.coords[n];
+                    } else {
+                        self.coords
+                            .copy_within(n * dims..(n + 1) * dims, kept * dims);
+                    }
+                }
                 kept += 1;
             }
         }
         self.values.truncate(kept);
         self.coords.truncate(kept * dims);
     }
+}
+
+/// A kernel's entries with their final values: as [`Value`]s, or in the
+/// machine type the fast path computed them in (no conversion per entry).
+pub(crate) enum Finished {
+    Values(Entries<Value>),
+    Float(Entries<f64>),
+    Int(Entries<i64>),
 }
 
 /// The aggregate of the assignments visited for one output coordinate: the

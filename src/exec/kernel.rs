@@ -430,7 +430,10 @@ impl Set<'_> {
 
     fn push_into(self, out: &mut Vec<i64>) {
         match self {
-            Set::Fiber(_, f) => out.extend(f.cursor().map(|(c, _)| c)),
+            Set::Fiber(_, f) => match f.sorted_coords() {
+                Some(coords) => out.extend_from_slice(coords),
+                None => out.extend(f.cursor().map(|(c, _)| c)),
+            },
             Set::List(v) => out.extend(v),
             Set::Empty | Set::All => {}
         }

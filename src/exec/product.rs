@@ -12,12 +12,12 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::ir::{AggOp, ScalarOp, Value};
+use crate::ir::{AggOp, ScalarOp};
 use crate::storage::ValueType;
 use crate::storage::fibertree::{Cursor, Fiber, Level, LevelFormat};
 
 use super::ExecOptions;
-use super::accumulate::{Accumulate, Accumulator, Entries};
+use super::accumulate::{Accumulate, Accumulator, Entries, Finished};
 use super::control::{CHECK_EVERY, Control};
 use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes, output_key};
 use super::plan::Node;
@@ -31,9 +31,10 @@ trait Num: Accumulate + PartialEq + Send + Sync + 'static {
     fn times(self, other: Self) -> Result<Self>;
     /// The values of an input as this type.
     fn typed(values: Vals<'_>) -> Typed<'_, Self>;
-    fn value(self) -> Value;
     /// `n` copies summed.
     fn repeat(self, n: u128) -> Result<Self>;
+    /// Entries in this type, as the run's result.
+    fn finished(entries: Entries<Self>) -> Finished;
 }
 
 impl Num for i64 {
@@ -55,8 +56,8 @@ impl Num for i64 {
         }
     }
 
-    fn value(self) -> Value {
-        Value::Int(self)
+    fn finished(entries: Entries<i64>) -> Finished {
+        Finished::Int(entries)
     }
 
     fn repeat(self, n: u128) -> Result<i64> {
@@ -87,8 +88,8 @@ impl Num for f64 {
         }
     }
 
-    fn value(self) -> Value {
-        Value::Float(self)
+    fn finished(entries: Entries<f64>) -> Finished {
+        Finished::Float(entries)
     }
 
     fn repeat(self, n: u128) -> Result<f64> {
@@ -207,7 +208,7 @@ impl Product {
         kernel: &Kernel<'_>,
         control: &Control<'_>,
         options: &ExecOptions,
-    ) -> Result<Entries<Value>> {
+    ) -> Result<Finished> {
         if self.float {
             self.run_typed::<f64>(kernel, control, options)
         } else {
@@ -220,19 +221,20 @@ impl Product {
         kernel: &Kernel<'_>,
         control: &Control<'_>,
         options: &ExecOptions,
-    ) -> Result<Entries<Value>> {
+    ) -> Result<Finished> {
+        let empty = || Ok(T::finished(Entries::new(kernel.query.output.len())));
         let values: Vec<Typed<'_, T>> = kernel.inputs.iter().map(|i| T::typed(i.values)).collect();
         control.reserve(values.iter().map(Typed::owned_bytes).sum())?;
         let root = Worker::new(kernel, control)?;
         if !root.feasible() {
-            return Ok(Entries::new(kernel.query.output.len()));
+            return empty();
         }
         let mut scale = T::ONE;
         for &k in &self.root {
             let factor = values[k].get(root.pos[k]);
             // A zero factor makes the product zero, even next to a NaN.
             if factor == T::ZERO {
-                return Ok(Entries::new(kernel.query.output.len()));
+                return empty();
             }
             scale = scale.times(factor)?;
         }
@@ -265,10 +267,10 @@ impl Product {
             })?
         };
         let merged = merge(kernel, parts)?;
-        match kernel.copies {
-            1 => merged.map(|v| Ok(v.value())),
-            copies => merged.map(|v| Ok(v.repeat(copies)?.value())),
-        }
+        Ok(T::finished(match kernel.copies {
+            1 => merged,
+            copies => merged.map(|v| v.repeat(copies))?,
+        }))
     }
 }
 
@@ -1075,9 +1077,24 @@ fn sequential_weights(kernel: &Kernel<'_>, lo: usize, hi: usize) -> Vec<u64> {
         return vec![1; hi - lo];
     };
     let input = &kernel.inputs[part.input];
-    (lo..hi)
-        .map(|p| 1 + input.fiber(part.level + 1, p).map_or(0, |f| f.len() as u64))
-        .collect()
+    // A compressed next level: the fiber lengths are its position bounds'
+    // differences.
+    let bounds = input
+        .tree
+        .levels()
+        .get(part.level + 1)
+        .filter(|l| l.format() == LevelFormat::Compressed)
+        .and_then(|l| l.pos())
+        .and_then(|pos| pos.get(lo..=hi));
+    match bounds {
+        Some(bounds) => bounds
+            .windows(2)
+            .map(|w| 1 + w[1].saturating_sub(w[0]) as u64)
+            .collect(),
+        None => (lo..hi)
+            .map(|p| 1 + input.fiber(part.level + 1, p).map_or(0, |f| f.len() as u64))
+            .collect(),
+    }
 }
 
 /// The probes of an innermost loop when every probed input is read at a
@@ -1098,7 +1115,7 @@ impl<'v, T: Num> SlotProbes<'v, T> {
     /// products with the probed values; `None` when no product is
     /// non-zero. Zero factors are skipped, as in the general loop, so a
     /// zero next to a NaN gives no term.
-    #[inline]
+    #[inline(always)]
     fn sum(&self, entries: impl Iterator<Item = (i64, T)>) -> Result<Option<T>> {
         let mut sum = T::ZERO;
         let mut any = false;
@@ -1291,12 +1308,18 @@ fn intersect<'a>(
 /// The chunks' entries as one list (see [`super::run`]): concatenated, or
 /// summed coordinate by coordinate in chunk order.
 fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Entries<T>>) -> Result<Entries<T>> {
-    let mut merged = Entries::new(kernel.query.output.len());
     if kernel.prefix > 0 || parts.len() <= 1 {
-        merged.reserve(parts.iter().map(Entries::len).sum());
-        parts.into_iter().for_each(|p| merged.append(p));
+        // The first part's buffers are kept: the others follow it.
+        let total = parts.iter().map(Entries::len).sum::<usize>();
+        let mut parts = parts.into_iter();
+        let Some(mut merged) = parts.next() else {
+            return Ok(Entries::new(kernel.query.output.len()));
+        };
+        merged.reserve(total - merged.len());
+        parts.for_each(|p| merged.append(p));
         return Ok(merged);
     }
+    let mut merged = Entries::new(kernel.query.output.len());
     let mut table: hashbrown::HashMap<Vec<i64>, T> = hashbrown::HashMap::new();
     for part in &parts {
         for (n, &v) in part.values.iter().enumerate() {

@@ -14,9 +14,9 @@ use crate::error::{Error, Result};
 use crate::io::ProgressSink;
 use crate::ir::{Annotation, Value};
 use crate::storage::fibertree::FiberTree;
-use crate::storage::{DimensionSpec, Tensor};
+use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
-use super::accumulate::{Entries, Slot};
+use super::accumulate::{Entries, Finished, Slot};
 use super::control::Control;
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{PhysicalPlan, PhysicalQuery, Role, Source, Term};
@@ -123,7 +123,7 @@ fn run_query(
     let kernel = Kernel::new(query, inputs)?;
     let entries = match product::Product::new(&kernel) {
         Some(product) => product.run(&kernel, control, options)?,
-        None => run_general(&kernel, control, options)?,
+        None => Finished::Values(run_general(&kernel, control, options)?),
     };
     let tensor = store(&kernel, entries, control)?;
     // An output stores every coordinate whose value is not 0.
@@ -323,7 +323,59 @@ fn same_value(a: Value, b: Value) -> bool {
 /// The result tensor: entries equal to the fill dropped (intermediates),
 /// or the reference evaluator's form (outputs: zeros dropped, every
 /// coordinate stored when the fill is not zero, a scalar always stored).
-fn store(
+/// Machine-typed entries of the output's own type whose stored form is
+/// their non-zero entries go straight into the value column.
+fn store(kernel: &Kernel<'_>, entries: Finished, control: &Control<'_>) -> Result<Tensor> {
+    match entries {
+        Finished::Values(entries) => store_values(kernel, entries, control),
+        Finished::Float(entries) => store_typed(
+            kernel,
+            entries,
+            control,
+            ValueType::Float64,
+            Value::Float,
+            ValueData::Float64,
+        ),
+        Finished::Int(entries) => store_typed(
+            kernel,
+            entries,
+            control,
+            ValueType::Int64,
+            Value::Int,
+            ValueData::Int64,
+        ),
+    }
+}
+
+/// [`store`] for entries in the machine type `ty` is made of (`value`
+/// and `column` convert one entry and the whole value column).
+fn store_typed<T: Copy>(
+    kernel: &Kernel<'_>,
+    mut entries: Entries<T>,
+    control: &Control<'_>,
+    ty: ValueType,
+    value: fn(T) -> Value,
+    column: fn(Vec<T>) -> ValueData,
+) -> Result<Tensor> {
+    let query = kernel.query;
+    let dims = query.output.len();
+    let direct = query.ty == ty && dims > 0 && query.fill.is_zero();
+    match query.role {
+        Role::Intermediate if direct => entries.retain(|v| !same_value(value(v), query.fill)),
+        Role::Output if direct => entries.retain(|v| !value(v).is_zero()),
+        _ => return store_values(kernel, entries.map(|v| Ok(value(v)))?, control),
+    }
+    control.reserve(entry_bytes(dims).saturating_mul(entries.len() as u64))?;
+    let coords = if dims == 1 {
+        vec![entries.coords]
+    } else {
+        columns(&entries.coords, dims)
+    };
+    crate::ir::result_tensor_of(dim_specs(query), coords, column(entries.values))
+}
+
+/// [`store`] for entries with [`Value`]s.
+fn store_values(
     kernel: &Kernel<'_>,
     mut entries: Entries<Value>,
     control: &Control<'_>,
@@ -394,7 +446,15 @@ fn too_large(query: &PhysicalQuery) -> Error {
 /// A tensor named after the output indices, with one value column `v`
 /// (renamed `v_`, ... if an index is called `v`).
 fn tensor(query: &PhysicalQuery, entries: Entries<Value>) -> Result<Tensor> {
-    let dims: Vec<DimensionSpec> = query
+    let dims = dim_specs(query);
+    let coords = columns(&entries.coords, dims.len());
+    crate::ir::result_tensor(dims, coords, entries.values.iter().copied(), query.ty)
+}
+
+/// The output's dimensions: named after its indices, with their sizes and
+/// dictionaries.
+fn dim_specs(query: &PhysicalQuery) -> Vec<DimensionSpec> {
+    query
         .output
         .iter()
         .map(|&v| {
@@ -405,18 +465,12 @@ fn tensor(query: &PhysicalQuery, entries: Entries<Value>) -> Result<Tensor> {
                 dictionary: var.dictionary.clone(),
             }
         })
-        .collect();
-    let n = dims.len();
-    let coords = (0..n)
-        .map(|d| {
-            entries
-                .coords
-                .iter()
-                .skip(d)
-                .step_by(n.max(1))
-                .copied()
-                .collect()
-        })
-        .collect();
-    crate::ir::result_tensor(dims, coords, entries.values.iter().copied(), query.ty)
+        .collect()
+}
+
+/// The coordinate columns of `n`-dimensional entries stored row by row.
+fn columns(coords: &[i64], n: usize) -> Vec<Vec<i64>> {
+    (0..n)
+        .map(|d| coords.iter().skip(d).step_by(n.max(1)).copied().collect())
+        .collect()
 }

@@ -288,6 +288,15 @@ pub fn result_tensor(
         }
         ValueType::Float64 => ValueData::Float64(values.map(Value::as_f64).collect()),
     };
+    result_tensor_of(dims, coords, data)
+}
+
+/// [`result_tensor`] for a value column already in its final type.
+pub fn result_tensor_of(
+    dims: Vec<DimensionSpec>,
+    coords: Vec<Vec<i64>>,
+    data: ValueData,
+) -> Result<Tensor> {
     let mut column = "v".to_string();
     while dims.iter().any(|d| d.name.eq_ignore_ascii_case(&column)) {
         column.push('_');

@@ -668,7 +668,10 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Option<
             .unwrap_or(Ordering::Equal)
     };
     let ascends = |r: usize| compare(r - 1, r) == Ordering::Less;
-    let increasing = if rows < PARALLEL_ROWS {
+    let increasing = if let [column] = coords {
+        // One dimension: a plain scan of the column.
+        column.windows(2).all(|w| w[0] < w[1])
+    } else if rows < PARALLEL_ROWS {
         (1..rows).all(ascends)
     } else {
         (1..rows).into_par_iter().all(ascends)
