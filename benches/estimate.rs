@@ -10,7 +10,10 @@
 #[path = "../tests/estimate/graph.rs"]
 mod graph;
 
-use std::path::{Path, PathBuf};
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::path::Path;
 use std::time::Instant;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -22,13 +25,6 @@ use einsql::optimizer::{
 
 /// Queries timed per group.
 const QUERIES: usize = 20;
-
-fn datasets() -> Option<PathBuf> {
-    let path = std::env::var_os("EINSQL_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
-    path.is_dir().then_some(path)
-}
 
 /// The first `QUERIES` query graphs `query_{kind}_{size}_N.graph`.
 fn queries(dir: &Path, kind: &str, size: usize) -> Vec<graph::Graph> {
@@ -118,7 +114,7 @@ fn report(group: &str, joins: &[Expr]) {
 }
 
 fn chain_bounds(c: &mut Criterion) {
-    let Some(data) = datasets() else {
+    let Some(data) = common::datasets() else {
         eprintln!("skipping: no datasets folder (set EINSQL_DATA)");
         return;
     };

@@ -15,8 +15,11 @@
 //! result is checked against the CSR loop's and a summary of both (with
 //! their ratio) is printed.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -43,13 +46,6 @@ const SPMV: [&str; 4] = [
 
 /// SpMM, SDDMM and triangle-counting matrices.
 const LARGER: [&str; 2] = ["lagraph/bcsstk13.mtx", "lagraph/pushpull.mtx"];
-
-fn datasets() -> Option<PathBuf> {
-    let path = std::env::var_os("EINSQL_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
-    path.is_dir().then_some(path)
-}
 
 /// The file name without its extension.
 fn stem(file: &str) -> &str {
@@ -258,7 +254,7 @@ fn bench_triad(c: &mut Criterion) {
 }
 
 fn bench_spmv(c: &mut Criterion) {
-    let Some(data) = datasets() else {
+    let Some(data) = common::datasets() else {
         eprintln!("kernels: datasets folder not found (set EINSQL_DATA); nothing to time");
         return;
     };
@@ -363,7 +359,7 @@ fn bench_kernel(
 }
 
 fn bench_matrix_kernels(c: &mut Criterion) {
-    let Some(data) = datasets() else {
+    let Some(data) = common::datasets() else {
         return;
     };
     for file in LARGER {
@@ -393,7 +389,7 @@ fn bench_matrix_kernels(c: &mut Criterion) {
 }
 
 fn bench_mttkrp(c: &mut Criterion) {
-    let Some(data) = datasets() else {
+    let Some(data) = common::datasets() else {
         return;
     };
     bench_kernel(c, "mttkrp", "med", || {

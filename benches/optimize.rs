@@ -8,6 +8,9 @@
 //! (`$EINSQL_DATA` or `../shared/datasets`); without it there is nothing to
 //! time.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,13 +24,6 @@ use einsql::subgraph::{QueryGraph, load_data_file, to_einsum};
 
 /// Queries taken from each group `query_{dense,sparse}_{n}` of `queries/`.
 const PER_GROUP: usize = 50;
-
-fn datasets() -> Option<PathBuf> {
-    let path = std::env::var_os("EINSQL_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
-    path.is_dir().then_some(path)
-}
 
 /// The programs of the query files in `files`, over `catalog`.
 fn programs(files: &[PathBuf], catalog: &Catalog) -> Vec<(String, usize, Program)> {
@@ -127,7 +123,7 @@ fn report(dataset: &str, set: &str, programs: &[(String, usize, Program)]) {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(root) = datasets() else {
+    let Some(root) = common::datasets() else {
         eprintln!("no datasets folder ($EINSQL_DATA or ../shared/datasets): nothing to time");
         return;
     };
