@@ -41,11 +41,12 @@
 //! the free variables as one more constraint, so the bound never loosens.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::ir::IndexTerm;
 use crate::optimizer::estimate::{Leaf, SparsityEstimator};
-use crate::optimizer::lattice::{Constraint, PathBound, SEARCH_BUDGET, cheapest_path};
+use crate::optimizer::lattice::{Constraint, Lattice, PathBound, SEARCH_BUDGET, order_key};
 use crate::storage::fibertree::IndexSpec;
 
 /// The most variables (free and hidden) one statistics object can track.
@@ -55,7 +56,7 @@ pub const MAX_SLOTS: usize = 64;
 #[derive(Clone, Copy, Debug)]
 pub struct ChainEstimator {
     /// How many sets one lattice search may expand (see
-    /// [`cheapest_path`]); past it the bound is valid but may be looser.
+    /// [`crate::optimizer::lattice::cheapest_path`]); past it the bound is valid but may be looser.
     pub budget: usize,
 }
 
@@ -71,19 +72,31 @@ impl Default for ChainEstimator {
 #[derive(Clone, Debug, PartialEq)]
 struct Slot {
     /// The variable's name; `None` once an aggregate has summed it away.
-    name: Option<String>,
+    name: Option<Arc<str>>,
     /// Its dimension size.
     size: u64,
 }
 
 /// Degree constraints over the variables of a sub-expression; see the
 /// module documentation.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ChainStats {
     slots: Vec<Slot>,
     constraints: Vec<Constraint>,
     /// Known to have no entries at all.
     empty: bool,
+    /// The constraints' lattice for targets within the free variables,
+    /// prepared on the first search and shared by clones (an aggregate's
+    /// free variables are a subset of its body's).
+    lattice: OnceLock<Arc<Lattice>>,
+}
+
+impl PartialEq for ChainStats {
+    fn eq(&self, other: &Self) -> bool {
+        self.slots == other.slots
+            && self.constraints == other.constraints
+            && self.empty == other.empty
+    }
 }
 
 fn bit(slot: usize) -> u64 {
@@ -125,6 +138,7 @@ impl ChainStats {
                 || constraints.iter().any(|c| c.degree <= 0.0),
             slots,
             constraints,
+            lattice: OnceLock::new(),
         };
         stats.normalize();
         stats
@@ -133,25 +147,17 @@ impl ChainStats {
     fn normalize(&mut self) {
         let sizes: Vec<f64> = self.slots.iter().map(|s| s.size as f64).collect();
         let space = |x: u64| bits(x).map(|b| sizes[b]).product::<f64>();
-        let mut all: Vec<Constraint> = self
-            .constraints
-            .iter()
-            .map(|c| Constraint {
-                x: c.x & !c.y,
-                ..*c
-            })
-            .filter(|c| c.x != 0 && c.degree < space(c.x))
-            .collect();
+        let mut all = std::mem::take(&mut self.constraints);
+        all.retain_mut(|c| {
+            c.x &= !c.y;
+            c.x != 0 && c.degree < space(c.x)
+        });
         all.extend((0..self.slots.len()).map(|s| Constraint {
             x: bit(s),
             y: 0,
             degree: sizes[s],
         }));
-        all.sort_by(|a, b| {
-            (a.y, a.x)
-                .cmp(&(b.y, b.x))
-                .then(a.degree.total_cmp(&b.degree))
-        });
+        all.sort_unstable_by_key(|c| (c.y, c.x, order_key(c.degree)));
         all.dedup_by(|later, kept| later.x == kept.x && later.y == kept.y);
         self.constraints = all;
     }
@@ -195,7 +201,7 @@ impl ChainStats {
         let names = |set: u64| -> Vec<String> {
             bits(set)
                 .map(|b| match &self.slots[b].name {
-                    Some(n) => n.clone(),
+                    Some(n) => n.to_string(),
                     None => format!("_{b}"),
                 })
                 .collect()
@@ -212,6 +218,13 @@ impl ChainStats {
         self.search(self.named(|n| vars.contains(&n)), budget)
     }
 
+    /// The lattice of the constraints for targets within the free
+    /// variables, prepared once.
+    fn lattice(&self) -> &Lattice {
+        self.lattice
+            .get_or_init(|| Arc::new(Lattice::new(&self.constraints, self.free())))
+    }
+
     fn search(&self, target: u64, budget: usize) -> PathBound {
         if self.empty {
             return PathBound {
@@ -220,7 +233,12 @@ impl ChainStats {
                 expanded: 0,
             };
         }
-        cheapest_path(&self.constraints, target, budget)
+        let lattice = self.lattice();
+        if target & !lattice.targets() == 0 {
+            lattice.cheapest_path(target, budget)
+        } else {
+            Lattice::new(&self.constraints, target).cheapest_path(target, budget)
+        }
     }
 
     /// The same statistics without the `hidden` slots: constraints that
@@ -350,7 +368,7 @@ fn read_slots(sizes: &[u64], terms: &[IndexTerm]) -> Result<(Vec<Option<usize>>,
                     }
                     None => {
                         slots.push(Slot {
-                            name: Some(v.clone()),
+                            name: Some(Arc::from(v.as_str())),
                             size,
                         });
                         slots.len() - 1
@@ -368,7 +386,10 @@ fn read_slots(sizes: &[u64], terms: &[IndexTerm]) -> Result<(Vec<Option<usize>>,
 
 /// `constraints` over old slots, carried through `map` (dropping what a
 /// constant fixes, merging repeated variables).
-fn carry(constraints: impl Iterator<Item = Constraint>, map: &[Option<usize>]) -> Vec<Constraint> {
+fn carry<'a>(
+    constraints: impl Iterator<Item = Constraint> + 'a,
+    map: &'a [Option<usize>],
+) -> impl Iterator<Item = Constraint> + 'a {
     constraints
         .map(|c| {
             let y = remap(c.y, map);
@@ -379,7 +400,6 @@ fn carry(constraints: impl Iterator<Item = Constraint>, map: &[Option<usize>]) -
             }
         })
         .filter(|c| c.x != 0)
-        .collect()
 }
 
 impl ChainEstimator {
@@ -392,7 +412,7 @@ impl ChainEstimator {
             y: s.y.bits(),
             degree: s.degree as f64,
         });
-        let mut constraints = carry(degrees, &map);
+        let mut constraints: Vec<Constraint> = carry(degrees, &map).collect();
         let all = (0..slots.len()).fold(0, |acc, k| acc | bit(k));
         let selected = selected_entries(tensor, terms).unwrap_or(statistics.nnz());
         if all != 0 {
@@ -448,7 +468,7 @@ impl ChainEstimator {
         if slots.len() > MAX_SLOTS {
             return Err(too_many_slots());
         }
-        let constraints = carry(stats.constraints.iter().copied(), &map);
+        let constraints = carry(stats.constraints.iter().copied(), &map).collect();
         Ok(ChainStats::new(slots, constraints, empty || stats.empty))
     }
 
@@ -457,35 +477,35 @@ impl ChainEstimator {
     /// variable indexing dimensions of different sizes has the smallest
     /// size in a join (`joined`: only coordinates every argument has can
     /// match) and the largest in a union.
-    fn merge(args: &[ChainStats], joined: bool) -> (Vec<Vec<Option<usize>>>, Vec<Slot>) {
+    fn merge(args: &[&ChainStats], joined: bool) -> (Vec<Vec<Option<usize>>>, Vec<Slot>) {
         let mut slots: Vec<Slot> = Vec::new();
-        let maps =
-            args.iter()
-                .map(|arg| {
-                    arg.slots
-                        .iter()
-                        .map(|slot| {
-                            let shared = slot.name.as_ref().and_then(|n| {
-                                slots.iter().position(|s| s.name.as_ref() == Some(n))
-                            });
-                            Some(match shared {
-                                Some(k) => {
-                                    slots[k].size = if joined {
-                                        slots[k].size.min(slot.size)
-                                    } else {
-                                        slots[k].size.max(slot.size)
-                                    };
-                                    k
-                                }
-                                None => {
-                                    slots.push(slot.clone());
-                                    slots.len() - 1
-                                }
-                            })
+        let maps = args
+            .iter()
+            .map(|arg| {
+                arg.slots
+                    .iter()
+                    .map(|slot| {
+                        let shared = slot.name.as_ref().and_then(|n| {
+                            slots.iter().position(|s| s.name.as_deref() == Some(&**n))
+                        });
+                        Some(match shared {
+                            Some(k) => {
+                                slots[k].size = if joined {
+                                    slots[k].size.min(slot.size)
+                                } else {
+                                    slots[k].size.max(slot.size)
+                                };
+                                k
+                            }
+                            None => {
+                                slots.push(slot.clone());
+                                slots.len() - 1
+                            }
                         })
-                        .collect()
-                })
-                .collect();
+                    })
+                    .collect()
+            })
+            .collect();
         (maps, slots)
     }
 
@@ -496,7 +516,7 @@ impl ChainEstimator {
         for arg in args {
             for slot in &arg.slots {
                 match &slot.name {
-                    Some(n) if !names.contains(&n.as_str()) => names.push(n),
+                    Some(n) if !names.contains(&&**n) => names.push(n),
                     Some(_) => {}
                     None => hidden += 1,
                 }
@@ -542,7 +562,7 @@ impl SparsityEstimator for ChainEstimator {
                 let slots = vars
                     .iter()
                     .map(|(name, size)| Slot {
-                        name: Some(name.clone()),
+                        name: Some(Arc::from(name.as_str())),
                         size: *size,
                     })
                     .collect();
@@ -553,23 +573,27 @@ impl SparsityEstimator for ChainEstimator {
     }
 
     fn join(&self, args: &[&ChainStats]) -> Result<ChainStats> {
-        let owned: Vec<ChainStats> = if Self::merged_len(args) > MAX_SLOTS {
-            args.iter()
+        let projected: Vec<ChainStats>;
+        let args: Vec<&ChainStats> = if Self::merged_len(args) > MAX_SLOTS {
+            projected = args
+                .iter()
                 .map(|a| a.project_out(a.hidden(), self.budget))
-                .collect()
+                .collect();
+            projected.iter().collect()
         } else {
-            args.iter().map(|a| (*a).clone()).collect()
+            args.to_vec()
         };
-        let (maps, slots) = Self::merge(&owned, true);
+        let (maps, slots) = Self::merge(&args, true);
         if slots.len() > MAX_SLOTS {
             return Err(too_many_slots());
         }
-        let constraints = owned
-            .iter()
-            .zip(&maps)
-            .flat_map(|(arg, map)| carry(arg.constraints.iter().copied(), map))
-            .collect();
-        let empty = owned.iter().any(|a| a.empty);
+        let mut constraints = Vec::with_capacity(
+            args.iter().map(|a| a.constraints.len()).sum::<usize>() + slots.len(),
+        );
+        for (arg, map) in args.iter().zip(&maps) {
+            constraints.extend(carry(arg.constraints.iter().copied(), map));
+        }
+        let empty = args.iter().any(|a| a.empty);
         Ok(ChainStats::new(slots, constraints, empty))
     }
 
@@ -578,7 +602,8 @@ impl SparsityEstimator for ChainEstimator {
             .iter()
             .map(|a| a.project_out(a.hidden(), self.budget))
             .collect();
-        let (maps, slots) = Self::merge(&owned, false);
+        let refs: Vec<&ChainStats> = owned.iter().collect();
+        let (maps, slots) = Self::merge(&refs, false);
         if slots.len() > MAX_SLOTS {
             return Err(too_many_slots());
         }
@@ -589,7 +614,7 @@ impl SparsityEstimator for ChainEstimator {
             .map(|(arg, map)| {
                 (
                     remap(arg.free(), map),
-                    carry(arg.constraints.iter().copied(), map),
+                    carry(arg.constraints.iter().copied(), map).collect(),
                 )
             })
             .collect();
@@ -623,9 +648,18 @@ impl SparsityEstimator for ChainEstimator {
     }
 
     fn aggregate(&self, indices: &[String], body: &ChainStats) -> Result<ChainStats> {
+        // Prepared before cloning, the lattice serves the body and every
+        // projection of it.
+        if !body.empty {
+            body.lattice();
+        }
         let mut stats = body.clone();
         for slot in &mut stats.slots {
-            if slot.name.as_ref().is_some_and(|n| indices.contains(n)) {
+            if slot
+                .name
+                .as_deref()
+                .is_some_and(|n| indices.iter().any(|i| i == n))
+            {
                 slot.name = None;
             }
         }
@@ -643,7 +677,7 @@ mod tests {
 
     fn slot(name: &str, size: u64) -> Slot {
         Slot {
-            name: Some(name.to_string()),
+            name: Some(Arc::from(name)),
             size,
         }
     }

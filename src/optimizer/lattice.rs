@@ -141,14 +141,28 @@ fn shares(edges: &[Edge], target: u64) -> [f64; 64] {
     share
 }
 
+/// A key whose integer order is `f64::total_cmp`'s order (for cheap sort
+/// comparisons).
+pub fn order_key(value: f64) -> u64 {
+    let bits = value.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
+}
+
 /// Drops every edge that another makes redundant: one that needs no more
 /// (`y ⊆`), adds at least as much (`x ⊇`) and costs no more. Replacing the
 /// redundant edge by it in any path gives a path at least as cheap.
 fn prune_dominated(edges: &mut Vec<Edge>) {
-    edges.sort_by(|a, b| {
-        a.cost
-            .total_cmp(&b.cost)
-            .then(b.x.count_ones().cmp(&a.x.count_ones()))
+    edges.sort_unstable_by_key(|e| {
+        (
+            order_key(e.cost),
+            std::cmp::Reverse(e.x.count_ones()),
+            e.x,
+            e.y,
+        )
     });
     let mut kept: Vec<Edge> = Vec::with_capacity(edges.len());
     for e in edges.iter() {
@@ -195,102 +209,133 @@ fn greedy(edges: &[Edge], mut set: u64, target: u64) -> f64 {
 /// Degrees below 1 count as 1 (a constraint of degree 0 means no entries at
 /// all; callers handle that before searching).
 pub fn cheapest_path(constraints: &[Constraint], target: u64, budget: usize) -> PathBound {
-    let done = |log2: f64, exact: bool, expanded: usize| PathBound {
-        log2,
-        exact,
-        expanded,
-    };
-    if target == 0 {
-        return done(0.0, true, 0);
-    }
-    let useful = constraints.iter().fold(target, |m, c| m | c.y);
-    let mut edges: Vec<Edge> = constraints
-        .iter()
-        .filter_map(|c| {
-            let x = c.x & useful & !c.y;
-            (x != 0).then(|| Edge {
-                x,
-                y: c.y,
-                cost: c.degree.max(1.0).log2(),
-            })
-        })
-        .collect();
-    prune_dominated(&mut edges);
-    let share = shares(&edges, target);
-    if bits(target).any(|v| share[v].is_infinite()) {
-        return done(f64::INFINITY, true, 0);
-    }
-    let grid = |f: f64| (f * 1e9).round() as i64;
-    let h0: f64 = bits(target).map(|v| share[v]).sum();
+    Lattice::new(constraints, target).cheapest_path(target, budget)
+}
 
-    let mut incumbent = greedy(&edges, 0, target);
-    // Greedy completions run when the search first reaches these depths
-    // (a quarter of the target apart), so at most five per search.
-    let step = (target.count_ones() / 4).max(1);
-    let mut next_completion = step;
-    let mut best: HashMap<u64, f64> = HashMap::new();
-    let mut open = BinaryHeap::new();
-    best.insert(0, 0.0);
-    open.push(Open {
-        f: grid(h0),
-        depth: 0,
-        g: 0.0,
-        h: h0,
-        set: 0,
-    });
-    let mut expanded = 0;
-    while let Some(Open {
-        depth, g, h, set, ..
-    }) = open.pop()
-    {
-        if best.get(&set).is_some_and(|&b| g > b + EPS) {
-            continue;
-        }
-        if set & target == target {
-            return done(g.min(incumbent), true, expanded);
-        }
-        if g + h >= incumbent - EPS {
-            // Every set still queued costs at least as much.
-            return done(incumbent, true, expanded);
-        }
-        if expanded >= budget {
-            return done(incumbent, false, expanded);
-        }
-        expanded += 1;
-        if depth >= next_completion {
-            next_completion = depth + step;
-            incumbent = incumbent.min(g + greedy(&edges, set, target));
-        }
-        for e in &edges {
-            let new = e.x & !set;
-            if e.y & !set != 0 || new == 0 {
-                continue;
-            }
-            let g_next = g + e.cost;
-            let h_next = (h - bits(new & target).map(|v| share[v]).sum::<f64>()).max(0.0);
-            if g_next + h_next >= incumbent - EPS {
-                continue;
-            }
-            let next = set | new;
-            match best.entry(next) {
-                Entry::Occupied(mut o) if g_next < *o.get() - EPS => {
-                    o.insert(g_next);
-                }
-                Entry::Occupied(_) => continue,
-                Entry::Vacant(v) => {
-                    v.insert(g_next);
-                }
-            }
-            open.push(Open {
-                f: grid(g_next + h_next),
-                depth: (next & target).count_ones(),
-                g: g_next,
-                h: h_next,
-                set: next,
-            });
-        }
+/// The lattice of one set of constraints, prepared for searches towards
+/// any target within a set of variables (edges restricted to the useful
+/// variables, dominated ones dropped), so that several projections of one
+/// expression share the preparation.
+#[derive(Clone, Debug)]
+pub struct Lattice {
+    edges: Vec<Edge>,
+    /// The variables a target may hold.
+    targets: u64,
+}
+
+impl Lattice {
+    /// The lattice of `constraints` for targets within `targets`.
+    pub fn new(constraints: &[Constraint], targets: u64) -> Lattice {
+        let useful = constraints.iter().fold(targets, |m, c| m | c.y);
+        let mut edges: Vec<Edge> = constraints
+            .iter()
+            .filter_map(|c| {
+                let x = c.x & useful & !c.y;
+                (x != 0).then(|| Edge {
+                    x,
+                    y: c.y,
+                    cost: c.degree.max(1.0).log2(),
+                })
+            })
+            .collect();
+        prune_dominated(&mut edges);
+        Lattice { edges, targets }
     }
-    done(incumbent, true, expanded)
+
+    /// The variables a target may hold.
+    pub fn targets(&self) -> u64 {
+        self.targets
+    }
+
+    /// The cheapest path from ∅ to a superset of `target`, which must lie
+    /// within [`Lattice::targets`] (other variables may have been dropped
+    /// from the edges), expanding at most `budget` sets.
+    pub fn cheapest_path(&self, target: u64, budget: usize) -> PathBound {
+        let done = |log2: f64, exact: bool, expanded: usize| PathBound {
+            log2,
+            exact,
+            expanded,
+        };
+        if target == 0 {
+            return done(0.0, true, 0);
+        }
+        let edges = &self.edges;
+        let share = shares(edges, target);
+        if bits(target).any(|v| share[v].is_infinite()) {
+            return done(f64::INFINITY, true, 0);
+        }
+        let grid = |f: f64| (f * 1e9).round() as i64;
+        let h0: f64 = bits(target).map(|v| share[v]).sum();
+
+        let mut incumbent = greedy(edges, 0, target);
+        // Greedy completions run when the search first reaches these depths
+        // (a quarter of the target apart), so at most five per search.
+        let step = (target.count_ones() / 4).max(1);
+        let mut next_completion = step;
+        let mut best: HashMap<u64, f64> = HashMap::new();
+        let mut open = BinaryHeap::new();
+        best.insert(0, 0.0);
+        open.push(Open {
+            f: grid(h0),
+            depth: 0,
+            g: 0.0,
+            h: h0,
+            set: 0,
+        });
+        let mut expanded = 0;
+        while let Some(Open {
+            depth, g, h, set, ..
+        }) = open.pop()
+        {
+            if best.get(&set).is_some_and(|&b| g > b + EPS) {
+                continue;
+            }
+            if set & target == target {
+                return done(g.min(incumbent), true, expanded);
+            }
+            if g + h >= incumbent - EPS {
+                // Every set still queued costs at least as much.
+                return done(incumbent, true, expanded);
+            }
+            if expanded >= budget {
+                return done(incumbent, false, expanded);
+            }
+            expanded += 1;
+            if depth >= next_completion {
+                next_completion = depth + step;
+                incumbent = incumbent.min(g + greedy(edges, set, target));
+            }
+            for e in edges {
+                let new = e.x & !set;
+                if e.y & !set != 0 || new == 0 {
+                    continue;
+                }
+                let g_next = g + e.cost;
+                let h_next = (h - bits(new & target).map(|v| share[v]).sum::<f64>()).max(0.0);
+                if g_next + h_next >= incumbent - EPS {
+                    continue;
+                }
+                let next = set | new;
+                match best.entry(next) {
+                    Entry::Occupied(mut o) if g_next < *o.get() - EPS => {
+                        o.insert(g_next);
+                    }
+                    Entry::Occupied(_) => continue,
+                    Entry::Vacant(v) => {
+                        v.insert(g_next);
+                    }
+                }
+                open.push(Open {
+                    f: grid(g_next + h_next),
+                    depth: (next & target).count_ones(),
+                    g: g_next,
+                    h: h_next,
+                    set: next,
+                });
+            }
+        }
+        done(incumbent, true, expanded)
+    }
 }
 
 #[cfg(test)]

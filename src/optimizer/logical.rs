@@ -24,7 +24,9 @@
 //!    that lowers the plan's cost. [`Search::Exact`] starts from the greedy
 //!    plan and runs a dynamic program over the sets of eliminated variables
 //!    with branch-and-bound pruning against the best plan so far, when a
-//!    sum has at most [`EXACT_LIMIT`] variables to eliminate; beyond that
+//!    sum has at most [`EXACT_LIMIT`] variables to eliminate (states are
+//!    expanded in the order of what their plan would cost if it stopped
+//!    there, most promising first); beyond that
 //!    it keeps the greedy plan, and when its [`EXACT_BUDGET`] of estimates
 //!    runs out it keeps the best plan found (never worse than greedy).
 //!    Estimates are cached by the set of input factors and eliminated
@@ -45,7 +47,9 @@
 //! nests. Aggregates other than `SUM` keep their form (they do not
 //! distribute over `×` in general) but their arguments are optimized.
 
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::rc::Rc;
 
 use crate::error::Result;
 use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp};
@@ -58,7 +62,7 @@ pub const EXACT_LIMIT: usize = 10;
 
 /// The most estimates the exact search of one sum may ask for; then it
 /// keeps the best plan found so far.
-pub const EXACT_BUDGET: usize = 300;
+pub const EXACT_BUDGET: usize = 200;
 
 /// Weight of an entry written (`A` in the cost).
 const WRITE_COST: f64 = 1.0;
@@ -292,7 +296,7 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
             let (stats, fill) = estimate_with_fill(self.estimator, expr, &self.out.stats)?;
             inputs.push(Factor {
                 vars: var_bits(&expr.free_indices(), &names),
-                stats,
+                stats: Rc::new(stats),
                 annihilates: fill.is_some_and(|f| f.is_zero()),
                 key: (1u128 << k, 0),
                 origin: Origin::Input(k),
@@ -398,6 +402,11 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
     }
 }
 
+/// The input factors a sub-expression covers (bits over the sum's
+/// factors) and the variables it eliminated: equal keys are equal
+/// sub-expressions.
+type FactorKey = (u128, u64);
+
 /// Where a factor of the search comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Origin {
@@ -412,12 +421,12 @@ enum Origin {
 struct Factor<S> {
     /// Its variables (bits over the sum's variables).
     vars: u64,
-    stats: S,
+    stats: Rc<S>,
     /// Whether its fill value is 0, so that it bounds a product's entries.
     annihilates: bool,
     /// The input factors it covers and the variables it eliminated: equal
     /// keys are equal sub-expressions.
-    key: (u128, u64),
+    key: FactorKey,
     origin: Origin,
 }
 
@@ -533,9 +542,9 @@ struct State<S> {
 struct Candidate<S> {
     chosen: Vec<usize>,
     vars: u64,
-    stats: S,
+    stats: Rc<S>,
     annihilates: bool,
-    key: (u128, u64),
+    key: FactorKey,
     cost: f64,
 }
 
@@ -549,10 +558,10 @@ struct Space<'a, E: SparsityEstimator> {
     /// Estimates made so far.
     estimates: usize,
     /// The cost of finishing with a set of factors (by their keys).
-    costs: HashMap<Vec<(u128, u64)>, f64>,
+    costs: HashMap<Vec<FactorKey>, f64>,
     /// Eliminating a variable from a set of factors (by their keys): the
     /// step's statistics and cost.
-    steps: HashMap<(u128, u64), (E::Stats, f64)>,
+    steps: HashMap<FactorKey, (Rc<E::Stats>, f64)>,
 }
 
 impl<E: SparsityEstimator> Space<'_, E> {
@@ -577,7 +586,7 @@ impl<E: SparsityEstimator> Space<'_, E> {
         let mut joined: Vec<&E::Stats> = factors
             .iter()
             .filter(|f| f.annihilates)
-            .map(|f| &f.stats)
+            .map(|f| &*f.stats)
             .collect();
         joined.extend(dense_stats.as_ref());
         if joined.is_empty() {
@@ -601,7 +610,7 @@ impl<E: SparsityEstimator> Space<'_, E> {
     /// The cost of the remaining query over `factors`: its entries and the
     /// assignments of its loop nest.
     fn finish(&mut self, factors: &[Factor<E::Stats>]) -> Result<f64> {
-        let mut key: Vec<(u128, u64)> = factors.iter().map(|f| f.key).collect();
+        let mut key: Vec<FactorKey> = factors.iter().map(|f| f.key).collect();
         key.sort_unstable();
         if let Some(&cost) = self.costs.get(&key) {
             return Ok(cost);
@@ -656,11 +665,12 @@ impl<E: SparsityEstimator> Space<'_, E> {
             None => {
                 let refs: Vec<&Factor<E::Stats>> = chosen.iter().map(|&f| &factors[f]).collect();
                 let body = self.product(&refs)?;
-                let stats = self
-                    .estimator
-                    .aggregate(&[self.names[var].clone()], &body)?;
+                let stats = Rc::new(
+                    self.estimator
+                        .aggregate(&[self.names[var].clone()], &body)?,
+                );
                 let cost = WRITE_COST * self.estimate(&stats) + VISIT_COST * self.estimate(&body);
-                self.steps.insert(key, (stats.clone(), cost));
+                self.steps.insert(key, (Rc::clone(&stats), cost));
                 (stats, cost)
             }
         };
@@ -761,7 +771,10 @@ impl<E: SparsityEstimator> Space<'_, E> {
     /// Exact search: dynamic programming over the sets of eliminated
     /// variables, starting from the plan `best` (the greedy one) and
     /// pruning states that already cost more than the best plan found.
-    /// When the estimate budget runs out it returns the best plan so far.
+    /// States are expanded in the order of what their plan would cost if
+    /// it stopped there (their steps plus the remaining query), so that the
+    /// budget goes to the most promising ones first; when the estimate
+    /// budget runs out it returns the best plan so far.
     fn exact(
         &mut self,
         inputs: &[Factor<E::Stats>],
@@ -773,50 +786,46 @@ impl<E: SparsityEstimator> Space<'_, E> {
             steps: Vec::new(),
             cost: 0.0,
         };
-        let mut level: HashMap<u64, State<E::Stats>> = HashMap::from([(0, start)]);
-        for _ in 0..vars.len() {
-            let mut next: HashMap<u64, State<E::Stats>> = HashMap::new();
-            let mut keys: Vec<u64> = level.keys().copied().collect();
-            keys.sort_unstable();
-            for set in keys {
-                let Some(state) = level.get(&set) else {
+        let mut states: HashMap<u64, State<E::Stats>> = HashMap::from([(0, start)]);
+        // Costs are non-negative, so their bit patterns order like them.
+        // The start state's key does not matter: it is the only one.
+        let mut open: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::from([Reverse((0, 0))]);
+        while let Some(Reverse((_, set))) = open.pop() {
+            let Some(state) = states.get(&set) else {
+                continue;
+            };
+            if state.cost >= best.cost {
+                continue;
+            }
+            let state = state.clone();
+            for &v in vars {
+                if set >> v & 1 == 1 {
+                    continue;
+                }
+                if self.estimates > EXACT_BUDGET {
+                    return Ok(best);
+                }
+                let Some(candidate) = self.candidate(&state.factors, v)? else {
                     continue;
                 };
-                if state.cost >= best.cost {
+                if state.cost + candidate.cost >= best.cost {
                     continue;
                 }
-                for &v in vars {
-                    if set >> v & 1 == 1 {
-                        continue;
-                    }
-                    if self.estimates > EXACT_BUDGET {
-                        return Ok(best);
-                    }
-                    let Some(candidate) = self.candidate(&state.factors, v)? else {
-                        continue;
+                let after = Self::apply(&state, v, candidate);
+                let total = after.cost + self.finish(&after.factors)?;
+                if total < best.cost {
+                    best = Plan {
+                        remaining: after.factors.iter().map(|f| f.origin).collect(),
+                        steps: after.steps.clone(),
+                        cost: total,
                     };
-                    if state.cost + candidate.cost >= best.cost {
-                        continue;
-                    }
-                    let after = Self::apply(state, v, candidate);
-                    let total = after.cost + self.finish(&after.factors)?;
-                    if total < best.cost {
-                        best = Plan {
-                            remaining: after.factors.iter().map(|f| f.origin).collect(),
-                            steps: after.steps.clone(),
-                            cost: total,
-                        };
-                    }
-                    let key = set | 1 << v;
-                    if next.get(&key).is_none_or(|s| after.cost < s.cost) {
-                        next.insert(key, after);
-                    }
+                }
+                let key = set | 1 << v;
+                if states.get(&key).is_none_or(|s| after.cost < s.cost) {
+                    open.push(Reverse((total.to_bits(), key)));
+                    states.insert(key, after);
                 }
             }
-            if next.is_empty() {
-                break;
-            }
-            level = next;
         }
         Ok(best)
     }

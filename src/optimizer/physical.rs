@@ -15,7 +15,9 @@
 //!   an order while there are any, so joins stay connected. Queries with
 //!   more than [`EXACT_VARIABLES`] loop variables, or whose search exceeds
 //!   [`ESTIMATE_BUDGET`] estimates, take the greedy order: each next
-//!   variable the one whose loop visits fewest assignments.
+//!   variable the one whose loop visits fewest assignments. When the
+//!   inputs' re-index choices multiply the keys of one level past
+//!   [`LEVEL_STATES`], the cheapest of them go on.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
 //!   iterated and the others are looked up. That is the choice Galley
@@ -44,6 +46,10 @@ pub const EXACT_VARIABLES: usize = 12;
 
 /// The most estimates the exact search of one query may ask for.
 pub const ESTIMATE_BUDGET: usize = 1_024;
+
+/// The most states one level of the exact search keeps (the cheapest),
+/// when the inputs' re-index choices multiply them.
+pub const LEVEL_STATES: usize = 256;
 
 /// Random-write spaces up to this many coordinates are always dense.
 const SMALL_SPACE: f64 = 65_536.0;
@@ -120,6 +126,13 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     visits: HashMap<u64, f64>,
     estimates: usize,
 }
+
+/// A key of the exact search: the variables bound and the inputs
+/// re-indexed so far (bits).
+type OrderKey = (u64, u64);
+
+/// The cheapest order found for one key, with its cost.
+type Partial = (f64, Vec<usize>);
 
 /// What the search knows about one input.
 struct InputInfo {
@@ -322,10 +335,9 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         if self.inputs.len() > 64 {
             return None;
         }
-        let mut level: HashMap<(u64, u64), (f64, Vec<usize>)> =
-            HashMap::from([((0, 0), (0.0, Vec::new()))]);
+        let mut level: HashMap<OrderKey, Partial> = HashMap::from([((0, 0), (0.0, Vec::new()))]);
         for _ in 0..n {
-            let mut next: HashMap<(u64, u64), (f64, Vec<usize>)> = HashMap::new();
+            let mut next: HashMap<OrderKey, Partial> = HashMap::new();
             let mut keys: Vec<(u64, u64)> = level.keys().copied().collect();
             keys.sort_unstable();
             for key in keys {
@@ -343,6 +355,12 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                         next.insert(new_key, (total, extended));
                     }
                 }
+            }
+            if next.len() > LEVEL_STATES {
+                let mut states: Vec<(OrderKey, Partial)> = next.into_iter().collect();
+                states.sort_by(|a, b| a.1.0.total_cmp(&b.1.0).then_with(|| a.0.cmp(&b.0)));
+                states.truncate(LEVEL_STATES);
+                next = states.into_iter().collect();
             }
             level = next;
         }
