@@ -786,15 +786,17 @@ impl<E: SparsityEstimator> Space<'_, E> {
             steps: Vec::new(),
             cost: 0.0,
         };
-        let mut states: HashMap<u64, State<E::Stats>> = HashMap::from([(0, start)]);
-        // Costs are non-negative, so their bit patterns order like them.
-        // The start state's key does not matter: it is the only one.
+        // The cheapest state per set of eliminated variables, with its
+        // priority: what its plan costs if it stops there. Costs are
+        // non-negative, so their bit patterns order like them; a queued
+        // priority that no longer matches its set's state is stale.
+        let mut states: HashMap<u64, (u64, State<E::Stats>)> = HashMap::from([(0, (0, start))]);
         let mut open: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::from([Reverse((0, 0))]);
-        while let Some(Reverse((_, set))) = open.pop() {
-            let Some(state) = states.get(&set) else {
+        while let Some(Reverse((priority, set))) = open.pop() {
+            let Some((current, state)) = states.get(&set) else {
                 continue;
             };
-            if state.cost >= best.cost {
+            if *current != priority || state.cost >= best.cost {
                 continue;
             }
             let state = state.clone();
@@ -821,9 +823,9 @@ impl<E: SparsityEstimator> Space<'_, E> {
                     };
                 }
                 let key = set | 1 << v;
-                if states.get(&key).is_none_or(|s| after.cost < s.cost) {
+                if states.get(&key).is_none_or(|(_, s)| after.cost < s.cost) {
                     open.push(Reverse((total.to_bits(), key)));
-                    states.insert(key, after);
+                    states.insert(key, (total.to_bits(), after));
                 }
             }
         }
