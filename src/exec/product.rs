@@ -151,25 +151,38 @@ impl Num for f64 {
                 .copied()
                 .unwrap_or(0.0)
         };
+        let dot = |coords: &[i64], values: &[f64]| {
+            let mut sum = 0.0;
+            for (&c, &v) in coords.iter().zip(values) {
+                sum += v * at(c);
+            }
+            sum
+        };
         let mut sums = [0.0; CHECK_TOP_EVERY];
         let n = end.saturating_sub(first).min(CHECK_TOP_EVERY);
-        for (k, slot) in sums.iter_mut().take(n).enumerate() {
-            let (coords, values) = rows.row(first + k);
-            let mut sum = 0.0;
-            match values {
-                Some(values) => {
-                    for (&c, &v) in coords.iter().zip(values) {
-                        sum += v * at(c);
-                    }
-                }
-                // `1 * x` is `x`.
-                None => {
-                    for &c in coords {
-                        sum += at(c);
+        match (rows.bounds, rows.values) {
+            // SpMV's usual shape, with the row bounds and values sliced
+            // once (a row that cannot be sliced sums to 0: the exact loop
+            // takes it).
+            (RowBounds::Each(bounds), Some(values)) => {
+                let bounds = bounds.get(first..=first + n).unwrap_or(&[]);
+                for (slot, w) in sums.iter_mut().zip(bounds.windows(2)) {
+                    if let (Some(coords), Some(values)) =
+                        (rows.leaf.get(w[0]..w[1]), values.get(w[0]..w[1]))
+                    {
+                        *slot = dot(coords, values);
                     }
                 }
             }
-            *slot = sum;
+            _ => {
+                for (k, slot) in sums.iter_mut().take(n).enumerate() {
+                    *slot = match rows.row(first + k) {
+                        (coords, Some(values)) => dot(coords, values),
+                        // `1 * x` is `x`.
+                        (coords, None) => coords.iter().map(|&c| at(c)).fold(0.0, |s, x| s + x),
+                    };
+                }
+            }
         }
         let sums = &sums[..n];
         let sure = |s: f64| s.is_finite() && s != 0.0;
