@@ -241,3 +241,89 @@ fn a_running_query_is_cancelled() {
         }
     }
 }
+
+/// SpMV's rows sum without zero tests and redo a row exactly only when its
+/// sum is not finite or is zero: rows with NaN or infinite values next to
+/// zeros, sums that cancel to 0 or overflow, -0 values, products that
+/// underflow and all-zero rows give the reference's entries bit for bit,
+/// on one thread and on several.
+#[test]
+fn spmv_rows_keep_the_zero_and_nan_semantics() {
+    let (nan, inf) = (f64::NAN, f64::INFINITY);
+    let rows: Vec<Vec<(i64, f64)>> = vec![
+        vec![(0, 1.5), (1, 2.0), (5, -0.25)],
+        vec![(0, nan), (3, 2.0)],
+        vec![(3, inf), (1, 1.0)],
+        vec![(1, inf), (2, 1.0)],
+        vec![(1, 1.0), (2, -1.0)],
+        vec![(1, -0.0), (2, 0.0)],
+        vec![(0, 1e-200), (4, 1e-200)],
+        vec![(0, 1e308), (1, 1e308)],
+        vec![(1, -inf), (2, inf)],
+        vec![(0, -0.0)],
+        vec![(5, 3.0), (1, nan)],
+        vec![(2, 4.0)],
+    ];
+    let x = [1.0, 1.0, 1.0, 0.0, 1e-200, 2.0];
+    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    // Many copies, so that the rows fill several chunks and blocks.
+    for copy in 0..500 {
+        for (n, row) in rows.iter().enumerate() {
+            for &(col, value) in row {
+                r.push((copy * rows.len() + n) as i64);
+                c.push(col);
+                v.push(value);
+            }
+        }
+    }
+    let n = (500 * rows.len()) as u64;
+    let matrix = Tensor::from_coo(Coo {
+        dims: vec![
+            DimensionSpec::new("r", Some(n)),
+            DimensionSpec::new("c", Some(6)),
+        ],
+        coords: vec![r, c],
+        values: vec![("v".into(), ValueData::Float64(v))],
+        column_order: None,
+    })
+    .expect("a matrix");
+    let vector = Tensor::from_coo(Coo {
+        dims: vec![DimensionSpec::new("c", Some(6))],
+        coords: vec![(0..6).collect()],
+        values: vec![("v".into(), ValueData::Float64(x.to_vec()))],
+        column_order: None,
+    })
+    .expect("a vector");
+    let mut catalog = Catalog::in_memory();
+    catalog.put("A", Arc::new(matrix), false).expect("A");
+    catalog.put("x", Arc::new(vector), false).expect("x");
+    let program = einsql::einsum::compile("y[i] = SUM(j) A[i,j] * x[j];", &catalog).expect("binds");
+    let expected = reference::evaluate(&program).expect("the reference runs");
+    let plan = plan_with(&program, &PlanChoices::default()).expect("plans");
+    let entries = |t: &Tensor| -> Vec<(i64, u64)> {
+        let column = t.annotation_columns()[0].clone();
+        let values = column
+            .as_any()
+            .downcast_ref::<arrow::array::Float64Array>()
+            .expect("floats")
+            .values()
+            .to_vec();
+        let bits = |v: f64| {
+            if v.is_nan() {
+                f64::NAN.to_bits()
+            } else {
+                v.to_bits()
+            }
+        };
+        t.coords(0)
+            .iter()
+            .zip(values)
+            .map(|(&i, v)| (i, bits(v)))
+            .collect()
+    };
+    let want = entries(&expected[0].1);
+    for threads in [1, 2] {
+        let got = run(&plan, &options(threads), &NoProgress).expect("runs");
+        assert_eq!(entries(&got[0].1), want, "{threads} threads");
+    }
+}

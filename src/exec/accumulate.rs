@@ -22,6 +22,9 @@ pub(crate) struct Entries<S> {
     pub dims: usize,
     pub coords: Vec<i64>,
     pub values: Vec<S>,
+    /// Known to be in strictly increasing coordinate order (set by
+    /// whoever writes them so; `false` says nothing).
+    pub increasing: bool,
 }
 
 impl<S: Copy> Entries<S> {
@@ -31,6 +34,7 @@ impl<S: Copy> Entries<S> {
             dims,
             coords: Vec::new(),
             values: Vec::new(),
+            increasing: false,
         }
     }
 
@@ -64,8 +68,14 @@ impl<S: Copy> Entries<S> {
             .unwrap_or(&[])
     }
 
-    /// Appends all of `other`'s entries.
+    /// Appends all of `other`'s entries (increasing when both are and
+    /// `other`'s come after these).
     pub(crate) fn append(&mut self, mut other: Entries<S>) {
+        self.increasing = match (self.len(), other.len()) {
+            (0, _) => other.increasing,
+            (_, 0) => self.increasing,
+            (n, _) => self.increasing && other.increasing && self.key(n - 1) < other.key(0),
+        };
         self.coords.append(&mut other.coords);
         self.values.append(&mut other.values);
     }
@@ -76,24 +86,31 @@ impl<S: Copy> Entries<S> {
             dims: self.dims,
             coords: self.coords,
             values: self.values.iter().map(|&v| f(v)).collect::<Result<_>>()?,
+            increasing: self.increasing,
         })
     }
 
     /// Keeps the entries whose value satisfies `keep`.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(S) -> bool) {
         let dims = self.dims;
-        let mut kept = 0;
-        for n in 0..self.values.len() {
+        // Usually every entry stays: a pass without early exit (which
+        // the compiler vectorizes) says so before any search.
+        if self.values.iter().fold(true, |all, &v| all & keep(v)) {
+            return;
+        }
+        let Some(mut kept) = self.values.iter().position(|&v| !keep(v)) else {
+            return;
+        };
+        for n in kept + 1..self.values.len() {
             let value = self.values[n];
             if keep(value) {
-                if kept != n {
-                    self.values[kept] = value;
-                    if dims == 1 {
-                        self.coords[kept] = self.coords[n];
-                    } else {
-                        self.coords
-                            .copy_within(n * dims..(n + 1) * dims, kept * dims);
-                    }
+                // `kept < n`: an entry before `n` went.
+                self.values[kept] = value;
+                if dims == 1 {
+                    self.coords[kept] = self.coords[n];
+                } else {
+                    self.coords
+                        .copy_within(n * dims..(n + 1) * dims, kept * dims);
                 }
                 kept += 1;
             }

@@ -554,6 +554,19 @@ impl<'k, 'a> Worker<'k, 'a> {
         }
     }
 
+    /// The input whose fiber [`Worker::candidates`] would copy for loop
+    /// `depth`, when the candidates are exactly one input's fiber: a
+    /// caller that walks that fiber itself needs no copy.
+    pub(crate) fn candidate_input(&self, depth: usize) -> Option<usize> {
+        if depth == 0 && self.top.is_some() {
+            return None;
+        }
+        match self.set(&self.k.sup, depth) {
+            Set::Fiber(k, _) => Some(k),
+            _ => None,
+        }
+    }
+
     fn set(&self, sup: &Sup, depth: usize) -> Set<'a> {
         match sup {
             Sup::Never => Set::Empty,

@@ -21,7 +21,7 @@ use super::accumulate::{Accumulate, Accumulator, Entries, Finished};
 use super::control::{CHECK_EVERY, Control};
 use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes, output_key};
 use super::plan::Node;
-use super::run::{run_chunks, split, top_weights};
+use super::run::{run_chunks, split, split_sums, top_weights};
 
 /// A numeric type of the fast path.
 trait Num: Accumulate + PartialEq + Send + Sync + 'static {
@@ -35,6 +35,20 @@ trait Num: Accumulate + PartialEq + Send + Sync + 'static {
     fn repeat(self, n: u128) -> Result<Self>;
     /// Entries in this type, as the run's result.
     fn finished(entries: Entries<Self>) -> Finished;
+    /// Pushes the entries of rows `first..end` of `rows` (their sums
+    /// times `scale`) computed with a shortcut that skips the exact
+    /// loop's zero tests (see [`SlotProbes::sum`]; `x` is the only
+    /// probe's values), as long as the shortcut is sure to give the
+    /// exact loop's answer, and returns the first row it is not sure of
+    /// (`end` when none).
+    fn quick_rows(
+        rows: &Rows<'_, Self>,
+        x: &[Self],
+        first: usize,
+        end: usize,
+        scale: Self,
+        out: &mut Entries<Self>,
+    ) -> usize;
 }
 
 impl Num for i64 {
@@ -66,6 +80,18 @@ impl Num for i64 {
             .and_then(|n| self.checked_mul(n))
             .ok_or_else(|| Error::Overflow(format!("SUM of {n} copies of {self}")))
     }
+
+    /// Integer sums check every step for overflow: no shortcut.
+    fn quick_rows(
+        _: &Rows<'_, i64>,
+        _: &[i64],
+        first: usize,
+        _: usize,
+        _: i64,
+        _: &mut Entries<i64>,
+    ) -> usize {
+        first
+    }
 }
 
 impl Num for f64 {
@@ -94,6 +120,82 @@ impl Num for f64 {
 
     fn repeat(self, n: u128) -> Result<f64> {
         Ok(self * n as f64)
+    }
+
+    /// Each row's terms all summed, zeros included, and the sum kept
+    /// only when it is finite and not zero. Then no term was infinite or
+    /// NaN (one would have made the sum so), so each term the exact loop
+    /// skips (a zero factor, or `c` outside `x`) is ±0 here, and adding
+    /// ±0 to a partial sum changes nothing: a partial sum is never -0
+    /// (sums start at +0, and +0 + -0 = +0), and `s + ±0 = s` for any
+    /// other `s`. So the partial sums are the exact loop's, step for
+    /// step; and a non-zero sum has at least one term, so the exact loop
+    /// returns it too (not `None`).
+    ///
+    /// The sums of up to [`CHECK_TOP_EVERY`] rows are computed first and
+    /// checked together, so that no row waits for the one before. Not
+    /// inlined: one tight loop keeps its sums in registers.
+    #[inline(never)]
+    fn quick_rows(
+        rows: &Rows<'_, f64>,
+        x: &[f64],
+        first: usize,
+        end: usize,
+        scale: f64,
+        out: &mut Entries<f64>,
+    ) -> usize {
+        let at = |c: i64| {
+            usize::try_from(c)
+                .ok()
+                .and_then(|c| x.get(c))
+                .copied()
+                .unwrap_or(0.0)
+        };
+        let dot = |coords: &[i64], values: &[f64]| {
+            let mut sum = 0.0;
+            for (&c, &v) in coords.iter().zip(values) {
+                sum += v * at(c);
+            }
+            sum
+        };
+        let mut sums = [0.0; CHECK_TOP_EVERY];
+        let n = end.saturating_sub(first).min(CHECK_TOP_EVERY);
+        match (rows.bounds, rows.values) {
+            // SpMV's usual shape, with the row bounds and values sliced
+            // once (a row that cannot be sliced sums to 0: the exact loop
+            // takes it).
+            (RowBounds::Each(bounds), Some(values)) => {
+                let bounds = bounds.get(first..=first + n).unwrap_or(&[]);
+                for (slot, w) in sums.iter_mut().zip(bounds.windows(2)) {
+                    if let (Some(coords), Some(values)) =
+                        (rows.leaf.get(w[0]..w[1]), values.get(w[0]..w[1]))
+                    {
+                        *slot = dot(coords, values);
+                    }
+                }
+            }
+            _ => {
+                for (k, slot) in sums.iter_mut().take(n).enumerate() {
+                    *slot = match rows.row(first + k) {
+                        (coords, Some(values)) => dot(coords, values),
+                        // `1 * x` is `x`.
+                        (coords, None) => coords.iter().map(|&c| at(c)).fold(0.0, |s, x| s + x),
+                    };
+                }
+            }
+        }
+        let sums = &sums[..n];
+        let sure = |s: f64| s.is_finite() && s != 0.0;
+        let done = if sums.iter().fold(true, |all, &s| all & sure(s)) {
+            n
+        } else {
+            sums.iter().position(|&s| !sure(s)).unwrap_or(n)
+        };
+        let crd = rows.crd.get(first..first + done).unwrap_or(&[]);
+        out.coords.extend_from_slice(crd);
+        out.values
+            .extend(sums.iter().take(crd.len()).map(|&s| scale * s));
+        first + crd.len()
     }
 }
 
@@ -245,26 +347,49 @@ impl Product {
             control,
             leaves: LeafReads::new(kernel, &values),
         };
+        let dims = kernel.query.output.len();
         let parts: Vec<Entries<T>> = if kernel.vars.is_empty() {
-            vec![shared.worker(&root.pos, None)?.run(scale)?]
+            vec![
+                shared
+                    .worker(&root.pos, None, Entries::new(dims))?
+                    .run(scale)?,
+            ]
         } else {
             let mut root = root;
-            let top = root.candidates(0);
-            let sequential = sequential_top(kernel, &root.pos, &root.present, &top);
-            let weights = match sequential {
-                Some((lo, hi)) => sequential_weights(kernel, lo, hi),
-                None => top_weights(kernel, &root.pos, &root.present, &top),
+            let (top, sequential) = sequential_top(kernel, &mut root);
+            let chunks = match sequential {
+                Some((lo, hi)) => sequential_chunks(kernel, lo, hi),
+                None => split(
+                    &top_weights(kernel, &root.pos, &root.present, &top),
+                    top.len(),
+                ),
             };
             let pos = std::mem::take(&mut root.pos);
             drop(root);
-            let chunks = split(&weights, top.len());
-            run_chunks(&chunks, options, control, |from, to| {
-                let chunk = match sequential {
-                    Some((lo, _)) => Top::Positions(lo + from, lo + to),
-                    None => Top::Cands(top.slice(from, to)),
-                };
-                shared.worker(&pos, Some(chunk)).and_then(|w| w.run(scale))
-            })?
+            let chunk = |from: usize, to: usize| match sequential {
+                Some((lo, _)) => Top::Positions(lo + from, lo + to),
+                None => Top::Cands(top.slice(from, to)),
+            };
+            if options.threads <= 1 && kernel.prefix > 0 {
+                // The chunks' entries are concatenated in chunk order:
+                // on one thread, each chunk appends to the entries of
+                // the ones before (no copy to merge them).
+                let mut out = Entries::new(dims);
+                out.reserve(chunks.last().map_or(0, |&(_, to)| to));
+                for &(from, to) in &chunks {
+                    control.check()?;
+                    control.tick();
+                    out = shared
+                        .worker(&pos, Some(chunk(from, to)), out)?
+                        .run(scale)?;
+                }
+                vec![out]
+            } else {
+                run_chunks(&chunks, options, control, |from, to| {
+                    let out = Entries::new(dims);
+                    shared.worker(&pos, Some(chunk(from, to)), out)?.run(scale)
+                })?
+            }
         };
         let merged = merge(kernel, parts)?;
         Ok(T::finished(match kernel.copies {
@@ -371,12 +496,17 @@ impl<'s, 'a, T: Num> LeafReads<'s, 'a, T> {
 }
 
 impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
-    fn worker(&self, pos: &[usize], top: Option<Top>) -> Result<ProductWorker<'_, 's, 'a, T>> {
+    /// A worker over the chunk `top` that appends its entries to `out`.
+    fn worker(
+        &self,
+        pos: &[usize],
+        top: Option<Top>,
+        mut out: Entries<T>,
+    ) -> Result<ProductWorker<'_, 's, 'a, T>> {
         let kernel = self.kernel;
         let upfront = Accumulator::<T>::upfront_bytes(kernel.accumulator, &kernel.suffix_sizes);
         let reserved = u64::try_from(upfront).unwrap_or(u64::MAX);
         self.control.reserve(reserved)?;
-        let mut out = Entries::new(kernel.query.output.len());
         if kernel.prefix > 0
             && let Some(top) = &top
         {
@@ -453,10 +583,13 @@ impl Probe<'_> {
 impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     fn run(mut self, scale: T) -> Result<Entries<T>> {
         let kernel = self.shared.kernel;
+        if let Some(result) = self.rows(scale) {
+            return result.map(|()| self.out.take());
+        }
+        // Only the rows know their order.
+        self.out.increasing = false;
         if kernel.vars.is_empty() {
             self.add(scale)?;
-        } else if let Some(result) = self.rows(scale) {
-            result?;
         } else if kernel.group == 0 {
             if let Some(sum) = self.group(0)? {
                 self.add(scale.times(sum)?)?;
@@ -604,13 +737,10 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             return Some(Err(e));
         }
         let base = fiber.cursor().current().map_or(0, |(_, p)| p);
-        Some(match reads.reads[driver].values {
-            Some(v) => {
-                let v = v.get(base..).unwrap_or(&[]);
-                probes.sum(coords.iter().copied().zip(v.iter().copied()))
-            }
-            None => probes.sum(coords.iter().map(|&c| (c, T::ONE))),
-        })
+        let values = reads.reads[driver]
+            .values
+            .map(|v| v.get(base..).unwrap_or(&[]));
+        Some(probes.sum(probes.single(), coords, values))
     }
 
     /// [`ProductWorker::innermost_slots`] for a loop whose shape
@@ -636,18 +766,13 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         let coords = fiber.sorted_coords().unwrap_or(&[]);
         self.count_steps(coords.len())?;
         let base = fiber.cursor().current().map_or(0, |(_, p)| p);
-        match read.values {
-            Some(v) => {
-                let v = v.get(base..).unwrap_or(&[]);
-                probes.sum(coords.iter().copied().zip(v.iter().copied()))
-            }
-            None => probes.sum(coords.iter().map(|&c| (c, T::ONE))),
-        }
+        let values = read.values.map(|v| v.get(base..).unwrap_or(&[]));
+        probes.sum(probes.single(), coords, values)
     }
 
     /// The rows of a two-loop kernel whose outer loop walks one input's
     /// positions ([`Top::Positions`]) and writes the output in order,
-    /// with no factor completed there and the inner loop summed by
+    /// with no factor completed there and the inner loop summed like
     /// [`ProductWorker::slot_sum`] (SpMV): per row, one sum and one entry,
     /// without the general loop's dispatch. `None` when the kernel does
     /// not have that shape.
@@ -701,34 +826,65 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         let read = &reads.reads[driver];
         let (bounds, leaf) = (read.level.pos()?, read.level.crd()?);
         // The driver's fibers: under the row's position when the driver is
-        // the outer loop's input, else under its fixed position.
-        let fixed = (read.input != part.input).then(|| self.pos[read.input]);
+        // the outer loop's input, else all under its fixed position.
+        let bounds = if read.input == part.input {
+            RowBounds::Each(bounds.get(lo..=hi)?)
+        } else {
+            let q = self.pos[read.input];
+            RowBounds::Same(*bounds.get(q)?, *bounds.get(q + 1)?)
+        };
+        let rows = Rows {
+            crd,
+            bounds,
+            leaf,
+            values: read.values,
+            single: probes.single(),
+            probes,
+        };
+        let start = self.out.len();
+        let before = start == 0 || self.out.increasing;
+        let result = self.emit_rows(&rows, scale);
+        // The rows ascend (one compressed fiber), after the entries of
+        // the chunks before, which hold its earlier positions.
+        let joined = start
+            .checked_sub(1)
+            .and_then(|last| self.out.coords.get(last..=start))
+            .is_none_or(|w| w[0] < w[1]);
+        self.out.increasing = before && joined;
+        Some(result)
+    }
+
+    /// Sums the rows of [`ProductWorker::rows`] and pushes one entry per
+    /// row with a sum: [`Num::quick_rows`] while it is sure, the exact
+    /// loop for the rows it is not. Cancellation is checked, and the
+    /// entries charged, per block of rows ([`Rows::block_end`]).
+    fn emit_rows(&mut self, rows: &Rows<'_, T>, scale: T) -> Result<()> {
         let width = entry_bytes(1);
-        Some((|| {
-            for (i, &c) in crd.iter().enumerate() {
-                if i % CHECK_TOP_EVERY == 0 {
-                    shared.control.check()?;
-                }
-                let q = fixed.unwrap_or(lo + i);
-                let (Some(&from), Some(&to)) = (bounds.get(q), bounds.get(q + 1)) else {
-                    continue;
-                };
-                let coords = leaf.get(from..to).unwrap_or(&[]);
-                self.count_steps(coords.len())?;
-                let sum = match read.values {
-                    Some(v) => {
-                        let v = v.get(from..).unwrap_or(&[]);
-                        probes.sum(coords.iter().copied().zip(v.iter().copied()))?
+        let n = rows.crd.len();
+        let mut first = 0;
+        while first < n {
+            self.shared.control.check()?;
+            let end = rows.block_end(first);
+            let before = self.out.len();
+            let mut i = first;
+            while i < end {
+                if let Some(x) = rows.single {
+                    i = T::quick_rows(rows, x, i, end, scale, &mut self.out);
+                    if i == end {
+                        break;
                     }
-                    None => probes.sum(coords.iter().map(|&c| (c, T::ONE)))?,
-                };
-                if let Some(sum) = sum {
-                    self.out.push([c], scale.times(sum)?);
-                    self.charge(width)?;
                 }
+                let (coords, values) = rows.row(i);
+                if let Some(sum) = rows.exact(coords, values)? {
+                    let c = rows.crd.get(i).copied().unwrap_or(0);
+                    self.out.push([c], scale.times(sum)?);
+                }
+                i += 1;
             }
-            Ok(())
-        })())
+            self.charge(width * (self.out.len() - before) as u64)?;
+            first = end;
+        }
+        Ok(())
     }
 
     /// The innermost loop's sum as one tight loop over the driver's sorted
@@ -1030,16 +1186,46 @@ impl Top {
     }
 }
 
-/// The child positions `lo..hi` of the outermost loop's fiber when that
-/// loop reads one present input, at one compressed or hashed level, and
-/// its candidates are exactly that fiber's coordinates: the loop can walk
-/// the positions in order instead of seeking each candidate (SpMV's rows).
+/// The outermost loop's candidates, and the child positions `lo..hi` of
+/// its fiber when that loop reads one present input, at one compressed
+/// or hashed level, and its candidates are exactly that fiber's
+/// coordinates: the loop can walk the positions in order instead of
+/// seeking each candidate (SpMV's rows). The candidates are then not
+/// copied (an empty list stands for them) when the worker says they are
+/// that input's fiber.
 fn sequential_top(
     kernel: &Kernel<'_>,
+    root: &mut Worker<'_, '_>,
+) -> (Cands, Option<(usize, usize)>) {
+    let Some((input, coords, lo)) = outer_fiber(kernel, &root.pos, &root.present) else {
+        return (root.candidates(0), None);
+    };
+    let range = Some((lo, lo + coords.len()));
+    if root.candidate_input(0) == Some(input) {
+        return (Cands::List(Vec::new()), range);
+    }
+    let top = root.candidates(0);
+    let same = match &top {
+        Cands::List(list) => list.as_slice() == coords,
+        // Sorted distinct coordinates, as many as the range holds, from
+        // its first to its last: exactly the range.
+        Cands::Range(first, end) => {
+            coords.len() == top.len()
+                && coords.first().is_none_or(|c| c == first)
+                && coords.last().is_none_or(|&c| c == end - 1)
+        }
+    };
+    (top, range.filter(|_| same))
+}
+
+/// The fiber of the outermost loop when that loop reads one present
+/// input, at one compressed or hashed level: the input, the fiber's
+/// sorted coordinates and the position of the first.
+fn outer_fiber<'a>(
+    kernel: &Kernel<'a>,
     pos: &[usize],
     present: &[bool],
-    top: &Cands,
-) -> Option<(usize, usize)> {
+) -> Option<(usize, &'a [i64], usize)> {
     let [part] = kernel.parts.first()?.as_slice() else {
         return None;
     };
@@ -1056,29 +1242,20 @@ fn sequential_top(
     }
     let fiber = level.fiber(*pos.get(part.input)?);
     let coords = fiber.sorted_coords()?;
-    let same = match top {
-        Cands::List(list) => list.as_slice() == coords,
-        // Sorted distinct coordinates, as many as the range holds, from
-        // its first to its last: exactly the range.
-        Cands::Range(lo, hi) => {
-            coords.len() == top.len()
-                && coords.first().is_none_or(|c| c == lo)
-                && coords.last().is_none_or(|&c| c == hi - 1)
-        }
-    };
     let lo = fiber.cursor().current().map_or(0, |(_, p)| p);
-    same.then_some((lo, lo + coords.len()))
+    Some((part.input, coords, lo))
 }
 
-/// [`top_weights`] for a [`sequential_top`] loop: 1 plus the length of
-/// the next fiber under each position (the same weights, without seeks).
-fn sequential_weights(kernel: &Kernel<'_>, lo: usize, hi: usize) -> Vec<u64> {
+/// The chunks of a [`sequential_top`] loop over positions `lo..hi`: the
+/// split of [`top_weights`]' weights (1 plus the length of the next fiber
+/// under each position). Over a compressed next level, the running sums
+/// of the weights are its position bounds, and the split searches them
+/// ([`split_sums`]) instead of listing a weight per position.
+fn sequential_chunks(kernel: &Kernel<'_>, lo: usize, hi: usize) -> Vec<(usize, usize)> {
     let Some(part) = kernel.parts.first().and_then(|parts| parts.first()) else {
-        return vec![1; hi - lo];
+        return split(&[], hi - lo);
     };
     let input = &kernel.inputs[part.input];
-    // A compressed next level: the fiber lengths are its position bounds'
-    // differences.
     let bounds = input
         .tree
         .levels()
@@ -1086,15 +1263,21 @@ fn sequential_weights(kernel: &Kernel<'_>, lo: usize, hi: usize) -> Vec<u64> {
         .filter(|l| l.format() == LevelFormat::Compressed)
         .and_then(|l| l.pos())
         .and_then(|pos| pos.get(lo..=hi));
-    match bounds {
-        Some(bounds) => bounds
-            .windows(2)
-            .map(|w| 1 + w[1].saturating_sub(w[0]) as u64)
-            .collect(),
-        None => (lo..hi)
-            .map(|p| 1 + input.fiber(part.level + 1, p).map_or(0, |f| f.len() as u64))
-            .collect(),
+    if let Some(bounds) = bounds {
+        let first = bounds.first().copied().unwrap_or(0);
+        return split_sums(hi - lo, |i| {
+            let below = bounds
+                .get(i)
+                .copied()
+                .unwrap_or(first)
+                .saturating_sub(first);
+            (i + below) as u64
+        });
     }
+    let weights: Vec<u64> = (lo..hi)
+        .map(|p| 1 + input.fiber(part.level + 1, p).map_or(0, |f| f.len() as u64))
+        .collect();
+    split(&weights, hi - lo)
 }
 
 /// The probes of an innermost loop when every probed input is read at a
@@ -1111,23 +1294,34 @@ struct SlotProbes<'v, T> {
 const MOST_SLOT_PROBES: usize = 4;
 
 impl<'v, T: Num> SlotProbes<'v, T> {
-    /// The sum over `entries` (the driver's coordinates and values) of the
-    /// products with the probed values; `None` when no product is
-    /// non-zero. Zero factors are skipped, as in the general loop, so a
-    /// zero next to a NaN gives no term.
+    /// The sum over the driver's entries (`coords` and `values`, all 1
+    /// when `None`) of the products with the probed values; `None` when
+    /// no product is non-zero. Zero factors are skipped, as in the
+    /// general loop, so a zero next to a NaN gives no term. With one
+    /// probe, `single` holds its values ([`SlotProbes::single`]).
+    ///
+    /// SpMV's rows take a shortcut to the same sums
+    /// ([`Num::quick_rows`]).
     #[inline(always)]
-    fn sum(&self, entries: impl Iterator<Item = (i64, T)>) -> Result<Option<T>> {
+    fn sum(&self, single: Option<&[T]>, coords: &[i64], values: Option<&[T]>) -> Result<Option<T>> {
+        match values {
+            Some(v) => self.exact(single, coords.iter().copied().zip(v.iter().copied())),
+            None => self.exact(single, coords.iter().map(|&c| (c, T::ONE))),
+        }
+    }
+
+    /// [`SlotProbes::sum`] over `entries`.
+    #[inline(always)]
+    fn exact(
+        &self,
+        single: Option<&[T]>,
+        entries: impl Iterator<Item = (i64, T)>,
+    ) -> Result<Option<T>> {
         let mut sum = T::ZERO;
         let mut any = false;
-        if let [(base, stride, values)] = self.probes[..self.count] {
-            let values = values.get(base..).unwrap_or(&[]);
-            let stride = stride.min(values.len());
+        if let Some(values) = single {
             for (c, v) in entries {
-                let Some(&x) = usize::try_from(c)
-                    .ok()
-                    .filter(|&c| c < stride)
-                    .and_then(|c| values.get(c))
-                else {
+                let Some(&x) = usize::try_from(c).ok().and_then(|c| values.get(c)) else {
                     continue;
                 };
                 if v == T::ZERO || x == T::ZERO {
@@ -1156,6 +1350,99 @@ impl<'v, T: Num> SlotProbes<'v, T> {
             any = true;
         }
         Ok(any.then_some(sum))
+    }
+}
+
+impl<'v, T: Num> SlotProbes<'v, T> {
+    /// The values of the only probe over its slots, if there is one.
+    fn single(&self) -> Option<&'v [T]> {
+        let [(base, stride, values)] = self.probes[..self.count] else {
+            return None;
+        };
+        let values = values.get(base..).unwrap_or(&[]);
+        values.get(..stride.min(values.len()))
+    }
+}
+
+/// The driver's leaf positions of each row of [`ProductWorker::rows`].
+#[derive(Clone, Copy)]
+enum RowBounds<'v> {
+    /// Row `i` is `bounds[i]..bounds[i + 1]`.
+    Each(&'v [usize]),
+    /// Every row is `from..to`.
+    Same(usize, usize),
+}
+
+impl RowBounds<'_> {
+    #[inline(always)]
+    fn get(self, i: usize) -> (usize, usize) {
+        match self {
+            RowBounds::Each(bounds) => match (bounds.get(i), bounds.get(i + 1)) {
+                (Some(&from), Some(&to)) => (from, to),
+                _ => (0, 0),
+            },
+            RowBounds::Same(from, to) => (from, to),
+        }
+    }
+}
+
+/// What [`ProductWorker::emit_rows`] sums: the rows' coordinates and
+/// leaf positions, the driver's leaf coordinates and values, and the
+/// probes.
+struct Rows<'v, T> {
+    crd: &'v [i64],
+    bounds: RowBounds<'v>,
+    leaf: &'v [i64],
+    /// `None`: every value is 1.
+    values: Option<&'v [T]>,
+    /// The only probe's values ([`SlotProbes::single`]).
+    single: Option<&'v [T]>,
+    probes: SlotProbes<'v, T>,
+}
+
+impl<T: Num> Rows<'_, T> {
+    /// Row `i`'s entries: the driver's coordinates and values (`None`:
+    /// all 1).
+    #[inline(always)]
+    fn row(&self, i: usize) -> (&[i64], Option<&[T]>) {
+        let (from, to) = self.bounds.get(i);
+        let coords = self.leaf.get(from..to).unwrap_or(&[]);
+        let values = self.values.map(|v| v.get(from..).unwrap_or(&[]));
+        (coords, values)
+    }
+
+    /// The end of the block of rows from `first`: [`CHECK_TOP_EVERY`]
+    /// rows, fewer when they hold more than [`CHECK_EVERY`] steps (at
+    /// least one row).
+    fn block_end(&self, first: usize) -> usize {
+        let end = first.saturating_add(CHECK_TOP_EVERY).min(self.crd.len());
+        match self.bounds {
+            RowBounds::Each(bounds) => {
+                let start = bounds.get(first).copied().unwrap_or(0);
+                let ends = bounds.get(first + 1..=end).unwrap_or(&[]);
+                let under = ends.partition_point(|&p| p.saturating_sub(start) < CHECK_EVERY);
+                (first + 1 + under).min(end)
+            }
+            RowBounds::Same(from, to) => {
+                let rows = CHECK_EVERY / to.saturating_sub(from).max(1);
+                first
+                    .saturating_add(rows.clamp(1, CHECK_TOP_EVERY))
+                    .min(self.crd.len())
+            }
+        }
+    }
+
+    /// The row's sum by the exact loop ([`SlotProbes::sum`]).
+    #[inline(never)]
+    fn exact(&self, coords: &[i64], values: Option<&[T]>) -> Result<Option<T>> {
+        match values {
+            Some(v) => self
+                .probes
+                .exact(self.single, coords.iter().copied().zip(v.iter().copied())),
+            None => self
+                .probes
+                .exact(self.single, coords.iter().map(|&c| (c, T::ONE))),
+        }
     }
 }
 

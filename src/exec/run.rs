@@ -267,6 +267,35 @@ pub(crate) fn split(weights: &[u64], n: usize) -> Vec<(usize, usize)> {
     chunks
 }
 
+/// [`split`] for weights given by their running sums: `before(i)` is the
+/// sum of the weights of candidates `0..i` (non-decreasing, 0 at 0). The
+/// same chunks, each end found by a binary search instead of a pass over
+/// every weight.
+pub(crate) fn split_sums(n: usize, before: impl Fn(usize) -> u64) -> Vec<(usize, usize)> {
+    let target = (before(n) / CHUNKS as u64).max(MIN_CHUNK_WORK);
+    let mut chunks = Vec::new();
+    let mut from = 0;
+    while from < n {
+        // The first `i` whose chunk `from..=i` reaches the target.
+        let goal = before(from).saturating_add(target);
+        let (mut lo, mut hi) = (from, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(mid + 1) >= goal {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        chunks.push((from, (lo + 1).min(n)));
+        from = lo + 1;
+    }
+    if chunks.is_empty() {
+        chunks.push((0, n));
+    }
+    chunks
+}
+
 /// The chunks' entries as one list: concatenated when the outermost loop
 /// writes the output in order (the chunks' coordinates are disjoint),
 /// else combined coordinate by coordinate in chunk order.
@@ -371,7 +400,12 @@ fn store_typed<T: Copy>(
     } else {
         columns(&entries.coords, dims)
     };
-    crate::ir::result_tensor_of(dim_specs(query), coords, column(entries.values))
+    let values = column(entries.values);
+    if entries.increasing {
+        crate::ir::result_tensor_increasing(dim_specs(query), coords, values)
+    } else {
+        crate::ir::result_tensor_of(dim_specs(query), coords, values)
+    }
 }
 
 /// [`store`] for entries with [`Value`]s.
@@ -473,4 +507,24 @@ fn columns(coords: &[i64], n: usize) -> Vec<Vec<i64>> {
     (0..n)
         .map(|d| coords.iter().skip(d).step_by(n.max(1)).copied().collect())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// The binary-searched split is the split of the weights.
+        #[test]
+        fn split_sums_is_split(weights in prop::collection::vec(1u64..20_000, 0..600)) {
+            let mut sums = vec![0u64];
+            for w in &weights {
+                sums.push(sums.last().copied().unwrap_or(0) + w);
+            }
+            let searched = split_sums(weights.len(), |i| sums[i]);
+            prop_assert_eq!(searched, split(&weights, weights.len()));
+        }
+    }
 }

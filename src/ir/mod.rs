@@ -297,14 +297,30 @@ pub fn result_tensor_of(
     coords: Vec<Vec<i64>>,
     data: ValueData,
 ) -> Result<Tensor> {
+    Tensor::from_coo(result_coo(dims, coords, data))
+}
+
+/// [`result_tensor_of`] for entries known to be strictly increasing (see
+/// [`Tensor::from_increasing_coo`]).
+pub(crate) fn result_tensor_increasing(
+    dims: Vec<DimensionSpec>,
+    coords: Vec<Vec<i64>>,
+    data: ValueData,
+) -> Result<Tensor> {
+    Tensor::from_increasing_coo(result_coo(dims, coords, data))
+}
+
+/// The entries with one value column `v` (renamed `v_`, ... if an index
+/// is called `v`).
+fn result_coo(dims: Vec<DimensionSpec>, coords: Vec<Vec<i64>>, data: ValueData) -> Coo {
     let mut column = "v".to_string();
     while dims.iter().any(|d| d.name.eq_ignore_ascii_case(&column)) {
         column.push('_');
     }
-    Tensor::from_coo(Coo {
+    Coo {
         dims,
         coords,
         values: vec![(column, data)],
         column_order: None,
-    })
+    }
 }

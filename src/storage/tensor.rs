@@ -250,6 +250,23 @@ impl Tensor {
     /// beyond a dimension's dictionary, and integer overflow when combining
     /// duplicates.
     pub fn from_coo(coo: Coo) -> Result<Tensor> {
+        Tensor::build(coo, false)
+    }
+
+    /// [`Tensor::from_coo`] for entries the caller knows to be strictly
+    /// increasing (a query result written in order): the order is not
+    /// checked again, and a single dimension's range is its first and
+    /// last coordinate.
+    pub(crate) fn from_increasing_coo(coo: Coo) -> Result<Tensor> {
+        debug_assert!(
+            increasing(&coo.coords, coo.coords.first().map_or(0, Vec::len)),
+            "entries said to be increasing are not"
+        );
+        Tensor::build(coo, true)
+    }
+
+    /// [`Tensor::from_coo`]; `known_increasing` skips the order check.
+    fn build(coo: Coo, known_increasing: bool) -> Result<Tensor> {
         let Coo {
             dims: specs,
             coords,
@@ -286,13 +303,17 @@ impl Tensor {
                 )));
             }
         }
+        let increasing = known_increasing || increasing(&coords, rows);
+        // One dimension in increasing order: its first and last
+        // coordinates are its least and greatest.
+        let ends = increasing && coords.len() == 1;
         let dims = specs
             .into_iter()
             .zip(&coords)
-            .map(|(spec, column)| resolve_dimension(spec, column))
+            .map(|(spec, column)| resolve_dimension(spec, column, ends))
             .collect::<Result<Vec<_>>>()?;
 
-        let order = sorted_order(&coords, &dims, rows);
+        let order = (!increasing).then(|| sorted_order(&coords, &dims, rows));
         let (coords, values) = combine_duplicates(coords, values, rows, order.as_deref())?;
 
         let value_columns: Vec<ValueColumn> = values
@@ -608,11 +629,17 @@ fn validate_column_order(
 /// would spend most of its time there).
 const PARALLEL_ROWS: usize = 1 << 16;
 
-/// Checks the coordinates of one dimension and settles its size.
-fn resolve_dimension(spec: DimensionSpec, column: &[i64]) -> Result<Dimension> {
+/// Checks the coordinates of one dimension and settles its size; `sorted`
+/// says the column ascends (its range is then its first and last).
+fn resolve_dimension(spec: DimensionSpec, column: &[i64], sorted: bool) -> Result<Dimension> {
     let widen = |(lo, hi): (i64, i64), &c: &i64| (lo.min(c), hi.max(c));
     let empty = (i64::MAX, i64::MIN);
-    let (min, max) = if column.len() < PARALLEL_ROWS {
+    let (min, max) = if sorted {
+        match (column.first(), column.last()) {
+            (Some(&first), Some(&last)) => (first, last),
+            _ => empty,
+        }
+    } else if column.len() < PARALLEL_ROWS {
         column.iter().fold(empty, widen)
     } else {
         column
@@ -657,28 +684,33 @@ fn resolve_dimension(spec: DimensionSpec, column: &[i64]) -> Result<Dimension> {
     })
 }
 
-/// The permutation that sorts the entries lexicographically, or `None` when
-/// they are already strictly increasing (sorted and duplicate-free).
-fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Option<Vec<usize>> {
-    let compare = |a: usize, b: usize| {
-        coords
-            .iter()
-            .map(|c| c[a].cmp(&c[b]))
-            .find(|o| o.is_ne())
-            .unwrap_or(Ordering::Equal)
-    };
-    let ascends = |r: usize| compare(r - 1, r) == Ordering::Less;
-    let increasing = if let [column] = coords {
+/// Entries `a` and `b` compared lexicographically by their coordinates.
+fn compare_rows(coords: &[Vec<i64>], a: usize, b: usize) -> Ordering {
+    coords
+        .iter()
+        .map(|c| c[a].cmp(&c[b]))
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// Whether the entries are strictly increasing (sorted and
+/// duplicate-free).
+fn increasing(coords: &[Vec<i64>], rows: usize) -> bool {
+    let ascends = |r: usize| compare_rows(coords, r - 1, r) == Ordering::Less;
+    if let [column] = coords {
         // One dimension: a plain scan of the column.
         column.windows(2).all(|w| w[0] < w[1])
     } else if rows < PARALLEL_ROWS {
         (1..rows).all(ascends)
     } else {
         (1..rows).into_par_iter().all(ascends)
-    };
-    if increasing {
-        return None;
     }
+}
+
+/// The permutation that sorts the entries lexicographically (for entries
+/// that are not [`increasing`]).
+fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Vec<usize> {
+    let compare = |a: usize, b: usize| compare_rows(coords, a, b);
     // When the coordinates fit in 64 bits together, sort packed keys: much
     // faster than comparing column by column.
     let bits: Vec<u32> = dims
@@ -696,11 +728,11 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Option<
             })
             .collect();
         keyed.par_sort_unstable();
-        Some(keyed.into_iter().map(|(_, r)| r).collect())
+        keyed.into_iter().map(|(_, r)| r).collect()
     } else {
         let mut order: Vec<usize> = (0..rows).collect();
         order.par_sort_unstable_by(|&a, &b| compare(a, b).then(a.cmp(&b)));
-        Some(order)
+        order
     }
 }
 
