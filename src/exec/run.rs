@@ -352,6 +352,7 @@ fn same_value(a: Value, b: Value) -> bool {
 /// The result tensor: entries equal to the fill dropped (intermediates),
 /// or the reference evaluator's form (outputs: zeros dropped, every
 /// coordinate stored when the fill is not zero, a scalar always stored).
+///
 /// Machine-typed entries of the output's own type whose stored form is
 /// their non-zero entries go straight into the value column.
 fn store(kernel: &Kernel<'_>, entries: Finished, control: &Control<'_>) -> Result<Tensor> {

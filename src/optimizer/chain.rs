@@ -46,7 +46,9 @@ use std::sync::{Arc, OnceLock};
 use crate::error::{Error, Result};
 use crate::ir::IndexTerm;
 use crate::optimizer::estimate::{Leaf, SparsityEstimator};
-use crate::optimizer::lattice::{Constraint, Lattice, PathBound, SEARCH_BUDGET, order_key};
+use crate::optimizer::lattice::{
+    Constraint, Lattice, PathBound, SEARCH_BUDGET, cheapest_path, order_key,
+};
 use crate::storage::fibertree::IndexSpec;
 
 /// The most variables (free and hidden) one statistics object can track.
@@ -237,7 +239,7 @@ impl ChainStats {
         if target & !lattice.targets() == 0 {
             lattice.cheapest_path(target, budget)
         } else {
-            Lattice::new(&self.constraints, target).cheapest_path(target, budget)
+            cheapest_path(&self.constraints, target, budget)
         }
     }
 
