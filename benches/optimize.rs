@@ -1,9 +1,10 @@
 //! Optimization time on the subgraph query sets of yeast and hprd: every
 //! `queries-lite` query and the first [`PER_GROUP`] queries of each group
 //! of `queries/` up to 16 vertices, optimized (logical and physical plan)
-//! with each estimator and each search, timed as the fastest of [`RUNS`]
-//! runs after a warm-up. Prints per dataset, set, estimator and search the
-//! median, 95th percentile and maximum time, and the
+//! with each estimator and each search (and the default without the
+//! semijoin reduction), timed as the fastest of [`RUNS`] runs after a
+//! warm-up. Prints per dataset, set and configuration the median, 95th
+//! percentile and maximum time, the median time in the reductions, and the
 //! plan-quality gap (estimated cost of the greedy plan over the exact
 //! one), then times a few queries with criterion. Needs the datasets folder
 //! (`$EINSQL_DATA` or `../shared/datasets`); without it there is nothing to
@@ -79,30 +80,47 @@ fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
 }
 
+/// The configurations timed: estimator, search, semijoin reduction.
+const CONFIGURATIONS: [(EstimatorKind, Search, bool); 5] = [
+    (EstimatorKind::Chain, Search::Exact, true),
+    (EstimatorKind::Chain, Search::Greedy, true),
+    (EstimatorKind::Chain, Search::Exact, false),
+    (EstimatorKind::Uniform, Search::Exact, true),
+    (EstimatorKind::Uniform, Search::Greedy, true),
+];
+
 fn report(dataset: &str, set: &str, programs: &[(String, usize, Program)]) {
     let mut exact_costs = Vec::new();
-    for estimator in [EstimatorKind::Chain, EstimatorKind::Uniform] {
-        for search in [Search::Exact, Search::Greedy] {
-            let options = OptimizerOptions { estimator, search };
-            let mut times = Vec::new();
-            let mut costs = Vec::new();
-            for (_, _, program) in programs {
-                // One warm-up, then the fastest of `RUNS` timed runs: the
-                // machine's noise only ever adds time.
-                let _ = optimize(program, &options);
-                let runs: Vec<_> = (0..RUNS)
-                    .filter_map(|_| optimize(program, &options).ok())
-                    .collect();
-                if let Some(fastest) = runs.iter().min_by_key(|o| o.time) {
-                    times.push(fastest.time);
-                    costs.push(fastest.cost);
-                }
+    for (estimator, search, semijoin) in CONFIGURATIONS {
+        let options = OptimizerOptions {
+            estimator,
+            search,
+            semijoin,
+        };
+        let mut times = Vec::new();
+        let mut reduce_times = Vec::new();
+        let mut costs = Vec::new();
+        for (_, _, program) in programs {
+            // One warm-up, then the fastest of `RUNS` timed runs: the
+            // machine's noise only ever adds time.
+            let _ = optimize(program, &options);
+            let runs: Vec<_> = (0..RUNS)
+                .filter_map(|_| optimize(program, &options).ok())
+                .collect();
+            if let Some(fastest) = runs.iter().min_by_key(|o| o.time) {
+                times.push(fastest.time);
+                reduce_times.push(fastest.reduce_time);
+                costs.push(fastest.cost);
             }
-            times.sort();
-            let gap = if search == Search::Exact {
+        }
+        times.sort();
+        reduce_times.sort();
+        let gap = match (search, semijoin) {
+            (Search::Exact, true) => {
                 exact_costs = costs.clone();
                 String::from("-")
-            } else {
+            }
+            (Search::Greedy, _) => {
                 let mut ratios: Vec<f64> = costs
                     .iter()
                     .zip(&exact_costs)
@@ -116,17 +134,20 @@ fn report(dataset: &str, set: &str, programs: &[(String, usize, Program)]) {
                     ratios.len(),
                     ratios.last().copied().unwrap_or(1.0)
                 )
-            };
-            println!(
-                "| {dataset} | {set} | {} | {} | {} | {} | {} | {} | {gap} |",
-                estimator.name(),
-                search.name(),
-                times.len(),
-                ms(percentile(&times, 0.5)),
-                ms(percentile(&times, 0.95)),
-                ms(times.last().copied().unwrap_or_default()),
-            );
-        }
+            }
+            _ => String::from("-"),
+        };
+        println!(
+            "| {dataset} | {set} | {} | {} | {} | {} | {} | {} | {} | {} | {gap} |",
+            estimator.name(),
+            search.name(),
+            if semijoin { "on" } else { "off" },
+            times.len(),
+            ms(percentile(&times, 0.5)),
+            ms(percentile(&times, 0.95)),
+            ms(times.last().copied().unwrap_or_default()),
+            ms(percentile(&reduce_times, 0.5)),
+        );
     }
 }
 
@@ -136,9 +157,9 @@ fn bench(c: &mut Criterion) {
         return;
     };
     println!(
-        "| dataset | set | estimator | search | queries | median ms | p95 ms | max ms | greedy vs exact (estimated cost) |"
+        "| dataset | set | estimator | search | semijoin | queries | median ms | p95 ms | max ms | of which reductions, median ms | greedy vs exact (estimated cost) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut samples = Vec::new();
     for dataset in ["yeast", "hprd"] {
         let dir = root.join("subgraph").join(dataset);

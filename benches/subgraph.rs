@@ -19,7 +19,8 @@
 //!   run, each stopped after the timeout through the database's
 //!   [`Interrupt`]. It prints one JSON line per query: `name`, `count`,
 //!   `status` (`ok`, `timeout` or `error`), `message`, `seconds` (the
-//!   whole statement, wall clock), `optimize_seconds` and `plan` (from
+//!   whole statement, wall clock), `optimize_seconds` (of which
+//!   `reduce_seconds` in the semijoin reductions) and `plan` (from
 //!   [`Database::execute_profiled`]: the optimizer's plan with estimated and
 //!   actual entries per step; `EXPLAIN`'s plan for a query that did not
 //!   finish).
@@ -497,6 +498,8 @@ struct Outcome {
     seconds: f64,
     /// Seconds spent optimizing, when the database reports them.
     optimize_seconds: Option<f64>,
+    /// Of which in the semijoin reductions.
+    reduce_seconds: Option<f64>,
     plan: Option<String>,
 }
 
@@ -507,6 +510,8 @@ struct Execution {
     seconds: f64,
     /// Of which in the optimizer ([`einsql::Profile::optimize`]).
     optimize_seconds: f64,
+    /// Of which in the semijoin reductions ([`einsql::Profile::reduce`]).
+    reduce_seconds: f64,
     /// The plan with estimated and actual entries per step.
     plan: String,
 }
@@ -580,6 +585,7 @@ fn timed(
             count: single_count(&result)?,
             seconds,
             optimize_seconds: profile.optimize.as_secs_f64(),
+            reduce_seconds: profile.reduce.as_secs_f64(),
             plan: profile.plan,
         })),
         Err(e) if fired && is_cancelled(&e) => Ok(None),
@@ -611,6 +617,7 @@ fn measure(db: &Database, interrupt: &Interrupt, query: &QueryLine, timeout: Dur
         message,
         seconds,
         optimize_seconds: None,
+        reduce_seconds: None,
         plan: plan_text(db, &query.sql),
     };
     let limit = timeout.as_secs_f64();
@@ -624,6 +631,7 @@ fn measure(db: &Database, interrupt: &Interrupt, query: &QueryLine, timeout: Dur
                     message: None,
                     seconds: execution.seconds,
                     optimize_seconds: Some(execution.optimize_seconds),
+                    reduce_seconds: Some(execution.reduce_seconds),
                     plan: Some(execution.plan),
                 };
             }

@@ -49,11 +49,26 @@ pub fn program_lines(program: &Program, options: &OptimizerOptions) -> Result<Ve
 /// The logical plan with its estimates, then the physical plan.
 pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
     let options = optimized.options;
-    let mut lines = vec![format!(
+    let mut lines = Vec::new();
+    if !optimized.reductions.is_empty() {
+        lines.push("Semijoin reductions:".to_string());
+        for r in &optimized.reductions {
+            lines.push(format!(
+                "  \"{}\"[{}] = {} restricted by {}  ({} of {} entries)",
+                r.name,
+                r.indices.join(","),
+                r.source,
+                r.filters.join(", "),
+                grouped(r.kept as f64),
+                grouped(r.of as f64)
+            ));
+        }
+    }
+    lines.push(format!(
         "Logical plan (optimizer = {}, estimator = {}):",
         options.search.name(),
         options.estimator.name()
-    )];
+    ));
     for (query, estimate) in optimized.logical.queries.iter().zip(&optimized.estimates) {
         lines.push(format!("  {query}  ({})", estimated(*estimate)));
     }
@@ -92,9 +107,14 @@ pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
     }
     if times {
         let optimize = run.optimized.as_ref().map_or(Duration::ZERO, |o| o.time);
+        let reduce = run
+            .optimized
+            .as_ref()
+            .map_or(Duration::ZERO, |o| o.reduce_time);
         lines.push(format!(
-            "Optimized in {}; executed in {}",
+            "Optimized in {} (semijoin reductions {}); executed in {}",
             millis(optimize),
+            millis(reduce),
             millis(run.execute)
         ));
     }
@@ -107,20 +127,25 @@ fn estimated(estimate: f64) -> String {
         return "not estimated".to_string();
     }
     let text = if estimate < 1e15 {
-        let digits = format!("{:.0}", estimate.max(0.0));
-        let mut grouped = String::new();
-        for (k, c) in digits.chars().enumerate() {
-            if k > 0 && (digits.len() - k) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        grouped
+        grouped(estimate)
     } else {
         format!("{estimate:.2e}")
     };
     let noun = if text == "1" { "entry" } else { "entries" };
     format!("estimated {text} {noun}")
+}
+
+/// A whole number with its thousands separated by commas (`1,234`).
+fn grouped(n: f64) -> String {
+    let digits = format!("{:.0}", n.max(0.0));
+    let mut text = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k) % 3 == 0 {
+            text.push(',');
+        }
+        text.push(c);
+    }
+    text
 }
 
 /// A duration in milliseconds with three decimals.

@@ -50,6 +50,8 @@ impl ProfileLog {
 pub struct Profile {
     /// Time in the optimizer, over every program the statement evaluated.
     pub optimize: Duration,
+    /// Of which in the semijoin reductions ([`crate::optimizer::reduce`]).
+    pub reduce: Duration,
     /// Time in the executor (or the reference evaluator), likewise.
     pub execute: Duration,
     /// The plans with estimated and actual entries per step, as `EXPLAIN
@@ -67,6 +69,10 @@ impl Profile {
             .iter()
             .filter_map(|p| p.optimized.as_ref().map(|o| o.time))
             .sum();
+        let reduce = programs
+            .iter()
+            .filter_map(|p| p.optimized.as_ref().map(|o| o.reduce_time))
+            .sum();
         let execute = programs.iter().map(|p| p.execute).sum();
         let plan = programs
             .iter()
@@ -75,6 +81,7 @@ impl Profile {
             .join("\n");
         Profile {
             optimize,
+            reduce,
             execute,
             plan,
             programs,

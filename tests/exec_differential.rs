@@ -613,7 +613,8 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
 }
 
 /// Every plan the optimizer produces, with either estimator and every
-/// search, gives the reference evaluator's results, and the chain bound of
+/// search, with and without the semijoin reduction, gives the reference
+/// evaluator's results, and the chain bound of
 /// every intermediate step it introduces is at least its actual entries.
 #[test]
 fn optimized_plans_agree_with_the_reference() {
@@ -622,15 +623,24 @@ fn optimized_plans_agree_with_the_reference() {
         sizes: Vec::new(),
         tensors: 0,
     };
-    let (mut checked, mut rewritten, mut bounded) = (0, 0, 0);
+    let (mut checked, mut rewritten, mut bounded, mut reduced) = (0, 0, 0, 0);
     for case in 0..1500 {
         let program = generator.program();
         let Ok(expected) = reference::evaluate(&program) else {
             continue;
         };
         for estimator in [EstimatorKind::Chain, EstimatorKind::Uniform] {
-            for search in [Search::Exact, Search::Greedy, Search::None] {
-                let choice = OptimizerOptions { estimator, search };
+            for (search, semijoin) in [
+                (Search::Exact, true),
+                (Search::Exact, false),
+                (Search::Greedy, true),
+                (Search::None, false),
+            ] {
+                let choice = OptimizerOptions {
+                    estimator,
+                    search,
+                    semijoin,
+                };
                 let optimized = optimize(&program, &choice)
                     .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}"));
                 let (actual, runs) = run_profiled(&optimized.plan, &options(2), &NoProgress)
@@ -664,15 +674,19 @@ fn optimized_plans_agree_with_the_reference() {
                 if optimized.logical != program {
                     rewritten += 1;
                 }
+                if !optimized.reductions.is_empty() {
+                    reduced += 1;
+                }
             }
         }
     }
     eprintln!(
         "{checked} optimized plans checked, {rewritten} of them rewritten, \
-         {bounded} intermediates within the chain bound"
+         {reduced} with semijoin reductions, {bounded} intermediates within the chain bound"
     );
     assert!(checked > 3000, "too few programs are checked");
     assert!(rewritten > 300, "too few programs are rewritten");
+    assert!(reduced > 100, "too few plans have semijoin reductions");
 }
 
 /// A product whose integer sum overflows is an error, not a wrapped value.

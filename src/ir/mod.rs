@@ -138,6 +138,20 @@ impl PartialEq for TensorRef {
     }
 }
 
+impl IndexTerm {
+    /// The constant terms of `terms` with their positions, in order.
+    pub fn constants(terms: &[IndexTerm]) -> Vec<(usize, i64)> {
+        terms
+            .iter()
+            .enumerate()
+            .filter_map(|(d, t)| match t {
+                IndexTerm::Const(c) => Some((d, *c)),
+                IndexTerm::Var(_) => None,
+            })
+            .collect()
+    }
+}
+
 impl Input {
     /// The name of the annotation: the value column's name, or `None` for
     /// a bag's multiplicity.

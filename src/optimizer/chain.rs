@@ -305,46 +305,30 @@ impl fmt::Display for ChainStats {
     }
 }
 
-/// Slots for reading `sizes.len()` dimensions (of a tensor or an earlier
-/// result) through `terms`: the slot of each dimension (`None` for a
-/// constant), the new slots named after the variables in order of
-/// appearance, and whether a constant lies outside its dimension (no
-/// entries).
 /// The number of entries of `tensor` whose coordinates equal the constant
 /// terms, counted in an index with the constant dimensions first (built
 /// once and cached with the tensor; the executor reads the same index);
 /// `None` without constants or when the index cannot be built.
 fn selected_entries(tensor: &crate::storage::Tensor, terms: &[IndexTerm]) -> Option<u64> {
-    let consts: Vec<(usize, i64)> = terms
-        .iter()
-        .enumerate()
-        .filter_map(|(d, t)| match t {
-            IndexTerm::Const(c) => Some((d, *c)),
-            IndexTerm::Var(_) => None,
-        })
-        .collect();
+    let consts = IndexTerm::constants(terms);
     if consts.is_empty() || terms.len() != tensor.dims().len() {
         return None;
     }
     let mut order: Vec<usize> = consts.iter().map(|(d, _)| *d).collect();
     order.extend((0..terms.len()).filter(|d| !consts.iter().any(|(c, _)| c == d)));
     let tree = tensor.index(&IndexSpec::compressed(order)).ok()?;
-    let levels = tree.levels();
-    let mut position = 0;
-    for (depth, (_, coord)) in consts.iter().enumerate() {
-        let Some(found) = levels.get(depth)?.fiber(position).lookup(*coord) else {
-            return Some(0);
-        };
-        position = found;
+    let coords: Vec<i64> = consts.iter().map(|(_, c)| *c).collect();
+    match tree.descend(&coords) {
+        None => Some(0),
+        Some(position) => tree.entries_under(consts.len(), position).map(|n| n as u64),
     }
-    let (mut lo, mut hi) = (position, position + 1);
-    for level in &levels[consts.len()..] {
-        let pos = level.pos()?;
-        (lo, hi) = (*pos.get(lo)?, *pos.get(hi)?);
-    }
-    Some((hi - lo) as u64)
 }
 
+/// Slots for reading `sizes.len()` dimensions (of a tensor or an earlier
+/// result) through `terms`: the slot of each dimension (`None` for a
+/// constant), the new slots named after the variables in order of
+/// appearance, and whether a constant lies outside its dimension (no
+/// entries).
 fn read_slots(sizes: &[u64], terms: &[IndexTerm]) -> Result<(Vec<Option<usize>>, Vec<Slot>, bool)> {
     if sizes.len() != terms.len() {
         return Err(Error::Invalid(format!(

@@ -8,6 +8,10 @@
 //!    `SUM(j) A[i] * B[i,j]`), and directly nested `SUM`s merge. Every
 //!    `SUM` over a product is then one sum over a flat list of factors,
 //!    whatever order the user wrote it in.
+//!    With the semijoin reduction on (`SET semijoin`, the default), each
+//!    such product's stored inputs are then shrunk to the coordinates its
+//!    one-variable factors allow ([`super::reduce`]), so that they are
+//!    estimated from exact statistics.
 //! 2. **Variable elimination.** A step sums one variable `v` out of the
 //!    factors that contain it: `T[N] = SUM(v) Π factors(v)`, where `N` are
 //!    the other variables of those factors. A factor whose variables all lie
@@ -55,6 +59,7 @@ use crate::error::Result;
 use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp};
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_with_fill};
+use super::reduce::Reducer;
 
 /// Sums with at most this many variables to eliminate are searched
 /// exactly (2^n states); larger ones greedily.
@@ -107,6 +112,8 @@ pub struct LogicalPlan<S> {
     pub stats: Aliases<S>,
     /// The plan's estimated cost (see the module documentation).
     pub cost: f64,
+    /// The semijoin reducer the products went through, with what it made.
+    pub reducer: Option<Reducer>,
 }
 
 /// Optimizes every query of `program` (see the module documentation).
@@ -117,6 +124,7 @@ pub fn optimize<E: SparsityEstimator>(
     estimator: &E,
     program: &Program,
     search: Search,
+    reducer: Option<Reducer>,
 ) -> Result<LogicalPlan<E::Stats>> {
     let mut optimizer = Optimizer {
         estimator,
@@ -129,6 +137,7 @@ pub fn optimize<E: SparsityEstimator>(
             estimates: Vec::new(),
             stats: Aliases::new(),
             cost: 0.0,
+            reducer,
         },
         shared: HashMap::new(),
         fresh: 0,
@@ -237,6 +246,10 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
     /// as written, or with its sums of terms distributed over the product
     /// when that plans cheaper (see the module documentation).
     fn eliminate(&mut self, indices: &[String], factors: Vec<Expr>) -> Result<Expr> {
+        let factors = match &mut self.out.reducer {
+            Some(reducer) => reducer.reduce(factors)?,
+            None => factors,
+        };
         let Ok(plain) = self.plan_sum(indices, &factors) else {
             // The estimator cannot represent this sum (more than 64
             // variables with hidden ones): it runs as written.

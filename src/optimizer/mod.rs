@@ -1,8 +1,11 @@
 //! The cost-based optimizer (Galley sections 5–7): [`optimize`] turns an IR
 //! program into the physical plan the executor runs.
 //!
-//! [`logical`] normalizes each query and searches elimination orders,
-//! rewriting sums over products into a sequence of aggregation steps;
+//! [`logical`] normalizes each query, has [`reduce`] shrink the stored
+//! inputs of its products by their one-variable factors (a semijoin
+//! reduction that reads the data, timed separately), and searches
+//! elimination orders, rewriting sums over products into a sequence of
+//! aggregation steps;
 //! [`physical`] chooses each step's loop order and output formats while
 //! the executor's planner builds the plan. Both compare candidates by
 //! estimated non-zeros, from the estimator [`SET estimator`](EstimatorKind)
@@ -69,6 +72,7 @@ pub mod estimate;
 pub mod lattice;
 pub mod logical;
 pub mod physical;
+pub mod reduce;
 pub mod uniform;
 
 use std::time::{Duration, Instant};
@@ -78,6 +82,7 @@ pub use estimate::{
     AliasSource, Aliases, Leaf, SparsityEstimator, estimate_expr, estimate_nnz, estimate_with_fill,
 };
 pub use logical::Search;
+pub use reduce::Reduction;
 pub use uniform::{UniformEstimator, UniformStats};
 
 use crate::error::Result;
@@ -85,6 +90,7 @@ use crate::exec::PhysicalPlan;
 use crate::exec::planner::{PlanChoices, plan_by, plan_with};
 use crate::ir::Program;
 use physical::PhysicalOptimizer;
+use reduce::Reducer;
 
 /// Which sparsity estimator the optimizer uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +118,9 @@ pub struct OptimizerOptions {
     pub estimator: EstimatorKind,
     /// The search over elimination orders.
     pub search: Search,
+    /// Whether products' stored inputs are first reduced by their
+    /// one-variable factors ([`reduce`]); not with [`Search::None`].
+    pub semijoin: bool,
 }
 
 impl Default for OptimizerOptions {
@@ -120,6 +129,7 @@ impl Default for OptimizerOptions {
         OptimizerOptions {
             estimator: EstimatorKind::Chain,
             search: Search::Exact,
+            semijoin: true,
         }
     }
 }
@@ -138,8 +148,12 @@ pub struct Optimized {
     pub plan: PhysicalPlan,
     /// The estimated cost of the logical plan (see [`logical`]).
     pub cost: f64,
-    /// How long the optimization took.
+    /// The inputs the semijoin reduction replaced, in order.
+    pub reductions: Vec<Reduction>,
+    /// How long the optimization took, the reductions included.
     pub time: Duration,
+    /// How long the semijoin reductions took.
+    pub reduce_time: Duration,
     /// The options it ran with.
     pub options: OptimizerOptions,
 }
@@ -150,36 +164,59 @@ pub struct Optimized {
 /// counts that do not fit the tensors, ...).
 pub fn optimize(program: &Program, options: &OptimizerOptions) -> Result<Optimized> {
     let start = Instant::now();
-    let (logical, estimates, plan, cost) = match (options.search, options.estimator) {
+    let planned = match (options.search, options.estimator) {
         (Search::None, _) => {
             let choices = PlanChoices {
                 eliminate: false,
                 ..PlanChoices::default()
             };
             let plan = plan_with(program, &choices)?;
-            let estimates = vec![f64::NAN; program.queries.len()];
-            (program.clone(), estimates, plan, f64::NAN)
+            Planned {
+                logical: program.clone(),
+                estimates: vec![f64::NAN; program.queries.len()],
+                plan,
+                cost: f64::NAN,
+                reducer: Reducer::default(),
+            }
         }
-        (search, EstimatorKind::Chain) => with(&ChainEstimator::default(), program, search)?,
-        (search, EstimatorKind::Uniform) => with(&UniformEstimator, program, search)?,
+        (_, EstimatorKind::Chain) => with(&ChainEstimator::default(), program, options)?,
+        (_, EstimatorKind::Uniform) => with(&UniformEstimator, program, options)?,
     };
     Ok(Optimized {
-        logical,
-        estimates,
-        plan,
-        cost,
+        logical: planned.logical,
+        estimates: planned.estimates,
+        plan: planned.plan,
+        cost: planned.cost,
+        reductions: planned.reducer.reductions,
         time: start.elapsed(),
+        reduce_time: planned.reducer.time,
         options: *options,
     })
+}
+
+/// What [`with`] plans.
+struct Planned {
+    logical: Program,
+    estimates: Vec<f64>,
+    plan: PhysicalPlan,
+    cost: f64,
+    reducer: Reducer,
 }
 
 fn with<E: SparsityEstimator>(
     estimator: &E,
     program: &Program,
-    search: Search,
-) -> Result<(Program, Vec<f64>, PhysicalPlan, f64)> {
-    let logical = logical::optimize(estimator, program, search)?;
+    options: &OptimizerOptions,
+) -> Result<Planned> {
+    let reducer = options.semijoin.then(Reducer::default);
+    let logical = logical::optimize(estimator, program, options.search, reducer)?;
     let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats);
     let plan = plan_by(&logical.program, &logical.intermediates, &mut chooser)?;
-    Ok((logical.program, logical.estimates, plan, logical.cost))
+    Ok(Planned {
+        logical: logical.program,
+        estimates: logical.estimates,
+        plan,
+        cost: logical.cost,
+        reducer: logical.reducer.unwrap_or_default(),
+    })
 }

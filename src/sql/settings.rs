@@ -15,6 +15,9 @@
 //! - `optimizer`: the search over elimination orders, `'exact'` (the
 //!   default: exact up to a size threshold, greedy beyond), `'greedy'`, or
 //!   `'none'` (programs run as written).
+//! - `semijoin`: whether the optimizer first reduces the stored inputs of a
+//!   product by its one-variable factors (`true`, the default; see
+//!   [`crate::optimizer::reduce`]) or leaves them as they are (`false`).
 //!
 //! The values live in [`Settings`], which the database owns and shares with
 //! every statement through [`Context`](super::Context); they are atomics, so
@@ -39,12 +42,13 @@ use super::Context;
 use super::literal::Literal;
 
 /// The names of the settings, for messages.
-const NAMES: [&str; 5] = [
+const NAMES: [&str; 6] = [
     "threads",
     "memory_limit",
     "engine",
     "estimator",
     "optimizer",
+    "semijoin",
 ];
 
 /// The estimators by their setting value.
@@ -64,6 +68,8 @@ pub struct Settings {
     estimator: AtomicU8,
     /// The search (a position in [`SEARCHES`]).
     search: AtomicU8,
+    /// Whether the optimizer runs the semijoin reduction.
+    semijoin: AtomicBool,
 }
 
 impl Default for Settings {
@@ -74,6 +80,7 @@ impl Default for Settings {
             reference: AtomicBool::new(false),
             estimator: AtomicU8::new(0),
             search: AtomicU8::new(0),
+            semijoin: AtomicBool::new(OptimizerOptions::default().semijoin),
         }
     }
 }
@@ -119,7 +126,11 @@ impl Settings {
     pub fn optimizer_options(&self) -> OptimizerOptions {
         let estimator = ESTIMATORS[usize::from(self.estimator.load(Ordering::Relaxed)) % 2];
         let search = SEARCHES[usize::from(self.search.load(Ordering::Relaxed)) % 3];
-        OptimizerOptions { estimator, search }
+        OptimizerOptions {
+            estimator,
+            search,
+            semijoin: self.semijoin.load(Ordering::Relaxed),
+        }
     }
 
     /// Sets the optimizer's options.
@@ -130,6 +141,7 @@ impl Settings {
             .store(estimator.unwrap_or(0) as u8, Ordering::Relaxed);
         self.search
             .store(search.unwrap_or(0) as u8, Ordering::Relaxed);
+        self.semijoin.store(options.semijoin, Ordering::Relaxed);
     }
 
     /// Runs `program` on the engine these settings choose (optimized for
@@ -186,6 +198,7 @@ impl Settings {
                 self.optimizer_options().estimator.name()
             ),
             "optimizer" => format!("optimizer = '{}'", self.optimizer_options().search.name()),
+            "semijoin" => format!("semijoin = {}", self.optimizer_options().semijoin),
             _ => format!(
                 "memory_limit = {} ({} bytes)",
                 crate::exec::format_bytes(self.memory_limit()),
@@ -247,6 +260,18 @@ pub fn set(context: Context<'_>, set: &Set) -> Result<QueryResult> {
                 .settings
                 .set_optimizer_options(OptimizerOptions { search, ..options });
         }
+        "semijoin" => {
+            let Literal::Boolean(semijoin) = value else {
+                return Err(Error::Invalid(format!(
+                    "semijoin must be true or false, not {value}"
+                )));
+            };
+            let options = context.settings.optimizer_options();
+            context.settings.set_optimizer_options(OptimizerOptions {
+                semijoin,
+                ..options
+            });
+        }
         _ => context.settings.set_memory_limit(parse_bytes(&value)?),
     }
     Ok(QueryResult::message(context.settings.show(&name)))
@@ -280,6 +305,13 @@ pub fn reset(context: Context<'_>, reset: &ResetStatement) -> Result<QueryResult
                 let options = context.settings.optimizer_options();
                 context.settings.set_optimizer_options(OptimizerOptions {
                     search: OptimizerOptions::default().search,
+                    ..options
+                });
+            }
+            "semijoin" => {
+                let options = context.settings.optimizer_options();
+                context.settings.set_optimizer_options(OptimizerOptions {
+                    semijoin: OptimizerOptions::default().semijoin,
                     ..options
                 });
             }

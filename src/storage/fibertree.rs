@@ -49,6 +49,7 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::storage::tensor::PARALLEL_ROWS;
 use crate::storage::{Dimension, Tensor};
 
 /// The format of one fibertree level; see the module documentation.
@@ -332,6 +333,31 @@ impl FiberTree {
         self.levels.first().map(|l| l.fiber(0))
     }
 
+    /// The position reached by following `coords` from the root through
+    /// the first `coords.len()` levels: the parent position of the next
+    /// level's fiber (0, the root's, for no coordinates). `None` when a
+    /// coordinate is absent or there are fewer levels.
+    pub fn descend(&self, coords: &[i64]) -> Option<usize> {
+        let mut position = 0;
+        for (level, &coord) in self.levels.get(..coords.len())?.iter().zip(coords) {
+            position = level.fiber(position).lookup(coord)?;
+        }
+        Some(position)
+    }
+
+    /// The number of entries below `position` of the level above level
+    /// `depth` (the root's position 0 for depth 0): the size of the
+    /// subtree [`FiberTree::descend`] leads to. `None` when a level below
+    /// is not position-listed (dense or bytemap).
+    pub fn entries_under(&self, depth: usize, position: usize) -> Option<usize> {
+        let (mut lo, mut hi) = (position, position + 1);
+        for level in self.levels.get(depth..)? {
+            let pos = level.pos()?;
+            (lo, hi) = (*pos.get(lo)?, *pos.get(hi)?);
+        }
+        Some(hi.saturating_sub(lo))
+    }
+
     /// The annotation columns by leaf position (in the order of
     /// [`Tensor::annotation_columns`]).
     pub fn values(&self) -> &[ArrayRef] {
@@ -438,6 +464,16 @@ fn sort_entries(
     sizes: &[u64],
 ) -> (Vec<u64>, Vec<ScalarBuffer<i64>>) {
     let rows = columns.first().map_or(0, |c| c.len());
+    if rows < PARALLEL_ROWS {
+        // Few entries: a comparison sort on the calling thread.
+        let mut permutation: Vec<u64> = (0..rows as u64).collect();
+        permutation.sort_unstable_by(|&a, &b| compare_rows(columns, a, b));
+        let sorted_columns = columns
+            .iter()
+            .map(|c| permutation.iter().map(|&e| c[e as usize]).collect())
+            .collect();
+        return (permutation, sorted_columns);
+    }
     let bits: Vec<u32> = sizes
         .iter()
         .map(|s| u64::BITS - s.saturating_sub(1).leading_zeros())
@@ -472,13 +508,7 @@ fn sort_entries(
         (sorted.into_iter().map(|(_, e)| e).collect(), sorted_columns)
     } else {
         let mut permutation: Vec<u64> = (0..rows as u64).collect();
-        permutation.par_sort_unstable_by(|&a, &b| {
-            columns
-                .iter()
-                .map(|c| c[a as usize].cmp(&c[b as usize]))
-                .find(|o| o.is_ne())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
+        permutation.par_sort_unstable_by(|&a, &b| compare_rows(columns, a, b));
         let sorted_columns = columns
             .iter()
             .map(|c| {
@@ -491,6 +521,15 @@ fn sort_entries(
             .collect();
         (permutation, sorted_columns)
     }
+}
+
+/// The lexicographic order of entries `a` and `b` by `columns`.
+fn compare_rows(columns: &[ScalarBuffer<i64>], a: u64, b: u64) -> std::cmp::Ordering {
+    columns
+        .iter()
+        .map(|c| c[a as usize].cmp(&c[b as usize]))
+        .find(|o| o.is_ne())
+        .unwrap_or(std::cmp::Ordering::Equal)
 }
 
 /// Least-significant-digit radix sort of `(key, payload)` pairs by the low

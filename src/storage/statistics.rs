@@ -31,6 +31,8 @@ use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 use rayon::prelude::*;
 
+use super::tensor::PARALLEL_ROWS;
+
 use crate::storage::Dimension;
 
 /// Tensors of up to this many dimensions get a degree statistic for every
@@ -237,11 +239,18 @@ fn coordinate_columns<'a>(sizes: &[u64], data: &'a RecordBatch) -> Option<Vec<&'
                 .map(|a| a.values().as_ref())
         })
         .collect::<Option<Vec<&[i64]>>>()?;
-    let in_range = columns.par_iter().zip(sizes).all(|(column, &size)| {
-        column
+    let below = |size: u64| move |&c: &i64| u64::try_from(c).is_ok_and(|c| c < size);
+    let in_range = if data.num_rows() < PARALLEL_ROWS {
+        columns
+            .iter()
+            .zip(sizes)
+            .all(|(column, &size)| column.iter().all(below(size)))
+    } else {
+        columns
             .par_iter()
-            .all(|&c| u64::try_from(c).is_ok_and(|c| c < size))
-    });
+            .zip(sizes)
+            .all(|(column, &size)| column.par_iter().all(below(size)))
+    };
     in_range.then_some(columns)
 }
 
@@ -302,23 +311,35 @@ fn degree_statistics(columns: &[&[i64]], sizes: &[u64]) -> Vec<DegreeStat> {
     needed.sort_by_key(|z| (z.len(), *z));
 
     let mut projections: HashMap<DimSet, Projection> = HashMap::new();
+    let parallel = rows >= PARALLEL_ROWS;
     for size in 1..=columns.len() {
-        let computed: Vec<(DimSet, Projection)> = needed
-            .par_iter()
-            .filter(|z| z.len() == size)
-            .map(|&z| (z, project(z, columns, sizes, rows, &projections)))
-            .collect();
+        let of_size = |z: &&DimSet| z.len() == size;
+        let computed: Vec<(DimSet, Projection)> = if parallel {
+            needed
+                .par_iter()
+                .filter(of_size)
+                .map(|&z| (z, project(z, columns, sizes, rows, &projections)))
+                .collect()
+        } else {
+            needed
+                .iter()
+                .filter(of_size)
+                .map(|&z| (z, project(z, columns, sizes, rows, &projections)))
+                .collect()
+        };
         projections.extend(computed);
     }
 
-    pairs
-        .par_iter()
-        .map(|&(x, y)| DegreeStat {
-            x,
-            y,
-            degree: degree(&projections, x.union(y), y),
-        })
-        .collect()
+    let stat = |&(x, y): &(DimSet, DimSet)| DegreeStat {
+        x,
+        y,
+        degree: degree(&projections, x.union(y), y),
+    };
+    if parallel {
+        pairs.par_iter().map(stat).collect()
+    } else {
+        pairs.iter().map(stat).collect()
+    }
 }
 
 /// For a set that is neither a prefix of the stored order nor a single

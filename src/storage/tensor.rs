@@ -623,11 +623,12 @@ fn validate_column_order(
     Ok(order)
 }
 
-/// Below this many rows, the checks of [`Tensor::from_coo`] run on the
-/// calling thread: handing a small job to the thread pool and waiting for
-/// it costs more than the job (a query result of a few thousand entries
-/// would spend most of its time there).
-const PARALLEL_ROWS: usize = 1 << 16;
+/// Below this many rows, the checks of [`Tensor::from_coo`], the
+/// statistics and the index sorts run on the calling thread: handing a
+/// small job to the thread pool and waiting for it costs more than the job
+/// (a query result of a few thousand entries would spend most of its time
+/// there).
+pub(crate) const PARALLEL_ROWS: usize = 1 << 16;
 
 /// Checks the coordinates of one dimension and settles its size; `sorted`
 /// says the column ascends (its range is then its first and last).

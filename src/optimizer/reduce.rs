@@ -1,0 +1,712 @@
+//! Semijoin reduction: stored inputs of a product shrunk to the
+//! coordinates its one-variable factors allow, before the logical
+//! optimizer estimates and plans the product.
+//!
+//! In `labels[a,3] * edges[a,b,0] * labels[b,12] * ...` every assignment
+//! with an entry has `a` among the vertices labelled 3 and `b` among those
+//! labelled 12, so `edges[a,b,0]` may be replaced by its entries with
+//! label 0 whose `a` and `b` are stored in those two filters: the product
+//! is unchanged, because the executor (and the reference evaluator) only
+//! produce assignments where every factor has a stored entry. The reduced
+//! input is a stored tensor of its own (named `#s1`, `#s2`, ...), so the
+//! degree statistics the estimators read from it are exact for the
+//! labelled edges instead of bounded by the maximum degree over all
+//! vertices, and every later intermediate and loop nest reads fewer
+//! entries. This is the first pass of Yannakakis's semijoin reduction,
+//! restricted to one-variable filters; it is what keeps the chain bound of
+//! wide labelled subgraph queries within reach of their true sizes.
+//!
+//! A *filter* is a factor that reads a stored tensor through exactly one
+//! variable (any other terms constant). A *target* is a stored input with
+//! two or more distinct variables, at least one of them filtered by another
+//! factor. The target's entries are walked in a fibertree order led by its
+//! constants and then its filtered dimensions (smallest filter first),
+//! visiting only the filters' coordinates. A reduction that removes nothing
+//! is dropped, and reductions are shared by equal (target, filters) pairs
+//! of one program. The work is proportional to the entries under the
+//! filtered coordinates, never more than one pass over the target.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::ir::{Annotation, Expr, IndexTerm, Input, TensorRef};
+use crate::storage::fibertree::{Fiber, FiberTree, IndexSpec, LeafValues, Level};
+use crate::storage::{Coo, DimensionSpec, MULTIPLICITY, Tensor, ValueData};
+
+/// One reduced input, for `EXPLAIN`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reduction {
+    /// The name the reduced tensor goes by in the plan (`#s1`, ...).
+    pub name: String,
+    /// The reduced input as written first, with its variables.
+    pub source: String,
+    /// The filters it was reduced by, as written first.
+    pub filters: Vec<String>,
+    /// The variables of the reduced tensor, in its dimension order.
+    pub indices: Vec<String>,
+    /// The entries kept.
+    pub kept: usize,
+    /// The entries the target's constants select (all of them without
+    /// constants).
+    pub of: usize,
+}
+
+/// A stored input read through its terms, identified by the tensor object
+/// and the terms' shape (constants, and which position is which variable).
+type Shape = (usize, Annotation, Vec<Option<i64>>);
+
+/// A filter: its shape and the position of its variable.
+type FilterKey = (Shape, usize);
+
+/// A reduction: the target's shape and, per term, the filters on it.
+type ReductionKey = (Shape, Vec<Vec<FilterKey>>);
+
+/// Reduces the products of one program, remembering what it made.
+#[derive(Debug, Default)]
+pub struct Reducer {
+    /// The filters' coordinates by (filter shape, position of its variable).
+    supports: HashMap<FilterKey, Arc<Support>>,
+    /// Reductions made, by target shape and the filters of each position;
+    /// `None` when the filters remove nothing.
+    made: HashMap<ReductionKey, Option<Made>>,
+    /// What was made, in order.
+    pub reductions: Vec<Reduction>,
+    /// Time spent reducing.
+    pub time: Duration,
+}
+
+/// The coordinates a filter stores at its variable: sorted, and as a
+/// bitmap for constant-time membership.
+#[derive(Debug)]
+struct Support {
+    coords: Vec<i64>,
+    bits: Vec<u64>,
+}
+
+impl Support {
+    fn new(coords: Vec<i64>) -> Support {
+        let words = coords.last().map_or(0, |&c| c as usize / 64 + 1);
+        let mut bits = vec![0u64; words];
+        for &c in &coords {
+            bits[c as usize / 64] |= 1 << (c % 64);
+        }
+        Support { coords, bits }
+    }
+
+    fn contains(&self, c: i64) -> bool {
+        usize::try_from(c)
+            .ok()
+            .and_then(|c| self.bits.get(c / 64).map(|w| w >> (c % 64) & 1 == 1))
+            .unwrap_or(false)
+    }
+
+    fn len(&self) -> usize {
+        self.coords.len()
+    }
+
+    /// The coordinates in both.
+    fn intersect(&self, other: &Support) -> Support {
+        Support::new(
+            self.coords
+                .iter()
+                .copied()
+                .filter(|&c| other.contains(c))
+                .collect(),
+        )
+    }
+}
+
+/// A reduced tensor and the target's dimensions it keeps, in its order.
+#[derive(Clone, Debug)]
+struct Made {
+    tensor: TensorRef,
+    annotation: Annotation,
+    dims: Vec<usize>,
+}
+
+/// The shape of a stored input (see [`Shape`]) and, per term, its variable.
+fn shape(input: &Input) -> (Shape, Vec<Option<&str>>) {
+    let consts = input
+        .indices
+        .iter()
+        .map(|t| match t {
+            IndexTerm::Const(c) => Some(*c),
+            IndexTerm::Var(_) => None,
+        })
+        .collect();
+    let vars = input
+        .indices
+        .iter()
+        .map(|t| match t {
+            IndexTerm::Var(v) => Some(v.as_str()),
+            IndexTerm::Const(_) => None,
+        })
+        .collect();
+    let id = Arc::as_ptr(&input.tensor.tensor) as usize;
+    ((id, input.annotation, consts), vars)
+}
+
+/// The distinct variables of `vars` if none repeats.
+fn distinct<'a>(vars: &[Option<&'a str>]) -> Option<Vec<&'a str>> {
+    let mut seen: Vec<&str> = Vec::new();
+    for v in vars.iter().flatten() {
+        if seen.contains(v) {
+            return None;
+        }
+        seen.push(v);
+    }
+    Some(seen)
+}
+
+impl Reducer {
+    /// The factors of one product with every target input replaced by its
+    /// reduction (see the module documentation); the others unchanged.
+    ///
+    /// Errors: a fibertree index of a target or filter that cannot be built
+    /// (see [`Tensor::index`]).
+    pub fn reduce(&mut self, factors: Vec<Expr>) -> Result<Vec<Expr>> {
+        let start = Instant::now();
+        // The one-variable stored factors, by variable.
+        let mut filters: HashMap<&str, Vec<(usize, Shape, usize)>> = HashMap::new();
+        for (k, factor) in factors.iter().enumerate() {
+            if let Expr::Input(input) = factor {
+                let (shape, vars) = shape(input);
+                if let Some([v]) = distinct(&vars).as_deref()
+                    && let Some(position) = vars.iter().position(|x| x == &Some(*v))
+                {
+                    filters.entry(v).or_default().push((k, shape, position));
+                }
+            }
+        }
+        let mut replaced: Vec<(usize, Expr)> = Vec::new();
+        if !filters.is_empty() {
+            for (k, factor) in factors.iter().enumerate() {
+                let Expr::Input(input) = factor else {
+                    continue;
+                };
+                let (target, vars) = shape(input);
+                let Some(names) = distinct(&vars) else {
+                    continue;
+                };
+                if names.len() < 2 {
+                    continue;
+                }
+                let by_term: Vec<Vec<(usize, &Shape, usize)>> = vars
+                    .iter()
+                    .map(|v| {
+                        v.and_then(|v| filters.get(v))
+                            .map(|fs| {
+                                fs.iter()
+                                    .filter(|(j, _, _)| *j != k)
+                                    .map(|(j, s, p)| (*j, s, *p))
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                if by_term.iter().all(Vec::is_empty) {
+                    continue;
+                }
+                if let Some(expr) = self.reduced(input, target, &vars, &by_term, &factors)? {
+                    replaced.push((k, expr));
+                }
+            }
+        }
+        let mut factors = factors;
+        for (k, expr) in replaced {
+            if let Some(slot) = factors.get_mut(k) {
+                *slot = expr;
+            }
+        }
+        self.time += start.elapsed();
+        Ok(factors)
+    }
+
+    /// The reduced form of `input` by the filters of each of its terms, if
+    /// they remove any entry.
+    fn reduced(
+        &mut self,
+        input: &Input,
+        target: Shape,
+        vars: &[Option<&str>],
+        by_term: &[Vec<(usize, &Shape, usize)>],
+        factors: &[Expr],
+    ) -> Result<Option<Expr>> {
+        let mut filter_key: Vec<Vec<FilterKey>> = by_term
+            .iter()
+            .map(|fs| fs.iter().map(|(_, s, p)| ((*s).clone(), *p)).collect())
+            .collect();
+        filter_key
+            .iter_mut()
+            .for_each(|fs| fs.sort_by(|a, b| (a.0.0, &a.0.2, a.1).cmp(&(b.0.0, &b.0.2, b.1))));
+        let key = (target, filter_key);
+        let made = match self.made.get(&key) {
+            Some(made) => made.clone(),
+            None => {
+                let mut supports: Vec<Option<Arc<Support>>> = Vec::new();
+                for fs in by_term {
+                    let mut support: Option<Arc<Support>> = None;
+                    for (j, s, p) in fs {
+                        let Some(Expr::Input(filter)) = factors.get(*j) else {
+                            continue;
+                        };
+                        let own = self.support(filter, s, *p)?;
+                        support = Some(match support {
+                            None => own,
+                            Some(other) => Arc::new(other.intersect(&own)),
+                        });
+                    }
+                    supports.push(support);
+                }
+                let made = self.make(input, &supports)?;
+                if let Some((made, kept, of)) = &made {
+                    let filters = by_term
+                        .iter()
+                        .flatten()
+                        .filter_map(|(j, _, _)| factors.get(*j).map(ToString::to_string))
+                        .collect();
+                    self.reductions.push(Reduction {
+                        name: made.tensor.name.clone(),
+                        source: Expr::Input(input.clone()).to_string(),
+                        filters,
+                        indices: made
+                            .dims
+                            .iter()
+                            .filter_map(|&d| vars.get(d).copied().flatten().map(str::to_string))
+                            .collect(),
+                        kept: *kept,
+                        of: *of,
+                    });
+                }
+                let made = made.map(|(made, _, _)| made);
+                self.made.insert(key, made.clone());
+                made
+            }
+        };
+        Ok(made.map(|made| {
+            let indices = made
+                .dims
+                .iter()
+                .filter_map(|&d| input.indices.get(d).cloned())
+                .collect();
+            Expr::Input(Input {
+                tensor: made.tensor,
+                annotation: made.annotation,
+                indices,
+            })
+        }))
+    }
+
+    /// The sorted coordinates of the filter `input` at its variable's
+    /// position `position`.
+    fn support(&mut self, input: &Input, shape: &Shape, position: usize) -> Result<Arc<Support>> {
+        if let Some(found) = self.supports.get(&(shape.clone(), position)) {
+            return Ok(Arc::clone(found));
+        }
+        let consts = IndexTerm::constants(&input.indices);
+        let order: Vec<usize> = consts.iter().map(|(d, _)| *d).chain([position]).collect();
+        let tree = input.tensor.tensor.index(&IndexSpec::compressed(order))?;
+        let path: Vec<i64> = consts.iter().map(|(_, c)| *c).collect();
+        let coords = match (tree.descend(&path), tree.levels().get(path.len())) {
+            (Some(parent), Some(level)) => level.fiber(parent).cursor().map(|(c, _)| c).collect(),
+            _ => Vec::new(),
+        };
+        let support = Arc::new(Support::new(coords));
+        self.supports
+            .insert((shape.clone(), position), Arc::clone(&support));
+        Ok(support)
+    }
+
+    /// Walks `input`'s entries within `supports` (per term; `None`: no
+    /// filter) and stores those kept as a new tensor over the input's
+    /// variables, with how many were kept of how many its constants
+    /// select; `None` when the filters remove nothing.
+    fn make(
+        &self,
+        input: &Input,
+        supports: &[Option<Arc<Support>>],
+    ) -> Result<Option<(Made, usize, usize)>> {
+        let tensor = &input.tensor.tensor;
+        let constants = IndexTerm::constants(&input.indices);
+        let consts: Vec<usize> = constants.iter().map(|(d, _)| *d).collect();
+        let mut filtered: Vec<usize> = (0..input.indices.len())
+            .filter(|&d| supports.get(d).is_some_and(Option::is_some))
+            .collect();
+        filtered.sort_by_key(|&d| supports[d].as_ref().map_or(0, |s| s.len()));
+        let rest: Vec<usize> = (0..input.indices.len())
+            .filter(|d| !consts.contains(d) && !filtered.contains(d))
+            .collect();
+        let order: Vec<usize> = consts
+            .iter()
+            .chain(&filtered)
+            .chain(&rest)
+            .copied()
+            .collect();
+        let tree = tensor.index(&IndexSpec::compressed(order.clone()))?;
+        let path: Vec<i64> = constants.iter().map(|(_, c)| *c).collect();
+        let Some(parent) = tree.descend(&path) else {
+            return Ok(None);
+        };
+        let levels = tree.levels();
+        let steps: Vec<Option<Arc<Support>>> = order[consts.len()..]
+            .iter()
+            .map(|&d| supports.get(d).cloned().flatten())
+            .collect();
+        let mut walk = Walk {
+            levels: &levels[consts.len()..],
+            steps: &steps,
+            coords: vec![Vec::new(); steps.len()],
+            leaves: Vec::new(),
+            path: vec![0; steps.len()],
+        };
+        if let Some(first) = levels.get(consts.len()) {
+            walk.visit(0, first.fiber(parent));
+        }
+        let of = tree.entries_under(consts.len(), parent).unwrap_or(0);
+        let kept = walk.leaves.len();
+        if kept >= of {
+            return Ok(None);
+        }
+        let dims: Vec<usize> = order[consts.len()..].to_vec();
+        let specs = dims
+            .iter()
+            .map(|&d| {
+                let dim = &tensor.dims()[d];
+                DimensionSpec {
+                    name: dim.name.clone(),
+                    size: Some(dim.size),
+                    dictionary: dim.dictionary.clone(),
+                }
+            })
+            .collect();
+        let (values, annotation) = match input.annotation {
+            Annotation::Multiplicity if tensor.is_bag() => (
+                vec![(MULTIPLICITY.to_string(), gather(&tree, 0, &walk.leaves)?)],
+                Annotation::Multiplicity,
+            ),
+            Annotation::Multiplicity => (Vec::new(), Annotation::Multiplicity),
+            Annotation::Column(k) => {
+                let name = tensor
+                    .values()
+                    .get(k)
+                    .map(|v| v.name.clone())
+                    .ok_or_else(|| {
+                        Error::Invalid(format!("internal: value column {k} of a reduced input"))
+                    })?;
+                (
+                    vec![(name, gather(&tree, k, &walk.leaves)?)],
+                    Annotation::Column(0),
+                )
+            }
+        };
+        let reduced = Tensor::from_increasing_coo(Coo {
+            dims: specs,
+            coords: walk.coords,
+            values,
+            column_order: None,
+        })?;
+        let name = format!("#s{}", self.reductions.len() + 1);
+        Ok(Some((
+            Made {
+                tensor: TensorRef {
+                    name,
+                    tensor: Arc::new(reduced),
+                },
+                annotation,
+                dims,
+            },
+            kept,
+            of,
+        )))
+    }
+}
+
+/// The state of one reduction walk over the variable levels of a
+/// fibertree.
+struct Walk<'a> {
+    /// The levels, from the first variable's on.
+    levels: &'a [Level],
+    /// Per level, the filter's sorted coordinates (`None`: every one).
+    steps: &'a [Option<Arc<Support>>],
+    /// The kept entries' coordinates, per level.
+    coords: Vec<Vec<i64>>,
+    /// The kept entries' leaf positions.
+    leaves: Vec<usize>,
+    /// The coordinates on the current path, per level.
+    path: Vec<i64>,
+}
+
+impl Walk<'_> {
+    /// Visits the children of `fiber`, a fiber of level `level`, that the
+    /// level's filter allows.
+    fn visit(&mut self, level: usize, fiber: Fiber<'_>) {
+        let steps = self.steps;
+        match steps.get(level).and_then(Option::as_ref) {
+            // A short fiber: look its coordinates up in the filter.
+            Some(support) if fiber.len() <= support.len() => {
+                for (c, child) in fiber.cursor() {
+                    if support.contains(c) {
+                        self.descend(level, c, child);
+                    }
+                }
+            }
+            // A short filter: seek its coordinates in the fiber.
+            Some(support) => {
+                let mut cursor = fiber.cursor();
+                for &s in &support.coords {
+                    cursor.seek(s);
+                    match cursor.current() {
+                        Some((c, child)) if c == s => self.descend(level, c, child),
+                        Some(_) => {}
+                        None => break,
+                    }
+                }
+            }
+            None => {
+                for (c, child) in fiber.cursor() {
+                    self.descend(level, c, child);
+                }
+            }
+        }
+    }
+
+    /// Follows coordinate `coord` at child position `child` of level
+    /// `level`: keeps the entry at a leaf, visits the child fiber above.
+    fn descend(&mut self, level: usize, coord: i64, child: usize) {
+        self.path[level] = coord;
+        let levels = self.levels;
+        match levels.get(level + 1) {
+            Some(next) => self.visit(level + 1, next.fiber(child)),
+            None => {
+                for (column, &c) in self.coords.iter_mut().zip(&self.path) {
+                    column.push(c);
+                }
+                self.leaves.push(child);
+            }
+        }
+    }
+}
+
+/// The values of annotation column `column` at the leaves `leaves`.
+fn gather(tree: &FiberTree, column: usize, leaves: &[usize]) -> Result<ValueData> {
+    let missing = || Error::Invalid(format!("internal: annotation column {column} of an index"));
+    Ok(match tree.leaf_values(column).ok_or_else(missing)? {
+        LeafValues::Int64(v) => ValueData::Int64(leaves.iter().map(|&l| v[l]).collect()),
+        LeafValues::Float64(v) => ValueData::Float64(leaves.iter().map(|&l| v[l]).collect()),
+        LeafValues::Boolean(v) => ValueData::Boolean(leaves.iter().map(|&l| v.value(l)).collect()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A stored tensor over `dims` (name, size) from `entries` (coordinates
+    /// and a value): a bag with the values as multiplicities when `bag`,
+    /// else one float column `v`.
+    fn tensor(dims: &[(&str, u64)], entries: &BTreeMap<Vec<i64>, i64>, bag: bool) -> Arc<Tensor> {
+        let coords = (0..dims.len())
+            .map(|d| entries.keys().map(|k| k[d]).collect())
+            .collect();
+        let values = if bag {
+            vec![(
+                MULTIPLICITY.to_string(),
+                ValueData::Int64(entries.values().copied().collect()),
+            )]
+        } else {
+            vec![(
+                "v".to_string(),
+                ValueData::Float64(entries.values().map(|&v| v as f64 / 2.0).collect()),
+            )]
+        };
+        let coo = Coo {
+            dims: dims
+                .iter()
+                .map(|(n, s)| DimensionSpec::new(*n, Some(*s)))
+                .collect(),
+            coords,
+            values,
+            column_order: None,
+        };
+        Arc::new(Tensor::from_coo(coo).unwrap())
+    }
+
+    fn input(name: &str, tensor: &Arc<Tensor>, annotation: Annotation, terms: &[&str]) -> Expr {
+        Expr::Input(Input {
+            tensor: TensorRef {
+                name: name.to_string(),
+                tensor: Arc::clone(tensor),
+            },
+            annotation,
+            indices: terms
+                .iter()
+                .map(|t| match t.parse::<i64>() {
+                    Ok(c) => IndexTerm::Const(c),
+                    Err(_) => IndexTerm::Var(t.to_string()),
+                })
+                .collect(),
+        })
+    }
+
+    /// The entries of a tensor by the variables' names: each entry as a
+    /// map from variable to coordinate, with its annotation as a float.
+    fn entries_by_var(expr: &Expr) -> Vec<(BTreeMap<String, i64>, f64)> {
+        let Expr::Input(input) = expr else {
+            panic!("not an input: {expr}");
+        };
+        let t = &input.tensor.tensor;
+        let values: Vec<f64> = match (input.annotation, t.multiplicities()) {
+            (Annotation::Multiplicity, Some(m)) => m.iter().map(|&v| v as f64).collect(),
+            (Annotation::Multiplicity, None) => vec![1.0; t.nnz()],
+            (Annotation::Column(k), _) => {
+                let tree = t.index(&IndexSpec::identity(t.dims().len())).unwrap();
+                match tree.leaf_values(k).unwrap() {
+                    LeafValues::Float64(v) => v.to_vec(),
+                    other => panic!("unexpected values {other:?}"),
+                }
+            }
+        };
+        let mut out: Vec<(BTreeMap<String, i64>, f64)> = (0..t.nnz())
+            .filter_map(|row| {
+                let mut assignment = BTreeMap::new();
+                for (d, term) in input.indices.iter().enumerate() {
+                    let c = t.coords(d)[row];
+                    match term {
+                        IndexTerm::Const(k) if *k != c => return None,
+                        IndexTerm::Const(_) => {}
+                        IndexTerm::Var(v) => {
+                            assignment.insert(v.clone(), c);
+                        }
+                    }
+                }
+                Some((assignment, values[row]))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// The coordinates of `var` that a one-variable filter stores.
+    fn support(filter: &Expr, var: &str) -> Vec<i64> {
+        entries_by_var(filter)
+            .into_iter()
+            .map(|(a, _)| a[var])
+            .collect()
+    }
+
+    fn sparse(dims: Vec<u64>) -> impl Strategy<Value = BTreeMap<Vec<i64>, i64>> {
+        let key = dims.into_iter().map(|n| 0..n as i64).collect::<Vec<_>>();
+        proptest::collection::btree_map(key, 1..4i64, 0..40)
+    }
+
+    proptest! {
+        /// A reduced input holds exactly the target's entries (with their
+        /// multiplicities or values) whose filtered coordinates every
+        /// filter stores; an input is left as it is only when its filters
+        /// remove nothing.
+        #[test]
+        fn reduction_keeps_exactly_the_filtered_entries(
+            target in sparse(vec![6, 7, 3]),
+            left in sparse(vec![6, 2]),
+            right in sparse(vec![7, 2]),
+            extra in sparse(vec![6]),
+            bag in any::<bool>(),
+            label in 0..3i64,
+        ) {
+            let t = tensor(&[("a", 6), ("b", 7), ("c", 3)], &target, bag);
+            let l = tensor(&[("v", 6), ("l", 2)], &left, true);
+            let r = tensor(&[("v", 7), ("l", 2)], &right, true);
+            let x = tensor(&[("v", 6)], &extra, true);
+            let annotation = if bag { Annotation::Multiplicity } else { Annotation::Column(0) };
+            let label = label.to_string();
+            let factors = vec![
+                input("L", &l, Annotation::Multiplicity, &["i", "1"]),
+                input("T", &t, annotation, &["i", "j", &label]),
+                input("R", &r, Annotation::Multiplicity, &["j", "0"]),
+                input("X", &x, Annotation::Multiplicity, &["i"]),
+            ];
+            let mut reducer = Reducer::default();
+            let reduced = reducer.reduce(factors.clone()).unwrap();
+            prop_assert_eq!(reduced.len(), 4);
+            for k in [0, 2, 3] {
+                prop_assert_eq!(&reduced[k], &factors[k]);
+            }
+            let (on_i, on_j) = (
+                Support::new(support(&factors[0], "i"))
+                    .intersect(&Support::new(support(&factors[3], "i")))
+                    .coords,
+                support(&factors[2], "j"),
+            );
+            let all = entries_by_var(&factors[1]);
+            let expected: Vec<_> = all
+                .iter()
+                .filter(|(a, _)| on_i.binary_search(&a["i"]).is_ok()
+                    && on_j.binary_search(&a["j"]).is_ok())
+                .cloned()
+                .collect();
+            if expected.len() == all.len() {
+                prop_assert_eq!(&reduced[1], &factors[1]);
+                prop_assert!(reducer.reductions.is_empty());
+            } else {
+                prop_assert_eq!(entries_by_var(&reduced[1]), expected.clone());
+                prop_assert_eq!(reducer.reductions.len(), 1);
+                prop_assert_eq!(reducer.reductions[0].kept, expected.len());
+                prop_assert_eq!(reducer.reductions[0].of, all.len());
+            }
+        }
+    }
+
+    /// Equal targets with equal filters share one reduced tensor; the same
+    /// target under other filters gets its own.
+    #[test]
+    fn equal_reductions_are_shared() {
+        let edges: BTreeMap<Vec<i64>, i64> = [(0, 1), (1, 0), (1, 2), (2, 1), (0, 2), (2, 0)]
+            .into_iter()
+            .map(|(a, b)| (vec![a, b], 1))
+            .collect();
+        let labels: BTreeMap<Vec<i64>, i64> = [(0, 5), (1, 5), (2, 6)]
+            .into_iter()
+            .map(|(v, l)| (vec![v, l], 1))
+            .collect();
+        let e = tensor(&[("s", 3), ("d", 3)], &edges, true);
+        let l = tensor(&[("v", 3), ("l", 7)], &labels, true);
+        let m = Annotation::Multiplicity;
+        let factors = vec![
+            input("labels", &l, m, &["a", "5"]),
+            input("labels", &l, m, &["b", "5"]),
+            input("labels", &l, m, &["c", "6"]),
+            input("edges", &e, m, &["a", "b"]),
+            input("edges", &e, m, &["b", "a"]),
+            input("edges", &e, m, &["a", "c"]),
+        ];
+        let mut reducer = Reducer::default();
+        let reduced = reducer.reduce(factors).unwrap();
+        let names: Vec<String> = reduced[3..]
+            .iter()
+            .map(|f| match f {
+                Expr::Input(i) => i.tensor.name.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        assert_eq!(names, ["#s1", "#s1", "#s2"]);
+        assert_eq!(reducer.reductions.len(), 2);
+        assert_eq!(
+            (reducer.reductions[0].kept, reducer.reductions[0].of),
+            (2, 6)
+        );
+        assert_eq!(
+            (reducer.reductions[1].kept, reducer.reductions[1].of),
+            (2, 6)
+        );
+        assert_eq!(
+            reducer.reductions[0].filters,
+            ["labels[a,5]", "labels[b,5]"]
+        );
+    }
+}
