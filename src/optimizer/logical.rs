@@ -69,6 +69,11 @@ pub const EXACT_LIMIT: usize = 10;
 /// keeps the best plan found so far.
 pub const EXACT_BUDGET: usize = 200;
 
+/// A step estimated to write more entries than this is never taken: it
+/// would need gigabytes of memory, and the loop nest of the query that
+/// would read it computes the same without writing it.
+pub const MAX_STEP_ENTRIES: f64 = 1e8;
+
 /// Weight of an entry written (`A` in the cost).
 const WRITE_COST: f64 = 1.0;
 
@@ -682,7 +687,12 @@ impl<E: SparsityEstimator> Space<'_, E> {
                     self.estimator
                         .aggregate(&[self.names[var].clone()], &body)?,
                 );
-                let cost = WRITE_COST * self.estimate(&stats) + VISIT_COST * self.estimate(&body);
+                let written = self.estimate(&stats);
+                let cost = if written > MAX_STEP_ENTRIES {
+                    f64::INFINITY
+                } else {
+                    WRITE_COST * written + VISIT_COST * self.estimate(&body)
+                };
                 self.steps.insert(key, (Rc::clone(&stats), cost));
                 (stats, cost)
             }
