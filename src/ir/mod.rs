@@ -112,7 +112,7 @@ pub struct Input {
 }
 
 /// Which annotation of a tensor an input reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Annotation {
     /// The value column at this position.
     Column(usize),

@@ -118,6 +118,14 @@ impl Support {
     }
 }
 
+/// A one-variable stored factor of a product.
+struct Filter<'a> {
+    /// The factor, for `EXPLAIN`.
+    factor: &'a Expr,
+    input: &'a Input,
+    key: FilterKey,
+}
+
 /// A reduced tensor and the target's dimensions it keeps, in its order.
 #[derive(Clone, Debug)]
 struct Made {
@@ -126,26 +134,43 @@ struct Made {
     dims: Vec<usize>,
 }
 
-/// The shape of a stored input (see [`Shape`]) and, per term, its variable.
-fn shape(input: &Input) -> (Shape, Vec<Option<&str>>) {
-    let consts = input
-        .indices
-        .iter()
-        .map(|t| match t {
-            IndexTerm::Const(c) => Some(*c),
-            IndexTerm::Var(_) => None,
+/// A factor that reads a stored tensor: the input, its shape (see
+/// [`Shape`]) and, per term, its variable.
+struct Stored<'a> {
+    input: &'a Input,
+    shape: Shape,
+    vars: Vec<Option<&'a str>>,
+}
+
+impl<'a> Stored<'a> {
+    /// `factor` if it is an input.
+    fn of(factor: &'a Expr) -> Option<Stored<'a>> {
+        let Expr::Input(input) = factor else {
+            return None;
+        };
+        let consts = input
+            .indices
+            .iter()
+            .map(|t| match t {
+                IndexTerm::Const(c) => Some(*c),
+                IndexTerm::Var(_) => None,
+            })
+            .collect();
+        let vars = input
+            .indices
+            .iter()
+            .map(|t| match t {
+                IndexTerm::Var(v) => Some(v.as_str()),
+                IndexTerm::Const(_) => None,
+            })
+            .collect();
+        let id = Arc::as_ptr(&input.tensor.tensor) as usize;
+        Some(Stored {
+            input,
+            shape: (id, input.annotation, consts),
+            vars,
         })
-        .collect();
-    let vars = input
-        .indices
-        .iter()
-        .map(|t| match t {
-            IndexTerm::Var(v) => Some(v.as_str()),
-            IndexTerm::Const(_) => None,
-        })
-        .collect();
-    let id = Arc::as_ptr(&input.tensor.tensor) as usize;
-    ((id, input.annotation, consts), vars)
+    }
 }
 
 /// The distinct variables of `vars` if none repeats.
@@ -168,91 +193,71 @@ impl Reducer {
     /// (see [`Tensor::index`]).
     pub fn reduce(&mut self, factors: Vec<Expr>) -> Result<Vec<Expr>> {
         let start = Instant::now();
-        // The one-variable stored factors, by variable.
-        let mut filters: HashMap<&str, Vec<(usize, Shape, usize)>> = HashMap::new();
-        for (k, factor) in factors.iter().enumerate() {
-            if let Expr::Input(input) = factor {
-                let (shape, vars) = shape(input);
-                if let Some([v]) = distinct(&vars).as_deref()
-                    && let Some(position) = vars.iter().position(|x| x == &Some(*v))
-                {
-                    filters.entry(v).or_default().push((k, shape, position));
-                }
+        let stored: Vec<Option<Stored<'_>>> = factors.iter().map(Stored::of).collect();
+        // The one-variable stored factors, by variable. A target has two
+        // or more variables, so it is never its own filter.
+        let mut filters: HashMap<&str, Vec<Filter<'_>>> = HashMap::new();
+        for (factor, s) in factors.iter().zip(&stored) {
+            let Some(s) = s else {
+                continue;
+            };
+            if let Some([v]) = distinct(&s.vars).as_deref()
+                && let Some(position) = s.vars.iter().position(|x| x == &Some(*v))
+            {
+                filters.entry(v).or_default().push(Filter {
+                    factor,
+                    input: s.input,
+                    key: (s.shape.clone(), position),
+                });
             }
         }
-        let mut replaced: Vec<(usize, Expr)> = Vec::new();
-        if !filters.is_empty() {
-            for (k, factor) in factors.iter().enumerate() {
-                let Expr::Input(input) = factor else {
-                    continue;
-                };
-                let (target, vars) = shape(input);
-                let Some(names) = distinct(&vars) else {
-                    continue;
-                };
-                if names.len() < 2 {
-                    continue;
+        let mut reduced = Vec::with_capacity(factors.len());
+        for (factor, s) in factors.iter().zip(&stored) {
+            let replacement = match s {
+                Some(s) if distinct(&s.vars).is_some_and(|n| n.len() >= 2) => {
+                    let by_term: Vec<&[Filter<'_>]> = s
+                        .vars
+                        .iter()
+                        .map(|v| {
+                            v.and_then(|v| filters.get(v))
+                                .map_or(&[][..], Vec::as_slice)
+                        })
+                        .collect();
+                    if by_term.iter().all(|fs| fs.is_empty()) {
+                        None
+                    } else {
+                        self.reduced(s, &by_term)?
+                    }
                 }
-                let by_term: Vec<Vec<(usize, &Shape, usize)>> = vars
-                    .iter()
-                    .map(|v| {
-                        v.and_then(|v| filters.get(v))
-                            .map(|fs| {
-                                fs.iter()
-                                    .filter(|(j, _, _)| *j != k)
-                                    .map(|(j, s, p)| (*j, s, *p))
-                                    .collect()
-                            })
-                            .unwrap_or_default()
-                    })
-                    .collect();
-                if by_term.iter().all(Vec::is_empty) {
-                    continue;
-                }
-                if let Some(expr) = self.reduced(input, target, &vars, &by_term, &factors)? {
-                    replaced.push((k, expr));
-                }
-            }
-        }
-        let mut factors = factors;
-        for (k, expr) in replaced {
-            if let Some(slot) = factors.get_mut(k) {
-                *slot = expr;
-            }
+                _ => None,
+            };
+            reduced.push(replacement.unwrap_or_else(|| factor.clone()));
         }
         self.time += start.elapsed();
-        Ok(factors)
+        Ok(reduced)
     }
 
     /// The reduced form of `input` by the filters of each of its terms, if
     /// they remove any entry.
-    fn reduced(
-        &mut self,
-        input: &Input,
-        target: Shape,
-        vars: &[Option<&str>],
-        by_term: &[Vec<(usize, &Shape, usize)>],
-        factors: &[Expr],
-    ) -> Result<Option<Expr>> {
-        let mut filter_key: Vec<Vec<FilterKey>> = by_term
+    fn reduced(&mut self, target: &Stored<'_>, by_term: &[&[Filter<'_>]]) -> Result<Option<Expr>> {
+        let (input, vars) = (target.input, &target.vars);
+        let filter_key: Vec<Vec<FilterKey>> = by_term
             .iter()
-            .map(|fs| fs.iter().map(|(_, s, p)| ((*s).clone(), *p)).collect())
+            .map(|fs| {
+                let mut keys: Vec<FilterKey> = fs.iter().map(|f| f.key.clone()).collect();
+                keys.sort();
+                keys
+            })
             .collect();
-        filter_key
-            .iter_mut()
-            .for_each(|fs| fs.sort_by(|a, b| (a.0.0, &a.0.2, a.1).cmp(&(b.0.0, &b.0.2, b.1))));
-        let key = (target, filter_key);
+        let key = (target.shape.clone(), filter_key);
         let made = match self.made.get(&key) {
             Some(made) => made.clone(),
             None => {
                 let mut supports: Vec<Option<Arc<Support>>> = Vec::new();
                 for fs in by_term {
                     let mut support: Option<Arc<Support>> = None;
-                    for (j, s, p) in fs {
-                        let Some(Expr::Input(filter)) = factors.get(*j) else {
-                            continue;
-                        };
-                        let own = self.support(filter, s, *p)?;
+                    for filter in fs.iter() {
+                        let own = self.support(filter)?;
                         support = Some(match support {
                             None => own,
                             Some(other) => Arc::new(other.intersect(&own)),
@@ -262,15 +267,14 @@ impl Reducer {
                 }
                 let made = self.make(input, &supports)?;
                 if let Some((made, kept, of)) = &made {
-                    let filters = by_term
-                        .iter()
-                        .flatten()
-                        .filter_map(|(j, _, _)| factors.get(*j).map(ToString::to_string))
-                        .collect();
                     self.reductions.push(Reduction {
                         name: made.tensor.name.clone(),
                         source: Expr::Input(input.clone()).to_string(),
-                        filters,
+                        filters: by_term
+                            .iter()
+                            .flat_map(|fs| fs.iter())
+                            .map(|f| f.factor.to_string())
+                            .collect(),
                         indices: made
                             .dims
                             .iter()
@@ -299,12 +303,12 @@ impl Reducer {
         }))
     }
 
-    /// The sorted coordinates of the filter `input` at its variable's
-    /// position `position`.
-    fn support(&mut self, input: &Input, shape: &Shape, position: usize) -> Result<Arc<Support>> {
-        if let Some(found) = self.supports.get(&(shape.clone(), position)) {
+    /// The coordinates `filter` stores at its variable.
+    fn support(&mut self, filter: &Filter<'_>) -> Result<Arc<Support>> {
+        if let Some(found) = self.supports.get(&filter.key) {
             return Ok(Arc::clone(found));
         }
+        let (input, position) = (filter.input, filter.key.1);
         let consts = IndexTerm::constants(&input.indices);
         let order: Vec<usize> = consts.iter().map(|(d, _)| *d).chain([position]).collect();
         let tree = input.tensor.tensor.index(&IndexSpec::compressed(order))?;
@@ -315,7 +319,7 @@ impl Reducer {
         };
         let support = Arc::new(Support::new(coords));
         self.supports
-            .insert((shape.clone(), position), Arc::clone(&support));
+            .insert(filter.key.clone(), Arc::clone(&support));
         Ok(support)
     }
 
