@@ -50,7 +50,7 @@ pub fn program_lines(program: &Program, options: &OptimizerOptions) -> Result<Ve
 pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
     let options = optimized.options;
     let mut lines = Vec::new();
-    if !optimized.reductions.is_empty() {
+    if !optimized.reductions.is_empty() || !optimized.absorbed.is_empty() {
         lines.push("Semijoin reductions:".to_string());
         for r in &optimized.reductions {
             lines.push(format!(
@@ -61,6 +61,12 @@ pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
                 r.filters.join(", "),
                 grouped(r.kept as f64),
                 grouped(r.of as f64)
+            ));
+        }
+        if !optimized.absorbed.is_empty() {
+            lines.push(format!(
+                "  left out, implied by the reductions (each entry counts 1): {}",
+                optimized.absorbed.join(", ")
             ));
         }
     }

@@ -96,6 +96,17 @@ pub trait SparsityEstimator {
     /// (5) The estimated number of entries (over the free variables) that
     /// differ from the fill value.
     fn estimate(&self, stats: &Self::Stats) -> f64;
+
+    /// The estimates of the projections of `stats` onto every subset of
+    /// `vars` (some of its free variables), indexed by the subset's bits
+    /// over `vars`: the same as [`SparsityEstimator::aggregate`] over the
+    /// other free variables followed by [`SparsityEstimator::estimate`],
+    /// computed together when the estimator can do that faster than one by
+    /// one (`None`: ask one by one). The physical optimizer's loop-order
+    /// search asks for these.
+    fn projections(&self, _stats: &Self::Stats, _vars: &[String]) -> Option<Vec<f64>> {
+        None
+    }
 }
 
 /// What an `Alias` of the estimated expression refers to.

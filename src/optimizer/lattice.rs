@@ -122,7 +122,8 @@ impl Ord for Open {
     }
 }
 
-fn bits(mut set: u64) -> impl Iterator<Item = usize> {
+/// The positions of the bits set in `set`, lowest first.
+pub(crate) fn bits(mut set: u64) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
         (set != 0).then(|| {
             let bit = set.trailing_zeros() as usize;
@@ -342,6 +343,86 @@ impl Lattice {
         }
         done(incumbent, true, expanded)
     }
+
+    /// The cheapest paths to every set at once, when the edges involve at
+    /// most `max_vars` variables (`None` beyond): a dynamic program over
+    /// every set, then, per set, the cheapest of its supersets (a path to
+    /// a superset is a path for the set). It costs about `2^vars` times the
+    /// edges, against one A* search per target.
+    pub fn all_paths(&self, max_vars: usize) -> Option<AllPaths> {
+        let vars = self.edges.iter().fold(0u64, |acc, e| acc | e.x | e.y);
+        let width = vars.count_ones() as usize;
+        if width > max_vars {
+            return None;
+        }
+        let positions: Vec<usize> = bits(vars).collect();
+        let compress = |set: u64| {
+            positions
+                .iter()
+                .enumerate()
+                .filter(|&(_, &v)| set >> v & 1 == 1)
+                .fold(0usize, |acc, (k, _)| acc | 1 << k)
+        };
+        let edges: Vec<(usize, usize, f64)> = self
+            .edges
+            .iter()
+            .map(|e| (compress(e.x), compress(e.y), e.cost))
+            .collect();
+        // Every edge leads to a proper superset, a larger number: in
+        // increasing order, each set's cheapest path is known when reached.
+        let mut log2 = vec![f64::INFINITY; 1 << width];
+        log2[0] = 0.0;
+        for set in 0..log2.len() {
+            let g = log2[set];
+            if g.is_infinite() {
+                continue;
+            }
+            for &(x, y, cost) in &edges {
+                let next = set | x;
+                if y & !set == 0 && next != set && g + cost < log2[next] {
+                    log2[next] = g + cost;
+                }
+            }
+        }
+        for b in 0..width {
+            for set in 0..log2.len() {
+                if set >> b & 1 == 0 {
+                    log2[set] = log2[set].min(log2[set | 1 << b]);
+                }
+            }
+        }
+        Some(AllPaths { vars, log2 })
+    }
+}
+
+/// The cheapest path from ∅ to a superset of every set of a lattice's
+/// variables at once ([`Lattice::all_paths`]), for callers that ask for
+/// many projections of one expression (the physical optimizer's loop
+/// orders).
+#[derive(Clone, Debug)]
+pub struct AllPaths {
+    /// The variables that some edge adds or needs: sets are stored by
+    /// their bits within this mask, in order.
+    vars: u64,
+    /// Per set (compressed to `vars`): the `log₂` cost of the cheapest
+    /// path from ∅ to a superset of it.
+    log2: Vec<f64>,
+}
+
+impl AllPaths {
+    /// The cheapest path's `log₂` cost to a superset of `target` (`+inf`
+    /// when none reaches it): what [`Lattice::cheapest_path`] finds with an
+    /// unlimited budget.
+    pub fn log2(&self, target: u64) -> f64 {
+        if target & !self.vars != 0 {
+            return f64::INFINITY;
+        }
+        let index = bits(self.vars)
+            .enumerate()
+            .filter(|&(_, v)| target >> v & 1 == 1)
+            .fold(0usize, |acc, (k, _)| acc | 1 << k);
+        self.log2.get(index).copied().unwrap_or(f64::INFINITY)
+    }
 }
 
 #[cfg(test)]
@@ -427,6 +508,19 @@ mod tests {
             // A budget of nothing still gives a valid (greedy) path.
             let greedy = cheapest_path(&cs, target, 0);
             prop_assert!(greedy.log2 >= expected - 1e-6);
+        }
+
+        #[test]
+        fn all_paths_match_every_search((cs, _) in constraints_strategy()) {
+            let lattice = Lattice::new(&cs, 63);
+            let all = lattice.all_paths(6).expect("six variables fit");
+            for target in 0..64u64 {
+                let expected = brute_force(&cs, target);
+                prop_assert!((all.log2(target) - expected).abs() < 1e-6, "{target}: {} vs {expected}", all.log2(target));
+            }
+            // Past its variable limit it declines.
+            let width = lattice.edges.iter().fold(0u64, |a, e| a | e.x | e.y).count_ones();
+            prop_assert_eq!(lattice.all_paths(5).is_some(), width <= 5);
         }
     }
 }

@@ -150,6 +150,9 @@ pub struct Optimized {
     pub cost: f64,
     /// The inputs the semijoin reduction replaced, in order.
     pub reductions: Vec<Reduction>,
+    /// The filters the reductions made redundant, left out of their
+    /// products (see [`reduce::Reducer::reduce`]).
+    pub absorbed: Vec<String>,
     /// How long the optimization took, the reductions included.
     pub time: Duration,
     /// How long the semijoin reductions took.
@@ -188,6 +191,7 @@ pub fn optimize(program: &Program, options: &OptimizerOptions) -> Result<Optimiz
         plan: planned.plan,
         cost: planned.cost,
         reductions: planned.reducer.reductions,
+        absorbed: planned.reducer.absorbed,
         time: start.elapsed(),
         reduce_time: planned.reducer.time,
         options: *options,

@@ -7,8 +7,10 @@
 //!   visits about `|π_S(J)|` assignments, where `J` is the join of the
 //!   inputs the body cannot do without (those whose absence makes the
 //!   expression its fill, as the factors of a product); the estimator
-//!   bounds that projection. The key also holds the inputs that must be
-//!   re-indexed because the order so far reads them against their stored
+//!   bounds that projection (for the exact search, every projection at
+//!   once when the estimator can: the chain bound searches its lattice
+//!   once, see [`SparsityEstimator::projections`]). The key also holds
+//!   the inputs that must be re-indexed because the order so far reads them against their stored
 //!   order and against every index cached with the tensor: a re-index
 //!   costs `nnz · log₂ nnz` (an index that [`Tensor::index`] built before
 //!   is free). Only variables sharing an input with the outer loops extend
@@ -32,7 +34,7 @@
 //!
 //! [`Tensor::index`]: crate::storage::Tensor::index
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use crate::error::Result;
 use crate::exec::plan::{Driver, Node, OutputFormat, PhysicalQuery, Source, Term};
@@ -40,6 +42,7 @@ use crate::exec::planner::{Choose, QueryChoices};
 use crate::ir::{IndexTerm, Value};
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator};
+use super::lattice::bits;
 
 /// Queries with at most this many loop variables get the exact search.
 pub const EXACT_VARIABLES: usize = 12;
@@ -122,7 +125,9 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     /// Per input: its loop variables (bits) and the orders of its cached
     /// indexes, with the cost of re-indexing it.
     inputs: Vec<InputInfo>,
-    /// Estimated assignments per set of outer variables.
+    /// Estimated assignments per set of outer variables, for every set
+    /// when the estimator gives them at once, else as asked.
+    table: Option<Vec<f64>>,
     visits: HashMap<u64, f64>,
     estimates: usize,
 }
@@ -144,6 +149,8 @@ struct InputInfo {
     free_orders: Vec<Vec<usize>>,
     /// The cost of building the index another order needs.
     reindex: f64,
+    /// Its loop variables (bits).
+    vars: u64,
 }
 
 impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
@@ -235,18 +242,26 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                     Source::Result(_) => (Vec::new(), 0.0),
                 };
                 InputInfo {
+                    vars: dims.iter().flatten().fold(0, |acc, &v| acc | 1 << v),
                     dims,
                     free_orders,
                     reindex: nnz * (nnz + 2.0).log2(),
                 }
             })
             .collect();
+        let table = if vars.len() <= EXACT_VARIABLES {
+            let names: Vec<String> = vars.iter().map(|&v| name_of(v)).collect();
+            estimator.projections(&join, &names)
+        } else {
+            None
+        };
         Ok(OrderSearch {
             estimator,
             query,
             vars,
             join,
             inputs,
+            table,
             visits: HashMap::new(),
             estimates: 0,
         })
@@ -254,6 +269,9 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
 
     /// The estimated assignments of the loops over `set`.
     fn visits(&mut self, set: u64) -> f64 {
+        if let Some(known) = self.table.as_ref().and_then(|t| t.get(set as usize)) {
+            return *known;
+        }
         if let Some(&known) = self.visits.get(&set) {
             return known;
         }
@@ -270,42 +288,44 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         value
     }
 
-    /// Whether input `k`, with its variables bound in `order` so far, can
-    /// still be read through its stored order or a cached index.
-    fn readable(&self, k: usize, order: &[usize]) -> bool {
+    /// Whether input `k`, with its variables bound in `order` and then
+    /// `v`, can still be read through its stored order or a cached index:
+    /// some free order lists its constant dimensions first, then the
+    /// dimensions of each bound variable in binding order.
+    fn readable(&self, k: usize, order: &[usize], v: usize) -> bool {
         let info = &self.inputs[k];
-        let mut levels: Vec<usize> = (0..info.dims.len())
-            .filter(|&d| info.dims[d].is_none())
-            .collect();
-        for &v in order {
-            levels.extend((0..info.dims.len()).filter(|&d| info.dims[d] == Some(v)));
-        }
+        let n = info.dims.len();
+        // Each dimension appears at most once among the levels, so there
+        // are at most `n` of them and a zip with an order checks a prefix.
+        let levels = || {
+            (0..n).filter(|&d| info.dims[d].is_none()).chain(
+                order
+                    .iter()
+                    .chain([&v])
+                    .flat_map(move |&w| (0..n).filter(move |&d| info.dims[d] == Some(w))),
+            )
+        };
         info.free_orders
             .iter()
-            .any(|o| o.len() == info.dims.len() && o.starts_with(&levels))
+            .any(|o| o.len() == n && levels().zip(o).all(|(l, &d)| l == d))
     }
 
-    /// The variables that may come next after `set`: those sharing an input
-    /// with it, or all when none does.
-    fn next_vars(&self, set: u64) -> Vec<usize> {
-        let left: Vec<usize> = (0..self.vars.len()).filter(|k| set >> k & 1 == 0).collect();
-        if set == 0 {
-            return left;
-        }
-        let connected: Vec<usize> = left
-            .iter()
-            .copied()
-            .filter(|&v| {
-                self.inputs.iter().any(|i| {
-                    i.dims.contains(&Some(v)) && i.dims.iter().flatten().any(|&w| set >> w & 1 == 1)
-                })
-            })
-            .collect();
-        if connected.is_empty() {
-            left
+    /// The variables that may come next after `set` (bits): those sharing
+    /// an input with it, or all when none does.
+    fn next_vars(&self, set: u64) -> u64 {
+        let all = if self.vars.len() >= 64 {
+            u64::MAX
         } else {
-            connected
-        }
+            (1u64 << self.vars.len()) - 1
+        };
+        let left = all & !set;
+        let connected = self
+            .inputs
+            .iter()
+            .filter(|i| i.vars & set != 0)
+            .fold(0, |acc, i| acc | i.vars)
+            & left;
+        if connected == 0 { left } else { connected }
     }
 
     /// The cost of binding `v` after `order` (whose set is `set`), and the
@@ -313,13 +333,11 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     fn step(&mut self, order: &[usize], set: u64, reindexed: u64, v: usize) -> (f64, u64) {
         let mut cost = self.visits(set | 1 << v);
         let mut now = reindexed;
-        let mut extended = order.to_vec();
-        extended.push(v);
         for k in 0..self.inputs.len() {
             if now >> k & 1 == 0
-                && self.inputs[k].dims.contains(&Some(v))
+                && self.inputs[k].vars >> v & 1 == 1
                 && !self.inputs[k].free_orders.is_empty()
-                && !self.readable(k, &extended)
+                && !self.readable(k, order, v)
             {
                 now |= 1 << k;
                 cost += self.inputs[k].reindex;
@@ -335,39 +353,39 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         if self.inputs.len() > 64 {
             return None;
         }
-        let mut level: HashMap<OrderKey, Partial> = HashMap::from([((0, 0), (0.0, Vec::new()))]);
+        let mut level: Vec<(OrderKey, Partial)> = vec![((0, 0), (0.0, Vec::new()))];
         for _ in 0..n {
             let mut next: HashMap<OrderKey, Partial> = HashMap::new();
-            let mut keys: Vec<(u64, u64)> = level.keys().copied().collect();
-            keys.sort_unstable();
-            for key in keys {
-                let (cost, order) = level.get(&key)?.clone();
-                for v in self.next_vars(key.0) {
+            for ((set, reindexed), (cost, order)) in &level {
+                for v in bits(self.next_vars(*set)) {
                     if self.estimates > ESTIMATE_BUDGET {
                         return None;
                     }
-                    let (step, reindexed) = self.step(&order, key.0, key.1, v);
+                    let (step, now) = self.step(order, *set, *reindexed, v);
                     let total = cost + step;
-                    let new_key = (key.0 | 1 << v, reindexed);
-                    if next.get(&new_key).is_none_or(|(c, _)| total < *c) {
-                        let mut extended = order.clone();
+                    let key = (set | 1 << v, now);
+                    if next.get(&key).is_none_or(|(c, _)| total < *c) {
+                        let mut extended = Vec::with_capacity(order.len() + 1);
+                        extended.extend_from_slice(order);
                         extended.push(v);
-                        next.insert(new_key, (total, extended));
+                        next.insert(key, (total, extended));
                     }
                 }
             }
-            if next.len() > LEVEL_STATES {
-                let mut states: Vec<(OrderKey, Partial)> = next.into_iter().collect();
-                states.sort_by(|a, b| a.1.0.total_cmp(&b.1.0).then_with(|| a.0.cmp(&b.0)));
-                states.truncate(LEVEL_STATES);
-                next = states.into_iter().collect();
+            level = next.into_iter().collect();
+            // Keys in order, so that ties resolve the same way every run.
+            level.sort_unstable_by_key(|e| e.0);
+            if level.len() > LEVEL_STATES {
+                level.sort_by(|a, b| a.1.0.total_cmp(&b.1.0).then_with(|| a.0.cmp(&b.0)));
+                level.truncate(LEVEL_STATES);
+                level.sort_unstable_by_key(|e| e.0);
             }
-            level = next;
         }
-        let mut finals: Vec<&(f64, Vec<usize>)> = level.values().collect();
-        finals.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        let (cost, order) = finals.first()?;
-        Some((order.clone(), cost + self.output_cost(order)))
+        let (_, (cost, order)) = level
+            .into_iter()
+            .min_by(|a, b| a.1.0.total_cmp(&b.1.0).then_with(|| a.1.1.cmp(&b.1.1)))?;
+        let cost = cost + self.output_cost(&order);
+        Some((order, cost))
     }
 
     /// Each next variable the one whose loop visits fewest assignments.
@@ -376,7 +394,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         let (mut set, mut reindexed, mut total) = (0u64, 0u64, 0.0);
         while order.len() < self.vars.len() {
             let mut best: Option<(f64, usize, u64)> = None;
-            for v in self.next_vars(set) {
+            for v in bits(self.next_vars(set)) {
                 let (cost, now) = self.step(&order, set, reindexed, v);
                 if best.is_none_or(|(c, _, _)| cost < c) {
                     best = Some((cost, v, now));

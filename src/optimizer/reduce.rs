@@ -25,6 +25,13 @@
 //! is dropped, and reductions are shared by equal (target, filters) pairs
 //! of one program. The work is proportional to the entries under the
 //! filtered coordinates, never more than one pass over the target.
+//!
+//! A filter that counts each of its coordinates once (a label table whose
+//! rows are distinct) is then redundant on any variable of a target that
+//! is counted by multiplicity too: the reduced target keeps only the
+//! filter's coordinates, where the filter multiplies by 1. Such filters are
+//! left out of the product, so that neither the optimizer nor the loop
+//! nest carries them; `EXPLAIN` lists them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -73,6 +80,9 @@ pub struct Reducer {
     made: HashMap<ReductionKey, Option<Made>>,
     /// What was made, in order.
     pub reductions: Vec<Reduction>,
+    /// The filters left out of their products (see [`Reducer::reduce`]),
+    /// as written.
+    pub absorbed: Vec<String>,
     /// Time spent reducing.
     pub time: Duration,
 }
@@ -83,16 +93,20 @@ pub struct Reducer {
 struct Support {
     coords: Vec<i64>,
     bits: Vec<u64>,
+    /// Whether the filter counts every one of these coordinates once (its
+    /// factor is 1 wherever it has an entry), so that a product whose
+    /// reduced inputs already keep only these coordinates does not need it.
+    unit: bool,
 }
 
 impl Support {
-    fn new(coords: Vec<i64>) -> Support {
+    fn new(coords: Vec<i64>, unit: bool) -> Support {
         let words = coords.last().map_or(0, |&c| c as usize / 64 + 1);
         let mut bits = vec![0u64; words];
         for &c in &coords {
             bits[c as usize / 64] |= 1 << (c % 64);
         }
-        Support { coords, bits }
+        Support { coords, bits, unit }
     }
 
     fn contains(&self, c: i64) -> bool {
@@ -114,12 +128,15 @@ impl Support {
                 .copied()
                 .filter(|&c| other.contains(c))
                 .collect(),
+            self.unit && other.unit,
         )
     }
 }
 
 /// A one-variable stored factor of a product.
 struct Filter<'a> {
+    /// Its position among the product's factors.
+    position: usize,
     /// The factor, for `EXPLAIN`.
     factor: &'a Expr,
     input: &'a Input,
@@ -187,7 +204,13 @@ fn distinct<'a>(vars: &[Option<&'a str>]) -> Option<Vec<&'a str>> {
 
 impl Reducer {
     /// The factors of one product with every target input replaced by its
-    /// reduction (see the module documentation); the others unchanged.
+    /// reduction (see the module documentation); the others unchanged,
+    /// except the filters that the reductions make redundant: a filter
+    /// whose every selected entry counts 1 (multiplicity 1), on a variable
+    /// of a target that is counted by multiplicity too, is left out. The
+    /// target keeps only coordinates the filter stores, where the filter
+    /// multiplies by 1, and the target's integer factor keeps the
+    /// product's type.
     ///
     /// Errors: a fibertree index of a target or filter that cannot be built
     /// (see [`Tensor::index`]).
@@ -197,24 +220,31 @@ impl Reducer {
         // The one-variable stored factors, by variable. A target has two
         // or more variables, so it is never its own filter.
         let mut filters: HashMap<&str, Vec<Filter<'_>>> = HashMap::new();
-        for (factor, s) in factors.iter().zip(&stored) {
+        for (position, (factor, s)) in factors.iter().zip(&stored).enumerate() {
             let Some(s) = s else {
                 continue;
             };
             if let Some([v]) = distinct(&s.vars).as_deref()
-                && let Some(position) = s.vars.iter().position(|x| x == &Some(*v))
+                && let Some(term) = s.vars.iter().position(|x| x == &Some(*v))
             {
                 filters.entry(v).or_default().push(Filter {
+                    position,
                     factor,
                     input: s.input,
-                    key: (s.shape.clone(), position),
+                    key: (s.shape.clone(), term),
                 });
             }
         }
+        // The variables of targets counted by multiplicity: their unit
+        // filters go.
+        let mut counted: Vec<&str> = Vec::new();
         let mut reduced = Vec::with_capacity(factors.len());
         for (factor, s) in factors.iter().zip(&stored) {
             let replacement = match s {
                 Some(s) if distinct(&s.vars).is_some_and(|n| n.len() >= 2) => {
+                    if s.input.annotation == Annotation::Multiplicity {
+                        counted.extend(s.vars.iter().flatten());
+                    }
                     let by_term: Vec<&[Filter<'_>]> = s
                         .vars
                         .iter()
@@ -231,10 +261,26 @@ impl Reducer {
                 }
                 _ => None,
             };
-            reduced.push(replacement.unwrap_or_else(|| factor.clone()));
+            reduced.push(Some(replacement.unwrap_or_else(|| factor.clone())));
+        }
+        let mut redundant = Vec::new();
+        for v in counted {
+            for filter in filters.get(v).map_or(&[][..], Vec::as_slice) {
+                if self.support(filter)?.unit {
+                    redundant.push(filter.position);
+                }
+            }
+        }
+        redundant.sort_unstable();
+        for position in redundant {
+            if let Some(slot) = reduced.get_mut(position)
+                && let Some(factor) = slot.take()
+            {
+                self.absorbed.push(factor.to_string());
+            }
         }
         self.time += start.elapsed();
-        Ok(reduced)
+        Ok(reduced.into_iter().flatten().collect())
     }
 
     /// The reduced form of `input` by the filters of each of its terms, if
@@ -313,11 +359,19 @@ impl Reducer {
         let order: Vec<usize> = consts.iter().map(|(d, _)| *d).chain([position]).collect();
         let tree = input.tensor.tensor.index(&IndexSpec::compressed(order))?;
         let path: Vec<i64> = consts.iter().map(|(_, c)| *c).collect();
-        let coords = match (tree.descend(&path), tree.levels().get(path.len())) {
-            (Some(parent), Some(level)) => level.fiber(parent).cursor().map(|(c, _)| c).collect(),
+        let entries: Vec<(i64, usize)> = match (tree.descend(&path), tree.levels().get(path.len()))
+        {
+            (Some(parent), Some(level)) => level.fiber(parent).cursor().collect(),
             _ => Vec::new(),
         };
-        let support = Arc::new(Support::new(coords));
+        // Counted by multiplicity: 1 per row of a keyed table, a bag's
+        // stored multiplicity otherwise.
+        let unit = input.annotation == Annotation::Multiplicity
+            && (!input.tensor.tensor.is_bag()
+                || matches!(tree.leaf_values(0), Some(LeafValues::Int64(m))
+                    if entries.iter().all(|&(_, leaf)| m.get(leaf) == Some(&1))));
+        let coords = entries.into_iter().map(|(c, _)| c).collect();
+        let support = Arc::new(Support::new(coords, unit));
         self.supports
             .insert(filter.key.clone(), Arc::clone(&support));
         Ok(support)
@@ -636,14 +690,27 @@ mod tests {
                 input("X", &x, Annotation::Multiplicity, &["i"]),
             ];
             let mut reducer = Reducer::default();
-            let reduced = reducer.reduce(factors.clone()).unwrap();
-            prop_assert_eq!(reduced.len(), 4);
+            let mut reduced = reducer.reduce(factors.clone()).unwrap();
+            // A filter whose selected entries all count 1 goes when the
+            // target is counted by multiplicity; the others stay.
+            let mut left_out = Vec::new();
             for k in [0, 2, 3] {
-                prop_assert_eq!(&reduced[k], &factors[k]);
+                let unit = entries_by_var(&factors[k]).iter().all(|(_, m)| *m == 1.0);
+                if bag && unit {
+                    left_out.push(factors[k].to_string());
+                } else {
+                    prop_assert!(reduced.contains(&factors[k]), "{} missing", factors[k]);
+                }
             }
+            prop_assert_eq!(&reducer.absorbed, &left_out);
+            prop_assert_eq!(reduced.len(), 4 - left_out.len());
+            let filters = [&factors[0], &factors[2], &factors[3]];
+            reduced.retain(|f| !filters.contains(&f));
+            prop_assert_eq!(reduced.len(), 1);
+            let target = &reduced[0];
             let (on_i, on_j) = (
-                Support::new(support(&factors[0], "i"))
-                    .intersect(&Support::new(support(&factors[3], "i")))
+                Support::new(support(&factors[0], "i"), true)
+                    .intersect(&Support::new(support(&factors[3], "i"), true))
                     .coords,
                 support(&factors[2], "j"),
             );
@@ -655,10 +722,10 @@ mod tests {
                 .cloned()
                 .collect();
             if expected.len() == all.len() {
-                prop_assert_eq!(&reduced[1], &factors[1]);
+                prop_assert_eq!(target, &factors[1]);
                 prop_assert!(reducer.reductions.is_empty());
             } else {
-                prop_assert_eq!(entries_by_var(&reduced[1]), expected.clone());
+                prop_assert_eq!(entries_by_var(target), expected.clone());
                 prop_assert_eq!(reducer.reductions.len(), 1);
                 prop_assert_eq!(reducer.reductions[0].kept, expected.len());
                 prop_assert_eq!(reducer.reductions[0].of, all.len());
@@ -691,7 +758,12 @@ mod tests {
         ];
         let mut reducer = Reducer::default();
         let reduced = reducer.reduce(factors).unwrap();
-        let names: Vec<String> = reduced[3..]
+        // Every label counts once: the labels are left out.
+        assert_eq!(
+            reducer.absorbed,
+            ["labels[a,5]", "labels[b,5]", "labels[c,6]"]
+        );
+        let names: Vec<String> = reduced
             .iter()
             .map(|f| match f {
                 Expr::Input(i) => i.tensor.name.clone(),
