@@ -148,6 +148,15 @@ fn shares(edges: &[Edge], target: u64) -> [f64; 64] {
     share
 }
 
+/// `set`'s bits within `vars`, packed: the k-th variable of `vars` (lowest
+/// first) becomes bit k.
+fn compress(set: u64, vars: u64) -> usize {
+    bits(vars)
+        .enumerate()
+        .filter(|&(_, v)| set >> v & 1 == 1)
+        .fold(0, |acc, (k, _)| acc | 1 << k)
+}
+
 /// A key whose integer order is `f64::total_cmp`'s order (for cheap sort
 /// comparisons).
 pub fn order_key(value: f64) -> u64 {
@@ -355,18 +364,10 @@ impl Lattice {
         if width > max_vars {
             return None;
         }
-        let positions: Vec<usize> = bits(vars).collect();
-        let compress = |set: u64| {
-            positions
-                .iter()
-                .enumerate()
-                .filter(|&(_, &v)| set >> v & 1 == 1)
-                .fold(0usize, |acc, (k, _)| acc | 1 << k)
-        };
         let edges: Vec<(usize, usize, f64)> = self
             .edges
             .iter()
-            .map(|e| (compress(e.x), compress(e.y), e.cost))
+            .map(|e| (compress(e.x, vars), compress(e.y, vars), e.cost))
             .collect();
         // Every edge leads to a proper superset, a larger number: in
         // increasing order, each set's cheapest path is known when reached.
@@ -417,11 +418,10 @@ impl AllPaths {
         if target & !self.vars != 0 {
             return f64::INFINITY;
         }
-        let index = bits(self.vars)
-            .enumerate()
-            .filter(|&(_, v)| target >> v & 1 == 1)
-            .fold(0usize, |acc, (k, _)| acc | 1 << k);
-        self.log2.get(index).copied().unwrap_or(f64::INFINITY)
+        self.log2
+            .get(compress(target, self.vars))
+            .copied()
+            .unwrap_or(f64::INFINITY)
     }
 }
 

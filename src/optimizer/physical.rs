@@ -373,13 +373,12 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                 }
             }
             level = next.into_iter().collect();
-            // Keys in order, so that ties resolve the same way every run.
-            level.sort_unstable_by_key(|e| e.0);
             if level.len() > LEVEL_STATES {
                 level.sort_by(|a, b| a.1.0.total_cmp(&b.1.0).then_with(|| a.0.cmp(&b.0)));
                 level.truncate(LEVEL_STATES);
-                level.sort_unstable_by_key(|e| e.0);
             }
+            // Keys in order, so that ties resolve the same way every run.
+            level.sort_unstable_by_key(|e| e.0);
         }
         let (_, (cost, order)) = level
             .into_iter()
