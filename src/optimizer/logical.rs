@@ -54,8 +54,10 @@
 //! distribute over `×` in general) but their arguments are optimized.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashSet};
 use std::rc::Rc;
+
+use hashbrown::HashMap;
 
 use crate::error::Result;
 use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp};

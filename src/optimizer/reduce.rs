@@ -25,6 +25,12 @@
 //! is dropped, and reductions are shared by equal (target, filters) pairs
 //! of one program. The work is proportional to the entries under the
 //! filtered coordinates, never more than one pass over the target.
+//! Reductions are also kept with their target tensor across statements
+//! (see [`Tensor::derived`]), for as long as their filter tensors live and
+//! up to as many entries as the target holds (at least
+//! [`CACHE_MIN_ENTRIES`]), least recently used first out: a later
+//! statement with the same target and filters reuses the reduced tensor
+//! with its statistics and the indexes the executor built on it.
 //!
 //! A filter that counts each of its coordinates once (a label table whose
 //! rows are distinct) is then redundant on any variable of a target that
@@ -34,7 +40,7 @@
 //! nest carries them; `EXPLAIN` lists them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -143,7 +149,135 @@ struct Filter<'a> {
     key: FilterKey,
 }
 
-/// A reduced tensor and the target's dimensions it keeps, in its order.
+/// The fewest entries the cached reductions of one tensor may hold
+/// together; beyond this and beyond the tensor's own number of entries,
+/// the least recently used go.
+const CACHE_MIN_ENTRIES: usize = 1 << 16;
+
+/// The reductions of one target tensor, kept with it across statements
+/// ([`Tensor::derived`]): statements often reduce the same input by the
+/// same filters (subgraph queries share label pairs), and a cached reduced
+/// tensor keeps its statistics and the indexes the executor built on it.
+/// An entry holds while its filter tensors live: a replaced table is a new
+/// tensor, so it never matches an entry made from the old one.
+#[derive(Debug, Default)]
+struct Cache(Mutex<CacheState>);
+
+#[derive(Debug, Default)]
+struct CacheState {
+    entries: HashMap<CacheKey, CacheEntry>,
+    /// The entries the cached reduced tensors hold together.
+    held: usize,
+    /// Advances with every lookup, for least-recently-used eviction.
+    clock: u64,
+}
+
+/// A reduction of the tensor a cache belongs to: the target's annotation
+/// and constants, and per term the filters on it. A filter is keyed by its
+/// tensor's address, which the entry's weak reference keeps from being
+/// reused.
+type CacheKey = (Annotation, Vec<Option<i64>>, Vec<Vec<FilterKey>>);
+
+#[derive(Debug)]
+struct CacheEntry {
+    /// The filters' tensors.
+    filters: Vec<Weak<Tensor>>,
+    /// The reduction; `None` when the filters remove nothing.
+    reduced: Option<Reduced>,
+    /// The clock at its last use.
+    used: u64,
+}
+
+impl CacheEntry {
+    fn live(&self) -> bool {
+        self.filters.iter().all(|f| f.strong_count() > 0)
+    }
+
+    fn held(&self) -> usize {
+        self.reduced.as_ref().map_or(0, |r| r.kept)
+    }
+}
+
+impl Cache {
+    fn state(&self) -> std::sync::MutexGuard<'_, CacheState> {
+        // Entries are inserted whole, so a panic elsewhere cannot leave the
+        // cache inconsistent.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cached reduction for `key`, if its filters still live.
+    fn get(&self, key: &CacheKey) -> Option<Option<Reduced>> {
+        let mut state = self.state();
+        state.clock += 1;
+        let now = state.clock;
+        let entry = state.entries.get_mut(key)?;
+        if entry.live() {
+            entry.used = now;
+            return Some(entry.reduced.clone());
+        }
+        let held = entry.held();
+        state.entries.remove(key);
+        state.held -= held;
+        None
+    }
+
+    /// Caches `reduced` for `key`, dropping the entries whose filters are
+    /// gone, then the least recently used ones while the entries held pass
+    /// `capacity`.
+    fn insert(
+        &self,
+        key: CacheKey,
+        filters: Vec<Weak<Tensor>>,
+        reduced: Option<Reduced>,
+        capacity: usize,
+    ) {
+        let mut state = self.state();
+        state.clock += 1;
+        let entry = CacheEntry {
+            filters,
+            reduced,
+            used: state.clock,
+        };
+        state.held += entry.held();
+        if let Some(old) = state.entries.insert(key, entry) {
+            state.held -= old.held();
+        }
+        let CacheState { entries, held, .. } = &mut *state;
+        entries.retain(|_, e| {
+            let live = e.live();
+            if !live {
+                *held -= e.held();
+            }
+            live
+        });
+        while *held > capacity && entries.len() > 1 {
+            let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, e)| e.used)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            if let Some(e) = entries.remove(&oldest) {
+                *held -= e.held();
+            }
+        }
+    }
+}
+
+/// A reduced tensor, the target's dimensions it keeps (in its order), and
+/// how many entries it kept of how many the target's constants select.
+#[derive(Clone, Debug)]
+struct Reduced {
+    tensor: Arc<Tensor>,
+    annotation: Annotation,
+    dims: Vec<usize>,
+    kept: usize,
+    of: usize,
+}
+
+/// A reduced tensor as one program reads it (named `#s1`, ...) and the
+/// target's dimensions it keeps, in its order.
 #[derive(Clone, Debug)]
 struct Made {
     tensor: TensorRef,
@@ -299,38 +433,62 @@ impl Reducer {
         let made = match self.made.get(&key) {
             Some(made) => made.clone(),
             None => {
-                let mut supports: Vec<Option<Arc<Support>>> = Vec::new();
-                for fs in by_term {
-                    let mut support: Option<Arc<Support>> = None;
-                    for filter in fs.iter() {
-                        let own = self.support(filter)?;
-                        support = Some(match support {
-                            None => own,
-                            Some(other) => Arc::new(other.intersect(&own)),
-                        });
+                let tensor = &input.tensor.tensor;
+                let cache = tensor.derived::<Cache>();
+                let cache_key = (target.shape.1, target.shape.2.clone(), key.1.clone());
+                let reduced = match cache.get(&cache_key) {
+                    Some(reduced) => reduced,
+                    None => {
+                        let mut supports: Vec<Option<Arc<Support>>> = Vec::new();
+                        for fs in by_term {
+                            let mut support: Option<Arc<Support>> = None;
+                            for filter in fs.iter() {
+                                let own = self.support(filter)?;
+                                support = Some(match support {
+                                    None => own,
+                                    Some(other) => Arc::new(other.intersect(&own)),
+                                });
+                            }
+                            supports.push(support);
+                        }
+                        let reduced = make(input, &supports)?;
+                        let filters = by_term
+                            .iter()
+                            .flat_map(|fs| fs.iter())
+                            .map(|f| Arc::downgrade(&f.input.tensor.tensor))
+                            .collect();
+                        let capacity = tensor.nnz().max(CACHE_MIN_ENTRIES);
+                        cache.insert(cache_key, filters, reduced.clone(), capacity);
+                        reduced
                     }
-                    supports.push(support);
-                }
-                let made = self.make(input, &supports)?;
-                if let Some((made, kept, of)) = &made {
+                };
+                let made = reduced.map(|reduced| {
+                    let name = format!("#s{}", self.reductions.len() + 1);
                     self.reductions.push(Reduction {
-                        name: made.tensor.name.clone(),
+                        name: name.clone(),
                         source: Expr::Input(input.clone()).to_string(),
                         filters: by_term
                             .iter()
                             .flat_map(|fs| fs.iter())
                             .map(|f| f.factor.to_string())
                             .collect(),
-                        indices: made
+                        indices: reduced
                             .dims
                             .iter()
                             .filter_map(|&d| vars.get(d).copied().flatten().map(str::to_string))
                             .collect(),
-                        kept: *kept,
-                        of: *of,
+                        kept: reduced.kept,
+                        of: reduced.of,
                     });
-                }
-                let made = made.map(|(made, _, _)| made);
+                    Made {
+                        tensor: TensorRef {
+                            name,
+                            tensor: reduced.tensor,
+                        },
+                        annotation: reduced.annotation,
+                        dims: reduced.dims,
+                    }
+                });
                 self.made.insert(key, made.clone());
                 made
             }
@@ -376,109 +534,98 @@ impl Reducer {
             .insert(filter.key.clone(), Arc::clone(&support));
         Ok(support)
     }
+}
 
-    /// Walks `input`'s entries within `supports` (per term; `None`: no
-    /// filter) and stores those kept as a new tensor over the input's
-    /// variables, with how many were kept of how many its constants
-    /// select; `None` when the filters remove nothing.
-    fn make(
-        &self,
-        input: &Input,
-        supports: &[Option<Arc<Support>>],
-    ) -> Result<Option<(Made, usize, usize)>> {
-        let tensor = &input.tensor.tensor;
-        let constants = IndexTerm::constants(&input.indices);
-        let consts: Vec<usize> = constants.iter().map(|(d, _)| *d).collect();
-        let mut filtered: Vec<usize> = (0..input.indices.len())
-            .filter(|&d| supports.get(d).is_some_and(Option::is_some))
-            .collect();
-        filtered.sort_by_key(|&d| supports[d].as_ref().map_or(0, |s| s.len()));
-        let rest: Vec<usize> = (0..input.indices.len())
-            .filter(|d| !consts.contains(d) && !filtered.contains(d))
-            .collect();
-        let order: Vec<usize> = consts
-            .iter()
-            .chain(&filtered)
-            .chain(&rest)
-            .copied()
-            .collect();
-        let tree = tensor.index(&IndexSpec::compressed(order.clone()))?;
-        let path: Vec<i64> = constants.iter().map(|(_, c)| *c).collect();
-        let Some(parent) = tree.descend(&path) else {
-            return Ok(None);
-        };
-        let levels = tree.levels();
-        let steps: Vec<Option<Arc<Support>>> = order[consts.len()..]
-            .iter()
-            .map(|&d| supports.get(d).cloned().flatten())
-            .collect();
-        let mut walk = Walk {
-            levels: &levels[consts.len()..],
-            steps: &steps,
-            coords: vec![Vec::new(); steps.len()],
-            leaves: Vec::new(),
-            path: vec![0; steps.len()],
-        };
-        if let Some(first) = levels.get(consts.len()) {
-            walk.visit(0, first.fiber(parent));
-        }
-        let of = tree.entries_under(consts.len(), parent).unwrap_or(0);
-        let kept = walk.leaves.len();
-        if kept >= of {
-            return Ok(None);
-        }
-        let dims: Vec<usize> = order[consts.len()..].to_vec();
-        let specs = dims
-            .iter()
-            .map(|&d| {
-                let dim = &tensor.dims()[d];
-                DimensionSpec {
-                    name: dim.name.clone(),
-                    size: Some(dim.size),
-                    dictionary: dim.dictionary.clone(),
-                }
-            })
-            .collect();
-        let (values, annotation) = match input.annotation {
-            Annotation::Multiplicity if tensor.is_bag() => (
-                vec![(MULTIPLICITY.to_string(), gather(&tree, 0, &walk.leaves)?)],
-                Annotation::Multiplicity,
-            ),
-            Annotation::Multiplicity => (Vec::new(), Annotation::Multiplicity),
-            Annotation::Column(k) => {
-                let name = tensor
-                    .values()
-                    .get(k)
-                    .map(|v| v.name.clone())
-                    .ok_or_else(|| {
-                        Error::Invalid(format!("internal: value column {k} of a reduced input"))
-                    })?;
-                (
-                    vec![(name, gather(&tree, k, &walk.leaves)?)],
-                    Annotation::Column(0),
-                )
-            }
-        };
-        let reduced = Tensor::from_increasing_coo(Coo {
-            dims: specs,
-            coords: walk.coords,
-            values,
-            column_order: None,
-        })?;
-        let name = format!("#s{}", self.reductions.len() + 1);
-        Ok(Some((
-            Made {
-                tensor: TensorRef {
-                    name,
-                    tensor: Arc::new(reduced),
-                },
-                annotation,
-                dims,
-            },
-            kept,
-            of,
-        )))
+/// Walks `input`'s entries within `supports` (per term; `None`: no
+/// filter) and stores those kept as a new tensor over the input's
+/// variables; `None` when the filters remove nothing.
+fn make(input: &Input, supports: &[Option<Arc<Support>>]) -> Result<Option<Reduced>> {
+    let tensor = &input.tensor.tensor;
+    let constants = IndexTerm::constants(&input.indices);
+    let consts: Vec<usize> = constants.iter().map(|(d, _)| *d).collect();
+    let mut filtered: Vec<usize> = (0..input.indices.len())
+        .filter(|&d| supports.get(d).is_some_and(Option::is_some))
+        .collect();
+    filtered.sort_by_key(|&d| supports[d].as_ref().map_or(0, |s| s.len()));
+    let rest: Vec<usize> = (0..input.indices.len())
+        .filter(|d| !consts.contains(d) && !filtered.contains(d))
+        .collect();
+    let order: Vec<usize> = consts
+        .iter()
+        .chain(&filtered)
+        .chain(&rest)
+        .copied()
+        .collect();
+    let tree = tensor.index(&IndexSpec::compressed(order.clone()))?;
+    let path: Vec<i64> = constants.iter().map(|(_, c)| *c).collect();
+    let Some(parent) = tree.descend(&path) else {
+        return Ok(None);
+    };
+    let levels = tree.levels();
+    let steps: Vec<Option<Arc<Support>>> = order[consts.len()..]
+        .iter()
+        .map(|&d| supports.get(d).cloned().flatten())
+        .collect();
+    let mut walk = Walk {
+        levels: &levels[consts.len()..],
+        steps: &steps,
+        coords: vec![Vec::new(); steps.len()],
+        leaves: Vec::new(),
+        path: vec![0; steps.len()],
+    };
+    if let Some(first) = levels.get(consts.len()) {
+        walk.visit(0, first.fiber(parent));
     }
+    let of = tree.entries_under(consts.len(), parent).unwrap_or(0);
+    let kept = walk.leaves.len();
+    if kept >= of {
+        return Ok(None);
+    }
+    let dims: Vec<usize> = order[consts.len()..].to_vec();
+    let specs = dims
+        .iter()
+        .map(|&d| {
+            let dim = &tensor.dims()[d];
+            DimensionSpec {
+                name: dim.name.clone(),
+                size: Some(dim.size),
+                dictionary: dim.dictionary.clone(),
+            }
+        })
+        .collect();
+    let (values, annotation) = match input.annotation {
+        Annotation::Multiplicity if tensor.is_bag() => (
+            vec![(MULTIPLICITY.to_string(), gather(&tree, 0, &walk.leaves)?)],
+            Annotation::Multiplicity,
+        ),
+        Annotation::Multiplicity => (Vec::new(), Annotation::Multiplicity),
+        Annotation::Column(k) => {
+            let name = tensor
+                .values()
+                .get(k)
+                .map(|v| v.name.clone())
+                .ok_or_else(|| {
+                    Error::Invalid(format!("internal: value column {k} of a reduced input"))
+                })?;
+            (
+                vec![(name, gather(&tree, k, &walk.leaves)?)],
+                Annotation::Column(0),
+            )
+        }
+    };
+    let reduced = Tensor::from_increasing_coo(Coo {
+        dims: specs,
+        coords: walk.coords,
+        values,
+        column_order: None,
+    })?;
+    Ok(Some(Reduced {
+        tensor: Arc::new(reduced),
+        annotation,
+        dims,
+        kept,
+        of,
+    }))
 }
 
 /// The state of one reduction walk over the variable levels of a
@@ -784,5 +931,101 @@ mod tests {
             reducer.reductions[0].filters,
             ["labels[a,5]", "labels[b,5]"]
         );
+    }
+
+    /// The tensor a reduced factor reads.
+    fn read(factor: &Expr) -> Arc<Tensor> {
+        match factor {
+            Expr::Input(i) => Arc::clone(&i.tensor.tensor),
+            other => panic!("not an input: {other}"),
+        }
+    }
+
+    /// A later statement reducing the same target by the same filters
+    /// reuses the cached reduced tensor (with what it reported); a filter
+    /// table replaced by a new tensor gets a reduction of its own, and the
+    /// entry made from the old one goes once that tensor is dropped.
+    #[test]
+    fn reductions_are_cached_with_their_target() {
+        let edges: BTreeMap<Vec<i64>, i64> = [(0, 1), (1, 2), (2, 0), (0, 2)]
+            .into_iter()
+            .map(|(a, b)| (vec![a, b], 1))
+            .collect();
+        let labels = |pairs: &[(i64, i64)]| -> BTreeMap<Vec<i64>, i64> {
+            pairs.iter().map(|&(v, l)| (vec![v, l], 1)).collect()
+        };
+        let e = tensor(&[("s", 3), ("d", 3)], &edges, true);
+        let l = tensor(
+            &[("v", 3), ("l", 7)],
+            &labels(&[(0, 5), (1, 5), (2, 6)]),
+            true,
+        );
+        let m = Annotation::Multiplicity;
+        let product = |l: &Arc<Tensor>| {
+            vec![
+                input("labels", l, m, &["a", "5"]),
+                input("edges", &e, m, &["a", "b"]),
+            ]
+        };
+        let mut first = Reducer::default();
+        let reduced = first.reduce(product(&l)).unwrap();
+        let mut second = Reducer::default();
+        let again = second.reduce(product(&l)).unwrap();
+        assert!(Arc::ptr_eq(&read(&reduced[0]), &read(&again[0])));
+        assert_eq!(first.reductions, second.reductions);
+        assert_eq!((second.reductions[0].kept, second.reductions[0].of), (3, 4));
+
+        // Vertex 2 relabelled 5: a new tensor, a new reduction.
+        let relabelled = tensor(
+            &[("v", 3), ("l", 7)],
+            &labels(&[(0, 5), (1, 5), (2, 5)]),
+            true,
+        );
+        let mut third = Reducer::default();
+        let other = third.reduce(product(&relabelled)).unwrap();
+        assert!(!Arc::ptr_eq(&read(&reduced[0]), &read(&other[0])));
+        // Every edge starts at a vertex labelled 5: nothing is removed.
+        assert!(third.reductions.is_empty());
+        let cache = e.derived::<Cache>();
+        assert_eq!(cache.state().entries.len(), 2);
+        drop(l);
+        let keys: Vec<CacheKey> = cache.state().entries.keys().cloned().collect();
+        let found = keys.iter().filter(|k| cache.get(k).is_some()).count();
+        assert_eq!(found, 1);
+        let state = cache.state();
+        assert_eq!(state.entries.len(), 1);
+        assert_eq!(state.held, 0);
+    }
+
+    /// Past its capacity the cache drops the least recently used entries,
+    /// and it always keeps the newest.
+    #[test]
+    fn the_cache_keeps_the_recently_used() {
+        let entries: BTreeMap<Vec<i64>, i64> = (0..4).map(|k| (vec![k], 1)).collect();
+        let t = tensor(&[("v", 4)], &entries, true);
+        let reduced = |kept: usize| Reduced {
+            tensor: Arc::clone(&t),
+            annotation: Annotation::Multiplicity,
+            dims: vec![0],
+            kept,
+            of: 4,
+        };
+        let key = |k: i64| (Annotation::Multiplicity, vec![Some(k)], Vec::new());
+        let cache = Cache::default();
+        cache.insert(key(1), Vec::new(), Some(reduced(3)), 8);
+        cache.insert(key(2), Vec::new(), Some(reduced(3)), 8);
+        assert!(cache.get(&key(1)).is_some());
+        // 9 entries held: the least recently used (key 2) goes.
+        cache.insert(key(3), Vec::new(), Some(reduced(3)), 8);
+        assert!(cache.get(&key(2)).is_none());
+        assert!(cache.get(&key(1)).is_some());
+        assert_eq!(cache.state().held, 6);
+        // An entry larger than the capacity still stays, alone.
+        cache.insert(key(4), Vec::new(), Some(reduced(20)), 8);
+        assert_eq!(cache.state().entries.len(), 1);
+        assert!(cache.get(&key(4)).is_some());
+        // A reduction that removes nothing holds no entries.
+        cache.insert(key(5), Vec::new(), None, 8);
+        assert!(matches!(cache.get(&key(5)), Some(None)));
     }
 }

@@ -19,6 +19,7 @@
 //! computed on first use (most query results are never estimated). Fibertree indexes over other dimension orders are built on
 //! demand by [`Tensor::index`] and cached with the tensor.
 
+use std::any::{Any, TypeId};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -240,6 +241,9 @@ pub struct Tensor {
     data: RecordBatch,
     statistics: OnceLock<Statistics>,
     indexes: Mutex<HashMap<IndexSpec, Arc<FiberTree>>>,
+    /// What other parts of the engine derive from the tensor and keep
+    /// with it, one value per type (see [`Tensor::derived`]).
+    derived: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl Tensor {
@@ -339,6 +343,7 @@ impl Tensor {
             data,
             statistics: OnceLock::new(),
             indexes: Mutex::new(HashMap::new()),
+            derived: Mutex::new(HashMap::new()),
         })
     }
 
@@ -460,6 +465,35 @@ impl Tensor {
         Ok(Arc::clone(
             self.lock_indexes().entry(spec.clone()).or_insert(tree),
         ))
+    }
+
+    /// The value of type `T` kept with this tensor, created empty on first
+    /// use: data that another part of the engine derives from the tensor
+    /// (the optimizer's semijoin reductions of it) and that should live
+    /// exactly as long as the tensor, like its indexes.
+    pub fn derived<T: Any + Send + Sync + Default>(&self) -> Arc<T> {
+        let mut derived = self.derived.lock().unwrap_or_else(PoisonError::into_inner);
+        let value = derived
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()));
+        // The entry for `T`'s type id holds a `T`.
+        match Arc::clone(value).downcast::<T>() {
+            Ok(value) => value,
+            Err(_) => {
+                let fresh = Arc::new(T::default());
+                *value = Arc::clone(&fresh) as Arc<dyn Any + Send + Sync>;
+                fresh
+            }
+        }
+    }
+
+    /// Drops what was derived from the tensor (see [`Tensor::derived`]):
+    /// to free its memory, or to time that work from scratch.
+    pub fn clear_derived(&self) {
+        self.derived
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// The specifications of the indexes built so far.
