@@ -607,7 +607,9 @@ def main():
     earlier = read_duckdb_results(args.duckdb_results) if args.duckdb_results else {}
     binary = bench_binary(repo)
     meta = {"date": date.today().isoformat(), "commit": commit(repo), "machine": machine()}
-    spill_root = repo / "target" / "subgraph-bench-tmp"
+    # One spill folder per run, so that runs side by side never clear
+    # each other's.
+    spill_root = repo / "target" / "subgraph-bench-tmp" / f"{out.name}-{os.getpid()}"
     out.mkdir(parents=True, exist_ok=True)
     all_rows = []
     for dataset in [d.strip() for d in args.datasets.split(",") if d.strip()]:
@@ -616,9 +618,11 @@ def main():
         info, queries = emit(binary, dataset, folder, args)
         log(f"{name}: {len(queries)} queries")
         spill = spill_root / name
-        shutil.rmtree(spill, ignore_errors=True)
-        spill.mkdir(parents=True)
-        con = None if args.duckdb_results else duckdb_connection(folder, spill, args)
+        con = None
+        if not args.duckdb_results:
+            shutil.rmtree(spill, ignore_errors=True)
+            spill.mkdir(parents=True)
+            con = duckdb_connection(folder, spill, args)
         rows_by_threads = []
         plans = {}
         for threads in threads_list:
@@ -650,6 +654,7 @@ def main():
         shutil.rmtree(spill, ignore_errors=True)
         plot(name, rows_by_threads, out / f"{name}.png", args.timeout)
         log(f"{name}: wrote {out / (name + '.md')} and {out / (name + '.png')}")
+    shutil.rmtree(spill_root, ignore_errors=True)
     log(f"wrote {out / 'results.csv'}")
 
 

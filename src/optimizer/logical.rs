@@ -345,9 +345,12 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
                 .iter()
                 .map(|n| sizes.get(n).copied().unwrap_or(1))
                 .collect(),
-            kept: (0..names.len())
-                .filter(|&k| !indices.contains(&names[k]))
-                .fold(0, |acc, k| acc | 1 << k),
+            summed: names
+                .iter()
+                .filter(|n| indices.contains(n))
+                .cloned()
+                .collect(),
+            key: Vec::new(),
             estimates: 0,
             costs: HashMap::new(),
             steps: HashMap::new(),
@@ -592,8 +595,11 @@ struct Space<'a, E: SparsityEstimator> {
     estimator: &'a E,
     names: &'a [String],
     sizes: Vec<u64>,
-    /// The variables the sum keeps (its output).
-    kept: u64,
+    /// The names of the variables it sums over.
+    summed: Vec<String>,
+    /// The sorted factor keys of the last [`Space::finish`] (its memory is
+    /// reused).
+    key: Vec<FactorKey>,
     /// Estimates made so far.
     estimates: usize,
     /// The cost of finishing with a set of factors (by their keys).
@@ -639,29 +645,24 @@ impl<E: SparsityEstimator> Space<'_, E> {
         self.estimator.estimate(stats)
     }
 
-    fn var_names(&self, bits: u64) -> Vec<String> {
-        (0..self.names.len())
-            .filter(|k| bits >> k & 1 == 1)
-            .map(|k| self.names[k].clone())
-            .collect()
-    }
-
     /// The cost of the remaining query over `factors`: its entries and the
     /// assignments of its loop nest.
     fn finish(&mut self, factors: &[Factor<E::Stats>]) -> Result<f64> {
-        let mut key: Vec<FactorKey> = factors.iter().map(|f| f.key).collect();
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.extend(factors.iter().map(|f| f.key));
         key.sort_unstable();
-        if let Some(&cost) = self.costs.get(&key) {
+        let known = self.costs.get(key.as_slice()).copied();
+        self.key = key;
+        if let Some(cost) = known {
             return Ok(cost);
         }
         let refs: Vec<&Factor<E::Stats>> = factors.iter().collect();
         let body = self.product(&refs)?;
-        let all = factors.iter().fold(0u64, |acc, f| acc | f.vars);
-        let output = self
-            .estimator
-            .aggregate(&self.var_names(all & !self.kept), &body)?;
+        // Aggregating names the body lacks changes nothing.
+        let output = self.estimator.aggregate(&self.summed, &body)?;
         let cost = WRITE_COST * self.estimate(&output) + VISIT_COST * self.estimate(&body);
-        self.costs.insert(key, cost);
+        self.costs.insert(self.key.clone(), cost);
         Ok(cost)
     }
 
@@ -706,7 +707,7 @@ impl<E: SparsityEstimator> Space<'_, E> {
                 let body = self.product(&refs)?;
                 let stats = Rc::new(
                     self.estimator
-                        .aggregate(&[self.names[var].clone()], &body)?,
+                        .aggregate(std::slice::from_ref(&self.names[var]), &body)?,
                 );
                 let written = self.estimate(&stats);
                 let cost = if written > MAX_STEP_ENTRIES {
@@ -858,7 +859,11 @@ impl<E: SparsityEstimator> Space<'_, E> {
                 if state.cost + candidate.cost >= best.cost {
                     continue;
                 }
+                let key = set | 1 << v;
                 let after = Self::apply(&state, v, candidate);
+                if states.get(&key).is_some_and(|(_, s)| after.cost >= s.cost) {
+                    continue;
+                }
                 let total = after.cost + self.finish(&after.factors)?;
                 if total < best.cost {
                     best = Plan {
@@ -867,11 +872,8 @@ impl<E: SparsityEstimator> Space<'_, E> {
                         cost: total,
                     };
                 }
-                let key = set | 1 << v;
-                if states.get(&key).is_none_or(|(_, s)| after.cost < s.cost) {
-                    open.push(Reverse((total.to_bits(), key)));
-                    states.insert(key, (total.to_bits(), after));
-                }
+                open.push(Reverse((total.to_bits(), key)));
+                states.insert(key, (total.to_bits(), after));
             }
         }
         Ok(best)
