@@ -487,6 +487,22 @@ impl Tensor {
         }
     }
 
+    /// The same tensor without the indexes built on it: it shares the data
+    /// and the statistics, and gets its own index cache (and nothing
+    /// derived). For a tensor handed to statement after statement whose
+    /// plans should not depend on the orders earlier ones indexed it in.
+    pub fn without_indexes(&self) -> Tensor {
+        Tensor {
+            dims: self.dims.clone(),
+            values: self.values.clone(),
+            column_order: self.column_order.clone(),
+            data: self.data.clone(),
+            statistics: self.statistics.clone(),
+            indexes: Mutex::new(HashMap::new()),
+            derived: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// Drops what was derived from the tensor (see [`Tensor::derived`]):
     /// to free its memory, or to time that work from scratch.
     pub fn clear_derived(&self) {
