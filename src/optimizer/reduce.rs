@@ -440,19 +440,7 @@ impl Reducer {
                 let cached = match cache.get(&cache_key) {
                     Some(cached) => cached,
                     None => {
-                        let mut supports: Vec<Option<Arc<Support>>> = Vec::new();
-                        for fs in by_term {
-                            let mut support: Option<Arc<Support>> = None;
-                            for filter in fs.iter() {
-                                let own = self.support(filter)?;
-                                support = Some(match support {
-                                    None => own,
-                                    Some(other) => Arc::new(other.intersect(&own)),
-                                });
-                            }
-                            supports.push(support);
-                        }
-                        let made = make(input, &supports)?;
+                        let made = make(input, &self.supports_by_term(by_term)?)?;
                         if let Some(made) = &made {
                             // Computed once, shared by every copy below.
                             made.tensor.statistics();
@@ -518,6 +506,24 @@ impl Reducer {
                 indices,
             })
         }))
+    }
+
+    /// Per term, the coordinates all its filters store (`None`: no
+    /// filter).
+    fn supports_by_term(&mut self, by_term: &[&[Filter<'_>]]) -> Result<Vec<Option<Arc<Support>>>> {
+        let mut supports = Vec::with_capacity(by_term.len());
+        for fs in by_term {
+            let mut support: Option<Arc<Support>> = None;
+            for filter in fs.iter() {
+                let own = self.support(filter)?;
+                support = Some(match support {
+                    None => own,
+                    Some(other) => Arc::new(other.intersect(&own)),
+                });
+            }
+            supports.push(support);
+        }
+        Ok(supports)
     }
 
     /// The coordinates `filter` stores at its variable.
