@@ -83,6 +83,15 @@ thread_local! {
         RefCell::new((HashMap::new(), BinaryHeap::new()));
 }
 
+/// A search's outcome.
+fn done(log2: f64, exact: bool, expanded: usize) -> PathBound {
+    PathBound {
+        log2,
+        exact,
+        expanded,
+    }
+}
+
 /// Tolerance on path costs (sums of logarithms).
 const EPS: f64 = 1e-9;
 
@@ -301,11 +310,6 @@ impl Lattice {
     /// within [`Lattice::targets`] (other variables may have been dropped
     /// from the edges), expanding at most `budget` sets.
     pub fn cheapest_path(&self, target: u64, budget: usize) -> PathBound {
-        let done = |log2: f64, exact: bool, expanded: usize| PathBound {
-            log2,
-            exact,
-            expanded,
-        };
         if target == 0 {
             return done(0.0, true, 0);
         }
@@ -334,11 +338,6 @@ impl Lattice {
         best: &mut HashMap<u64, f64>,
         open: &mut BinaryHeap<Open>,
     ) -> PathBound {
-        let done = |log2: f64, exact: bool, expanded: usize| PathBound {
-            log2,
-            exact,
-            expanded,
-        };
         let edges = &self.edges;
         let grid = |f: f64| (f * 1e9).round() as i64;
         let start = self.close(0);

@@ -476,15 +476,10 @@ impl Tensor {
         let value = derived
             .entry(TypeId::of::<T>())
             .or_insert_with(|| Arc::new(T::default()));
-        // The entry for `T`'s type id holds a `T`.
-        match Arc::clone(value).downcast::<T>() {
-            Ok(value) => value,
-            Err(_) => {
-                let fresh = Arc::new(T::default());
-                *value = Arc::clone(&fresh) as Arc<dyn Any + Send + Sync>;
-                fresh
-            }
-        }
+        // The entry for `T`'s type id always holds a `T`.
+        Arc::clone(value)
+            .downcast::<T>()
+            .unwrap_or_else(|_| Arc::new(T::default()))
     }
 
     /// The same tensor without the indexes built on it: it shares the data
