@@ -47,7 +47,7 @@ use crate::error::{Error, Result};
 use crate::ir::IndexTerm;
 use crate::optimizer::estimate::{Leaf, SparsityEstimator};
 use crate::optimizer::lattice::{
-    Constraint, Lattice, PathBound, SEARCH_BUDGET, bits, cheapest_path, order_key,
+    Constraint, Lattice, PathBound, SEARCH_BUDGET, bits, cheapest_path,
 };
 use crate::storage::fibertree::IndexSpec;
 
@@ -143,20 +143,26 @@ impl ChainStats {
     }
 
     fn normalize(&mut self) {
-        let sizes: Vec<f64> = self.slots.iter().map(|s| s.size as f64).collect();
-        let space = |x: u64| bits(x).map(|b| sizes[b]).product::<f64>();
         let mut all = std::mem::take(&mut self.constraints);
+        let slots = &self.slots;
+        let space = |x: u64| bits(x).map(|b| slots[b].size as f64).product::<f64>();
         all.retain_mut(|c| {
             c.x &= !c.y;
             c.x != 0 && c.degree < space(c.x)
         });
-        all.extend((0..self.slots.len()).map(|s| Constraint {
+        all.extend(slots.iter().enumerate().map(|(s, slot)| Constraint {
             x: bit(s),
             y: 0,
-            degree: sizes[s],
+            degree: slot.size as f64,
         }));
-        all.sort_unstable_by_key(|c| (c.y, c.x, order_key(c.degree)));
-        all.dedup_by(|later, kept| later.x == kept.x && later.y == kept.y);
+        all.sort_unstable_by_key(|c| u128::from(c.y) << 64 | u128::from(c.x));
+        all.dedup_by(|later, kept| {
+            let same = later.x == kept.x && later.y == kept.y;
+            if same {
+                kept.degree = kept.degree.min(later.degree);
+            }
+            same
+        });
         self.constraints = all;
     }
 

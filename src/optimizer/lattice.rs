@@ -189,7 +189,8 @@ pub fn order_key(value: f64) -> u64 {
 
 /// Drops every edge that another makes redundant: one that needs no more
 /// (`y ⊆`), adds at least as much (`x ⊇`) and costs no more. Replacing the
-/// redundant edge by it in any path gives a path at least as cheap.
+/// redundant edge by it in any path gives a path at least as cheap. The
+/// edges left are in increasing order of cost.
 fn prune_dominated(edges: &mut Vec<Edge>) {
     edges.sort_unstable_by_key(|e| {
         (
@@ -199,16 +200,19 @@ fn prune_dominated(edges: &mut Vec<Edge>) {
             e.y,
         )
     });
-    let mut kept: Vec<Edge> = Vec::with_capacity(edges.len());
-    for e in edges.iter() {
-        let dominated = kept
+    // The edges kept so far are the prefix `..kept`.
+    let mut kept = 0;
+    for i in 0..edges.len() {
+        let e = edges[i];
+        let dominated = edges[..kept]
             .iter()
             .any(|k| k.y & !e.y == 0 && e.x & !k.x == 0 && k.cost <= e.cost);
         if !dominated {
-            kept.push(*e);
+            edges[kept] = e;
+            kept += 1;
         }
     }
-    *edges = kept;
+    edges.truncate(kept);
 }
 
 /// The cost of a greedy path from `set` to a superset of `target`: each step
@@ -254,10 +258,11 @@ pub fn cheapest_path(constraints: &[Constraint], target: u64, budget: usize) -> 
 /// expression share the preparation.
 #[derive(Clone, Debug)]
 pub struct Lattice {
+    /// The edges, in increasing order of cost.
     edges: Vec<Edge>,
-    /// The edges of cost 0 (degree at most 1): every set is closed under
-    /// them for free.
-    free: Vec<Edge>,
+    /// How many edges cost 0 (degree at most 1; they lead `edges`): every
+    /// set is closed under them for free.
+    free: usize,
     /// The variables a target may hold.
     targets: u64,
 }
@@ -278,7 +283,7 @@ impl Lattice {
             })
             .collect();
         prune_dominated(&mut edges);
-        let free = edges.iter().filter(|e| e.cost <= 0.0).copied().collect();
+        let free = edges.iter().take_while(|e| e.cost <= 0.0).count();
         Lattice {
             edges,
             free,
@@ -290,7 +295,7 @@ impl Lattice {
     fn close(&self, mut set: u64) -> u64 {
         loop {
             let before = set;
-            for e in &self.free {
+            for e in &self.edges[..self.free] {
                 if e.y & !set == 0 {
                     set |= e.x;
                 }

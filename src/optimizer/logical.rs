@@ -953,7 +953,7 @@ fn unique_names(expr: &Expr, free: &[String]) -> Expr {
                             n += 1;
                         }
                         let fresh = format!("{index}_{n}");
-                        body = rename(&body, index, &fresh);
+                        body = rename(&body, &|v| (v == index).then(|| fresh.clone()));
                         fresh
                     } else {
                         index.clone()
@@ -982,10 +982,11 @@ fn unique_names(expr: &Expr, free: &[String]) -> Expr {
     walk(expr, &mut claimed, &mut taken)
 }
 
-/// `expr` with the free occurrences of index `from` renamed to `to`.
-fn rename(expr: &Expr, from: &str, to: &str) -> Expr {
+/// `expr` with the free occurrences of every index `v` for which `to(v)`
+/// gives a name renamed to it.
+fn rename(expr: &Expr, to: &dyn Fn(&str) -> Option<String>) -> Expr {
     let term = |t: &IndexTerm| match t {
-        IndexTerm::Var(v) if v == from => IndexTerm::Var(to.to_string()),
+        IndexTerm::Var(v) => IndexTerm::Var(to(v).unwrap_or_else(|| v.clone())),
         other => other.clone(),
     };
     match expr {
@@ -998,16 +999,25 @@ fn rename(expr: &Expr, from: &str, to: &str) -> Expr {
             name: name.clone(),
             indices: indices.iter().map(term).collect(),
         },
-        Expr::Index(v) if v == from => Expr::Index(to.to_string()),
-        Expr::Agg { indices, .. } if indices.iter().any(|i| i == from) => expr.clone(),
-        Expr::Agg { op, indices, body } => Expr::Agg {
-            op: *op,
-            indices: indices.clone(),
-            body: Box::new(rename(body, from, to)),
-        },
+        Expr::Index(v) => Expr::Index(to(v).unwrap_or_else(|| v.clone())),
+        Expr::Agg { op, indices, body } => {
+            // The indices it binds are not free in its body.
+            let inner = |v: &str| {
+                if indices.iter().any(|i| i == v) {
+                    None
+                } else {
+                    to(v)
+                }
+            };
+            Expr::Agg {
+                op: *op,
+                indices: indices.clone(),
+                body: Box::new(rename(body, &inner)),
+            }
+        }
         Expr::Map { op, args } => Expr::Map {
             op: *op,
-            args: args.iter().map(|a| rename(a, from, to)).collect(),
+            args: args.iter().map(|a| rename(a, to)).collect(),
         },
         other => other.clone(),
     }
@@ -1091,15 +1101,14 @@ fn canonical(body: &Expr) -> (String, Vec<String>) {
         } => args,
         other => vec![other],
     };
-    let role = |v: &String| if indices.contains(v) { "s" } else { "o" };
-    factors.sort_by_cached_key(|f| {
-        f.free_indices()
-            .iter()
-            .fold(f.clone(), |e, v| {
-                rename(&e, v, &format!("\u{1}{}", role(v)))
-            })
-            .to_string()
-    });
+    let role = |v: &str| {
+        if indices.iter().any(|i| i == v) {
+            "s"
+        } else {
+            "o"
+        }
+    };
+    factors.sort_by_cached_key(|f| rename(f, &|v| Some(format!("\u{1}{}", role(v)))).to_string());
     let mut order: Vec<String> = Vec::new();
     for factor in &factors {
         for v in factor.free_indices() {
@@ -1113,15 +1122,13 @@ fn canonical(body: &Expr) -> (String, Vec<String>) {
         .enumerate()
         .map(|(k, v)| format!("\u{1}{}{k}", role(v)))
         .collect();
-    let renamed: Vec<Expr> = factors
-        .iter()
-        .map(|f| {
-            order
-                .iter()
-                .zip(&numbered)
-                .fold(f.clone(), |e, (v, n)| rename(&e, v, n))
-        })
-        .collect();
+    let number = |v: &str| {
+        order
+            .iter()
+            .position(|o| o == v)
+            .map(|k| numbered[k].clone())
+    };
+    let renamed: Vec<Expr> = factors.iter().map(|f| rename(f, &number)).collect();
     let summed: Vec<String> = indices
         .iter()
         .filter_map(|v| {
