@@ -7,6 +7,11 @@
 //! median time and how much looser than the best bound the budget leaves. Needs the datasets folder (`$EINSQL_DATA` or
 //! `../shared/datasets`); without it there is nothing to time.
 
+/// Allocations go to mimalloc (the `mimalloc` feature, on by default).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "../tests/estimate/graph.rs"]
 mod graph;
 

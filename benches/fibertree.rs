@@ -4,6 +4,11 @@
 //! statistics computed on every store. Criterion reports time per build and
 //! entries per second.
 
+/// Allocations go to mimalloc (the `mimalloc` feature, on by default).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use einsql::storage::fibertree::{FiberTree, IndexSpec, LevelFormat};
 use einsql::storage::statistics::Statistics;

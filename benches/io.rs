@@ -4,6 +4,11 @@
 //! so that parsing dominates), and the largest `.mtx` file of the public
 //! datasets (when they are present).
 
+/// Allocations go to mimalloc (the `mimalloc` feature, on by default).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

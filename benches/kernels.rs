@@ -15,6 +15,11 @@
 //! result is checked against the CSR loop's and a summary of both (with
 //! their ratio) is printed.
 
+/// Allocations go to mimalloc (the `mimalloc` feature, on by default).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

@@ -11,6 +11,11 @@
 //! (`$EINSQL_DATA` or `../shared/datasets`); without it there is nothing to
 //! time.
 
+/// Allocations go to mimalloc (the `mimalloc` feature, on by default).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

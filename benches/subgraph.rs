@@ -30,6 +30,11 @@
 //! query that cannot be written as SQL is left out of `queries.jsonl` with a
 //! note on standard error.
 
+/// Allocations go to mimalloc (the `mimalloc` feature, on by default).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};

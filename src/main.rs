@@ -4,6 +4,11 @@
 //! This file only parses the command line (`clap`); the shell itself is in
 //! [`shell`].
 
+/// Allocations go to mimalloc (the `mimalloc` feature, on by default).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod shell;
 
 use std::path::PathBuf;
