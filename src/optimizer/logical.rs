@@ -985,8 +985,9 @@ fn unique_names(expr: &Expr, free: &[String]) -> Expr {
 /// `expr` with the free occurrences of every index `v` for which `to(v)`
 /// gives a name renamed to it.
 fn rename(expr: &Expr, to: &dyn Fn(&str) -> Option<String>) -> Expr {
+    let name = |v: &String| to(v).unwrap_or_else(|| v.clone());
     let term = |t: &IndexTerm| match t {
-        IndexTerm::Var(v) => IndexTerm::Var(to(v).unwrap_or_else(|| v.clone())),
+        IndexTerm::Var(v) => IndexTerm::Var(name(v)),
         other => other.clone(),
     };
     match expr {
@@ -999,7 +1000,7 @@ fn rename(expr: &Expr, to: &dyn Fn(&str) -> Option<String>) -> Expr {
             name: name.clone(),
             indices: indices.iter().map(term).collect(),
         },
-        Expr::Index(v) => Expr::Index(to(v).unwrap_or_else(|| v.clone())),
+        Expr::Index(v) => Expr::Index(name(v)),
         Expr::Agg { op, indices, body } => {
             // The indices it binds are not free in its body.
             let inner = |v: &str| {

@@ -442,7 +442,7 @@ impl Reducer {
                     None => {
                         let made = make(input, &self.supports_by_term(by_term)?)?;
                         if let Some(made) = &made {
-                            // Computed once, shared by every copy below.
+                            // Computed once; every copy below carries them.
                             made.tensor.statistics();
                         }
                         let filters = by_term

@@ -483,7 +483,8 @@ impl Tensor {
     }
 
     /// The same tensor without the indexes built on it: it shares the data
-    /// and the statistics, and gets its own index cache (and nothing
+    /// (Arrow buffers), copies the statistics if computed (a few numbers per
+    /// dimension subset), and gets its own index cache (and nothing
     /// derived). For a tensor handed to statement after statement whose
     /// plans should not depend on the orders earlier ones indexed it in.
     pub fn without_indexes(&self) -> Tensor {
