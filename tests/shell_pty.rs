@@ -50,6 +50,40 @@ fn quit(mut session: PtySession) {
     session.exp_eof().unwrap();
 }
 
+/// A named pipe `endless.mtx` in `dir` that a writer thread keeps filling
+/// with Matrix Market entries and never closes: a load from it is certainly
+/// still running when Ctrl-C arrives, however fast the machine. The writer
+/// ends when the reader closes the pipe.
+fn endless_pipe(dir: &Path) -> (PathBuf, std::thread::JoinHandle<()>) {
+    let pipe = dir.join("endless.mtx");
+    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made.success(), "mkfifo failed");
+    let writer = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || {
+            // Opening blocks until the shell opens the pipe to read.
+            let mut file = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
+            let header = "%%MatrixMarket matrix coordinate pattern general\n\
+                          1000000000 1000000000 1000000000000\n";
+            if std::io::Write::write_all(&mut file, header.as_bytes()).is_err() {
+                return;
+            }
+            let mut row = 0u64;
+            loop {
+                let mut chunk = String::with_capacity(1 << 16);
+                for _ in 0..4096 {
+                    row += 1;
+                    chunk.push_str(&format!("{row} 1\n"));
+                }
+                if std::io::Write::write_all(&mut file, chunk.as_bytes()).is_err() {
+                    return;
+                }
+            }
+        })
+    };
+    (pipe, writer)
+}
+
 #[test]
 fn welcome_lines_match_the_first_session() {
     let dir = tempfile::tempdir().unwrap();
@@ -178,12 +212,19 @@ fn ctrl_c_at_the_prompt_clears_the_input_and_keeps_the_session() {
 
 #[test]
 fn ctrl_c_while_statements_run_stops_the_rest_and_keeps_the_session() {
-    // A script long enough to be running when Ctrl-C arrives: each INSERT
-    // rewrites the growing table.
+    // A script still running when Ctrl-C arrives, however fast the
+    // machine: inserts, a load from a pipe that never ends, more inserts.
     let dir = tempfile::tempdir().unwrap();
+    let (pipe, writer) = endless_pipe(dir.path());
     let script = dir.path().join("long.sql");
     let mut text = String::from("CREATE TABLE counter (i INT, PRIMARY KEY (i));\n");
     for i in 0..5000 {
+        if i == 100 {
+            text.push_str(&format!(
+                "CREATE TABLE big AS SELECT * FROM read_mtx('{}');\n",
+                pipe.display()
+            ));
+        }
         text.push_str(&format!("INSERT INTO counter VALUES ({i});\n"));
     }
     std::fs::write(&script, text).unwrap();
@@ -191,6 +232,8 @@ fn ctrl_c_while_statements_run_stops_the_rest_and_keeps_the_session() {
     session.exp_string("einsql> ").unwrap();
     enter(&mut session, &format!(".read {}", script.display()));
     session.exp_string("Inserted 1 row into counter").unwrap();
+    // The load's progress spinner shows the script has reached it.
+    session.exp_string("MiB/s)").unwrap();
     session.send_control('c').unwrap();
     // The rest of the script is skipped and the session stays.
     session
@@ -207,41 +250,14 @@ fn ctrl_c_while_statements_run_stops_the_rest_and_keeps_the_session() {
         .count();
     assert!((1..5000).contains(&rows), "{rows} rows in {listing}");
     quit(session);
+    writer.join().unwrap();
 }
 
 #[test]
 fn ctrl_c_cancels_a_long_load_and_keeps_the_session() {
-    // The load reads a named pipe that a writer keeps filling with entries
-    // and never closes, so the statement is certainly still running when
-    // Ctrl-C arrives, however fast the machine.
+    // The load reads a pipe that never ends (see `endless_pipe`).
     let dir = tempfile::tempdir().unwrap();
-    let pipe = dir.path().join("endless.mtx");
-    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
-    assert!(made.success(), "mkfifo failed");
-    let writer = {
-        let pipe = pipe.clone();
-        std::thread::spawn(move || {
-            // Opening blocks until the shell opens the pipe to read.
-            let mut file = std::fs::OpenOptions::new().write(true).open(&pipe).unwrap();
-            let header = "%%MatrixMarket matrix coordinate pattern general\n\
-                          1000000000 1000000000 1000000000000\n";
-            if std::io::Write::write_all(&mut file, header.as_bytes()).is_err() {
-                return;
-            }
-            let mut row = 0u64;
-            loop {
-                let mut chunk = String::with_capacity(1 << 16);
-                for _ in 0..4096 {
-                    row += 1;
-                    chunk.push_str(&format!("{row} 1\n"));
-                }
-                // The shell closing the pipe ends the writer.
-                if std::io::Write::write_all(&mut file, chunk.as_bytes()).is_err() {
-                    return;
-                }
-            }
-        })
-    };
+    let (pipe, writer) = endless_pipe(dir.path());
     let mut session = shell(&dir.path().join("history"));
     session.exp_string("einsql> ").unwrap();
     enter(&mut session, "CREATE TABLE kept (x INT);");
