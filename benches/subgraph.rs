@@ -517,8 +517,9 @@ struct Execution {
     optimize_seconds: f64,
     /// Of which in the semijoin reductions ([`einsql::Profile::reduce`]).
     reduce_seconds: f64,
-    /// The plan with estimated and actual entries per step.
-    plan: String,
+    /// Its profile, for the plan with estimated and actual entries per
+    /// step (written only for the timed run, after the clock stopped).
+    profile: einsql::Profile,
 }
 
 /// Whether `error` (possibly wrapped with a position) is a cancellation.
@@ -557,41 +558,88 @@ fn single_count(result: &einsql::QueryResult) -> Result<i64, String> {
     Err(format!("the count has type {}", column.data_type()))
 }
 
-/// Runs `sql` on `db`, stopping it through `interrupt` after `timeout`.
-/// `Ok(None)`: timed out.
+/// What the [`Watchdog`] thread is told.
+enum Order {
+    /// Interrupt the statement about to start once this time has passed.
+    Arm(Duration),
+    /// The statement ended; answer once no interrupt can come any more.
+    Disarm,
+}
+
+/// Stops a statement through the database's [`Interrupt`] once its time is
+/// up: one thread for the whole run, armed before each statement and
+/// disarmed after it, so that no thread starts beside a timed statement.
+/// The thread ends once the watchdog is dropped.
+struct Watchdog {
+    orders: mpsc::Sender<Order>,
+    disarmed: mpsc::Receiver<()>,
+}
+
+impl Watchdog {
+    fn new(interrupt: Interrupt) -> Watchdog {
+        let (orders, inbox) = mpsc::channel::<Order>();
+        let (acknowledge, disarmed) = mpsc::channel::<()>();
+        thread::spawn(move || {
+            while let Ok(order) = inbox.recv() {
+                if let Order::Arm(limit) = order {
+                    match inbox.recv_timeout(limit) {
+                        Ok(_) => {}
+                        Err(mpsc::RecvTimeoutError::Timeout) => {
+                            interrupt.request();
+                            if inbox.recv().is_err() {
+                                return;
+                            }
+                        }
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                if acknowledge.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        Watchdog { orders, disarmed }
+    }
+
+    fn arm(&self, limit: Duration) -> Result<(), String> {
+        self.orders
+            .send(Order::Arm(limit))
+            .map_err(|_| "the timeout thread failed".to_string())
+    }
+
+    /// Returns once the watchdog will not interrupt any more.
+    fn disarm(&self) -> Result<(), String> {
+        self.orders
+            .send(Order::Disarm)
+            .ok()
+            .and_then(|()| self.disarmed.recv().ok())
+            .ok_or_else(|| "the timeout thread failed".to_string())
+    }
+}
+
+/// Runs `sql` on `db`, stopped through `interrupt` by `watchdog` after
+/// `timeout`. `Ok(None)`: timed out.
 fn timed(
     db: &Database,
     interrupt: &Interrupt,
+    watchdog: &Watchdog,
     sql: &str,
     timeout: Duration,
 ) -> Result<Option<Execution>, String> {
-    let (done, finished) = mpsc::channel::<()>();
-    let timer = {
-        let interrupt = interrupt.clone();
-        thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(timeout) {
-                interrupt.request();
-            }
-        })
-    };
+    watchdog.arm(timeout)?;
     let started = Instant::now();
     let result = db.execute_profiled(sql);
     let seconds = started.elapsed().as_secs_f64();
-    // The timer may be gone already (it fired); then there is no one to tell.
-    let _ = done.send(());
-    let timer_panicked = timer.join().is_err();
+    watchdog.disarm()?;
     let fired = interrupt.is_requested();
     interrupt.clear();
-    if timer_panicked {
-        return Err("the timeout thread failed".to_string());
-    }
     match result {
         Ok((result, profile)) => Ok(Some(Execution {
             count: single_count(&result)?,
             seconds,
             optimize_seconds: profile.optimize.as_secs_f64(),
             reduce_seconds: profile.reduce.as_secs_f64(),
-            plan: profile.plan,
+            profile,
         })),
         Err(e) if fired && is_cancelled(&e) => Ok(None),
         Err(e) => Err(e.to_string()),
@@ -614,7 +662,13 @@ fn plan_text(db: &Database, sql: &str) -> Option<String> {
 }
 
 /// Warm run, then timed run, of one query.
-fn measure(db: &Database, interrupt: &Interrupt, query: &QueryLine, timeout: Duration) -> Outcome {
+fn measure(
+    db: &Database,
+    interrupt: &Interrupt,
+    watchdog: &Watchdog,
+    query: &QueryLine,
+    timeout: Duration,
+) -> Outcome {
     let outcome = |status, message: Option<String>, seconds| Outcome {
         name: query.name.clone(),
         count: None,
@@ -627,7 +681,7 @@ fn measure(db: &Database, interrupt: &Interrupt, query: &QueryLine, timeout: Dur
     };
     let limit = timeout.as_secs_f64();
     for warm in [true, false] {
-        match timed(db, interrupt, &query.sql, timeout) {
+        match timed(db, interrupt, watchdog, &query.sql, timeout) {
             Ok(Some(execution)) if !warm => {
                 return Outcome {
                     name: query.name.clone(),
@@ -637,7 +691,7 @@ fn measure(db: &Database, interrupt: &Interrupt, query: &QueryLine, timeout: Dur
                     seconds: execution.seconds,
                     optimize_seconds: Some(execution.optimize_seconds),
                     reduce_seconds: Some(execution.reduce_seconds),
-                    plan: Some(execution.plan),
+                    plan: Some(execution.profile.plan()),
                 };
             }
             Ok(Some(_)) => {}
@@ -687,9 +741,10 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
             .map_err(|e| Failure(format!("SET {name} = {value}: {e}")))?;
     }
     let interrupt = db.interrupt();
+    let watchdog = Watchdog::new(interrupt.clone());
     let stdout = std::io::stdout();
     for query in &queries {
-        let outcome = measure(&db, &interrupt, query, args.timeout);
+        let outcome = measure(&db, &interrupt, &watchdog, query, args.timeout);
         let line = to_json(&outcome)?;
         let mut out = stdout.lock();
         writeln!(out, "{line}")

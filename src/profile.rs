@@ -54,10 +54,6 @@ pub struct Profile {
     pub reduce: Duration,
     /// Time in the executor (or the reference evaluator), likewise.
     pub execute: Duration,
-    /// The plans with estimated and actual entries per step, as `EXPLAIN
-    /// ANALYZE` prints them (without the times, which [`Profile::optimize`]
-    /// and [`Profile::execute`] hold).
-    pub plan: String,
     /// The programs the statement evaluated, in order.
     pub programs: Vec<ProgramRun>,
 }
@@ -74,17 +70,23 @@ impl Profile {
             .filter_map(|p| p.optimized.as_ref().map(|o| o.reduce_time))
             .sum();
         let execute = programs.iter().map(|p| p.execute).sum();
-        let plan = programs
-            .iter()
-            .flat_map(|p| crate::explain::run_lines(p, false))
-            .collect::<Vec<_>>()
-            .join("\n");
         Profile {
             optimize,
             reduce,
             execute,
-            plan,
             programs,
         }
+    }
+
+    /// The plans with estimated and actual entries per step, as `EXPLAIN
+    /// ANALYZE` prints them (without the times, which [`Profile::optimize`]
+    /// and [`Profile::execute`] hold). Written on request, so that running
+    /// a statement does not pay for the text.
+    pub fn plan(&self) -> String {
+        self.programs
+            .iter()
+            .flat_map(|p| crate::explain::run_lines(p, false))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
