@@ -6,7 +6,13 @@
 //! ("random-write") levels accumulate in an [`Accumulator`] keyed by their
 //! coordinates: a single slot when there are none, a dense array with a
 //! list of touched slots, or a hash table. The accumulator is drained into
-//! the worker's entries whenever the in-order levels advance.
+//! the worker's entries whenever the in-order levels advance. A dense
+//! array is allocated on the first write, and the workers of one kernel
+//! run hand drained accumulators on through an [`AccumulatorPool`], so
+//! that each chunk of the outermost loop does not allocate and clear the
+//! array again.
+
+use std::sync::{Mutex, PoisonError};
 
 use hashbrown::HashMap;
 
@@ -188,8 +194,8 @@ impl Accumulate for f64 {
 pub(crate) enum Accumulator<S> {
     /// No random-write level: one slot.
     Single(Option<S>),
-    /// A slot per coordinate (row-major over the levels' sizes) and the
-    /// slots written since the last drain.
+    /// A slot per coordinate (row-major over the levels' sizes; empty
+    /// until the first write) and the slots written since the last drain.
     Dense {
         sizes: Vec<u64>,
         slots: Vec<Option<S>>,
@@ -207,14 +213,11 @@ impl<S: Copy> Accumulator<S> {
             return Accumulator::Single(None);
         }
         match format {
-            OutputFormat::Dense | OutputFormat::Bytemap => {
-                let len = sizes.iter().map(|&s| s as usize).product();
-                Accumulator::Dense {
-                    sizes,
-                    slots: vec![None; len],
-                    touched: Vec::new(),
-                }
-            }
+            OutputFormat::Dense | OutputFormat::Bytemap => Accumulator::Dense {
+                sizes,
+                slots: Vec::new(),
+                touched: Vec::new(),
+            },
             OutputFormat::Sorted | OutputFormat::Hashed => Accumulator::Hashed(HashMap::new()),
         }
     }
@@ -256,11 +259,16 @@ impl<S: Copy> Accumulator<S> {
                 for (&v, &size) in vars.iter().zip(sizes.iter()) {
                     index = index * size as usize + coords[v] as usize;
                 }
-                let Some(cell) = slots.get_mut(index) else {
-                    return Err(Error::Invalid(
-                        "internal: an output coordinate outside its dimension".to_string(),
-                    ));
-                };
+                if index >= slots.len() {
+                    let len: usize = sizes.iter().map(|&s| s as usize).product();
+                    if !slots.is_empty() || index >= len {
+                        return Err(Error::Invalid(
+                            "internal: an output coordinate outside its dimension".to_string(),
+                        ));
+                    }
+                    slots.resize(len, None);
+                }
+                let cell = &mut slots[index];
                 match cell {
                     Some(s) => s,
                     None => {
@@ -283,6 +291,15 @@ impl<S: Copy> Accumulator<S> {
         };
         merge(existing, slot)?;
         Ok(false)
+    }
+
+    /// Whether nothing was written since the last drain.
+    fn is_drained(&self) -> bool {
+        match self {
+            Accumulator::Single(s) => s.is_none(),
+            Accumulator::Dense { touched, .. } => touched.is_empty(),
+            Accumulator::Hashed(table) => table.is_empty(),
+        }
     }
 
     /// Calls `f(coordinates, slot)` for every written coordinate and
@@ -325,6 +342,44 @@ impl<S: Copy> Accumulator<S> {
     }
 }
 
+/// The drained accumulators of one kernel run, for its next workers.
+pub(crate) struct AccumulatorPool<S> {
+    format: OutputFormat,
+    sizes: Vec<u64>,
+    free: Mutex<Vec<Accumulator<S>>>,
+}
+
+impl<S: Copy> AccumulatorPool<S> {
+    /// A pool of accumulators over levels of `sizes` in `format`.
+    pub(crate) fn new(format: OutputFormat, sizes: Vec<u64>) -> AccumulatorPool<S> {
+        AccumulatorPool {
+            format,
+            sizes,
+            free: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A drained accumulator: one handed back earlier, else a new one.
+    pub(crate) fn take(&self) -> Accumulator<S> {
+        self.free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()
+            .unwrap_or_else(|| Accumulator::new(self.format, self.sizes.clone()))
+    }
+
+    /// Hands `acc` on to a later worker; one that still holds entries (its
+    /// worker failed) is dropped instead.
+    pub(crate) fn give(&self, acc: Accumulator<S>) {
+        if acc.is_drained() {
+            self.free
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(acc);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,6 +408,41 @@ mod tests {
             .unwrap();
             assert_eq!(out, vec![(vec![0, 3], 1), (vec![2, 1], 3)], "{format:?}");
         }
+    }
+
+    #[test]
+    fn a_pool_hands_on_drained_accumulators_with_their_array() {
+        let pool: AccumulatorPool<i64> = AccumulatorPool::new(OutputFormat::Dense, vec![3, 4]);
+        let mut acc = pool.take();
+        let Accumulator::Dense { slots, .. } = &acc else {
+            panic!("a dense accumulator");
+        };
+        assert!(slots.is_empty(), "allocated before the first write");
+        acc.add(&[2, 1], &[0, 1], 5, sum).unwrap();
+        let array = match &acc {
+            Accumulator::Dense { slots, .. } => slots.as_ptr(),
+            _ => unreachable!(),
+        };
+        acc.drain(|_, _| Ok(())).unwrap();
+        pool.give(acc);
+        let mut again = pool.take();
+        match &again {
+            Accumulator::Dense { slots, touched, .. } => {
+                assert_eq!(slots.as_ptr(), array, "the same array, not a new one");
+                assert!(slots.iter().all(Option::is_none) && touched.is_empty());
+            }
+            _ => unreachable!(),
+        }
+        // Holding an entry, it is not handed on: the next take is new.
+        again.add(&[0, 0], &[0, 1], 1, sum).unwrap();
+        pool.give(again);
+        match pool.take() {
+            Accumulator::Dense { slots, .. } => assert!(slots.is_empty()),
+            _ => unreachable!(),
+        }
+        // A coordinate outside the levels is an error, not a panic.
+        let mut acc = pool.take();
+        assert!(acc.add(&[3, 0], &[0, 1], 1, sum).is_err());
     }
 
     #[test]

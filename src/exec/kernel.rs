@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Annotation, ScalarOp, Value};
 use crate::storage::fibertree::{Fiber, FiberTree, LeafValues};
 
-use super::accumulate::{Accumulator, Entries, Slot};
+use super::accumulate::{Accumulator, AccumulatorPool, Entries, Slot};
 use super::control::{CHECK_EVERY, Control};
 use super::plan::{Driver, Node, OutputFormat, PhysicalQuery, Term};
 
@@ -451,6 +451,8 @@ pub(crate) struct Worker<'k, 'a> {
     saved: Vec<(usize, bool)>,
     top: Option<Cands>,
     acc: Accumulator<Slot>,
+    /// Where the accumulator came from and goes back to.
+    pool: Option<&'k AccumulatorPool<Slot>>,
     out: Entries<Slot>,
     steps: usize,
     reserved: u64,
@@ -474,10 +476,14 @@ pub(crate) fn output_key<'k>(
 }
 
 /// A worker's accumulator and entries are returned to the budget when it
-/// ends (the caller charges the merged result again).
+/// ends (the caller charges the merged result again), and its accumulator
+/// to its pool.
 impl Drop for Worker<'_, '_> {
     fn drop(&mut self) {
         self.ctl.release(self.reserved);
+        if let Some(pool) = self.pool {
+            pool.give(std::mem::replace(&mut self.acc, Accumulator::Single(None)));
+        }
     }
 }
 
@@ -488,8 +494,13 @@ pub(crate) fn entry_bytes(dims: usize) -> u64 {
 }
 
 impl<'k, 'a> Worker<'k, 'a> {
-    /// A worker at the root of the loop nest.
-    pub(crate) fn new(k: &'k Kernel<'a>, ctl: &'k Control<'k>) -> Result<Worker<'k, 'a>> {
+    /// A worker at the root of the loop nest, with an accumulator from
+    /// `pool` (else its own).
+    pub(crate) fn new(
+        k: &'k Kernel<'a>,
+        ctl: &'k Control<'k>,
+        pool: Option<&'k AccumulatorPool<Slot>>,
+    ) -> Result<Worker<'k, 'a>> {
         let (pos, present) = k.inputs.iter().map(InputRt::root).unzip();
         let upfront = Accumulator::<Slot>::upfront_bytes(k.accumulator, &k.suffix_sizes);
         let reserved = u64::try_from(upfront).unwrap_or(u64::MAX);
@@ -502,7 +513,11 @@ impl<'k, 'a> Worker<'k, 'a> {
             coords: vec![0; k.query.vars.len()],
             saved: Vec::new(),
             top: None,
-            acc: Accumulator::new(k.accumulator, k.suffix_sizes.clone()),
+            acc: match pool {
+                Some(pool) => pool.take(),
+                None => Accumulator::new(k.accumulator, k.suffix_sizes.clone()),
+            },
+            pool,
             out: Entries::new(k.query.output.len()),
             steps: 0,
             reserved,

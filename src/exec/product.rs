@@ -17,7 +17,7 @@ use crate::storage::ValueType;
 use crate::storage::fibertree::{Cursor, Fiber, Level, LevelFormat};
 
 use super::ExecOptions;
-use super::accumulate::{Accumulate, Accumulator, Entries, Finished};
+use super::accumulate::{Accumulate, Accumulator, AccumulatorPool, Entries, Finished};
 use super::control::{CHECK_EVERY, Control};
 use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes, output_key};
 use super::plan::Node;
@@ -327,7 +327,7 @@ impl Product {
         let empty = || Ok(T::finished(Entries::new(kernel.query.output.len())));
         let values: Vec<Typed<'_, T>> = kernel.inputs.iter().map(|i| T::typed(i.values)).collect();
         control.reserve(values.iter().map(Typed::owned_bytes).sum())?;
-        let root = Worker::new(kernel, control)?;
+        let root = Worker::new(kernel, control, None)?;
         if !root.feasible() {
             return empty();
         }
@@ -346,6 +346,7 @@ impl Product {
             values: &values,
             control,
             leaves: LeafReads::new(kernel, &values),
+            accumulators: AccumulatorPool::new(kernel.accumulator, kernel.suffix_sizes.clone()),
         };
         let dims = kernel.query.output.len();
         let parts: Vec<Entries<T>> = if kernel.vars.is_empty() {
@@ -406,6 +407,8 @@ struct Shared<'s, 'a, T: Num> {
     values: &'s [Typed<'a, T>],
     control: &'s Control<'s>,
     leaves: Option<LeafReads<'s, 'a, T>>,
+    /// The workers' accumulators, handed from one chunk to the next.
+    accumulators: AccumulatorPool<T>,
 }
 
 /// The most inputs [`ProductWorker::innermost_slots`] handles: a driver
@@ -519,7 +522,7 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
             pos: pos.to_vec(),
             coords: vec![0; kernel.query.vars.len()],
             top,
-            acc: Accumulator::new(kernel.accumulator, kernel.suffix_sizes.clone()),
+            acc: self.accumulators.take(),
             out,
             steps: 0,
             scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
@@ -549,10 +552,13 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
 }
 
 /// A worker's accumulator and entries are returned to the budget when it
-/// ends (the caller charges the merged result again).
+/// ends (the caller charges the merged result again), and its accumulator
+/// to the pool.
 impl<T: Num> Drop for ProductWorker<'_, '_, '_, T> {
     fn drop(&mut self) {
         self.shared.control.release(self.reserved);
+        let acc = std::mem::replace(&mut self.acc, Accumulator::Single(None));
+        self.shared.accumulators.give(acc);
     }
 }
 

@@ -16,7 +16,7 @@ use crate::ir::{Annotation, Value};
 use crate::storage::fibertree::FiberTree;
 use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
-use super::accumulate::{Entries, Finished, Slot};
+use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
 use super::control::Control;
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{PhysicalPlan, PhysicalQuery, Role, Source, Term};
@@ -140,7 +140,7 @@ fn run_general(
     control: &Control<'_>,
     options: &ExecOptions,
 ) -> Result<Entries<Value>> {
-    let mut root = Worker::new(kernel, control)?;
+    let mut root = Worker::new(kernel, control, None)?;
     if !root.feasible() {
         return Ok(Entries::new(kernel.query.output.len()));
     }
@@ -151,8 +151,9 @@ fn run_general(
     let top = root.candidates(0);
     let weights = top_weights(kernel, &root.pos, &root.present, &top);
     let chunks = split(&weights, top.len());
+    let pool = AccumulatorPool::new(kernel.accumulator, kernel.suffix_sizes.clone());
     let parts = run_chunks(&chunks, options, control, |from, to| {
-        Worker::new(kernel, control)?.run(top.slice(from, to))
+        Worker::new(kernel, control, Some(&pool))?.run(top.slice(from, to))
     })?;
     let merged = merge(kernel, parts)?;
     finish_all(kernel, merged)

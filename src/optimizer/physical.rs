@@ -27,10 +27,10 @@
 //!   with the actual fiber lengths instead, per visit, so skewed degrees
 //!   cannot mislead it.
 //! - **Output formats.** Levels written in loop order are sorted; the
-//!   others accumulate in a dense array when their space is small or the
-//!   estimated output fills at least an eighth of it, in a bytemap when it
-//!   fills at least 1/64 of a space of at most 2^24 coordinates, and in a
-//!   hash table otherwise.
+//!   others accumulate in a dense array when their space is small (at
+//!   most 2^16 coordinates); in a space of at most 2^20, in a dense array
+//!   when the estimated output fills at least an eighth of it and in a
+//!   bytemap when at least 1/64; in a hash table otherwise.
 //!
 //! [`Tensor::index`]: crate::storage::Tensor::index
 
@@ -58,8 +58,12 @@ pub const LEVEL_STATES: usize = 256;
 const SMALL_SPACE: f64 = 65_536.0;
 
 /// Random-write spaces above this many coordinates are never dense nor
-/// bytemaps.
-const LARGE_SPACE: f64 = (1u64 << 24) as f64;
+/// bytemaps: the array (16 bytes a coordinate) is set up before the first
+/// write, and the estimated fill it would pay for is an upper bound. On
+/// yeast `query_dense_16_133`, a bytemap of 9.7 million coordinates
+/// chosen for an estimated 714,555 entries (21,665 in fact) took most of
+/// the query's 25 to 450 ms.
+const LARGE_SPACE: f64 = (1u64 << 20) as f64;
 
 /// The physical optimizer: implements the planner's [`Choose`] with the
 /// estimates of `estimator` and the statistics the logical optimizer kept
@@ -449,16 +453,22 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         if space <= SMALL_SPACE {
             return OutputFormat::Dense;
         }
-        let density = self.visits(output) / space;
-        if space > LARGE_SPACE {
-            OutputFormat::Hashed
-        } else if density >= 1.0 / 8.0 {
-            OutputFormat::Dense
-        } else if density >= 1.0 / 64.0 {
-            OutputFormat::Bytemap
-        } else {
-            OutputFormat::Hashed
-        }
+        accumulator_format(space, self.visits(output))
+    }
+}
+
+/// The accumulator for random-write levels over `space` coordinates
+/// (beyond [`SMALL_SPACE`]) that are estimated to receive `entries`.
+fn accumulator_format(space: f64, entries: f64) -> OutputFormat {
+    let density = entries / space;
+    if space > LARGE_SPACE {
+        OutputFormat::Hashed
+    } else if density >= 1.0 / 8.0 {
+        OutputFormat::Dense
+    } else if density >= 1.0 / 64.0 {
+        OutputFormat::Bytemap
+    } else {
+        OutputFormat::Hashed
     }
 }
 
@@ -509,5 +519,37 @@ fn required(node: &Node, query: &PhysicalQuery) -> (Vec<usize>, Option<Value>) {
             };
             (needed, fill)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_only_for_dense_enough_output_within_the_space_limit() {
+        let million = (1u64 << 20) as f64;
+        assert_eq!(
+            accumulator_format(million, million / 4.0),
+            OutputFormat::Dense
+        );
+        assert_eq!(
+            accumulator_format(million, million / 32.0),
+            OutputFormat::Bytemap
+        );
+        assert_eq!(
+            accumulator_format(million, million / 128.0),
+            OutputFormat::Hashed
+        );
+        // yeast query_dense_16_133: 3,112 x 3,112 coordinates, 714,555
+        // entries estimated (21,665 in fact).
+        assert_eq!(
+            accumulator_format(3112.0 * 3112.0, 714_555.0),
+            OutputFormat::Hashed
+        );
+        assert_eq!(
+            accumulator_format(2.0 * million, 2.0 * million),
+            OutputFormat::Hashed
+        );
     }
 }
