@@ -134,6 +134,17 @@ pub(crate) enum Finished {
     Int(Entries<i64>),
 }
 
+impl Finished {
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Finished::Values(e) => e.len(),
+            Finished::Float(e) => e.len(),
+            Finished::Int(e) => e.len(),
+        }
+    }
+}
+
 /// The aggregate of the assignments visited for one output coordinate: the
 /// combination of their (lifted) values and how many assignments they
 /// stand for, so that the absent ones can be accounted for with the fill

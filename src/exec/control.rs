@@ -1,5 +1,8 @@
 //! What every worker of a running plan shares: the memory budget, the
-//! cancellation checks, the first error, and the thread pools.
+//! cancellation checks, the first error, and the thread pools (also for
+//! the index builds and result sorts of a plan, which run on rayon's
+//! parallel iterators: [`within_threads`] keeps them to the plan's
+//! thread count).
 //!
 //! The budget counts the bytes of what a plan builds (indexes in another
 //! order, accumulators, entries, result tensors); reserving past the limit
@@ -13,6 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::error::{Error, Result};
 use crate::io::ProgressSink;
+use crate::storage::tensor::PARALLEL_ROWS;
 
 /// How many inner iterations a worker runs between two cancellation checks.
 pub(crate) const CHECK_EVERY: usize = 4096;
@@ -126,6 +130,23 @@ pub(crate) fn pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
     let pool = Arc::new(pool);
     pools.insert(threads, Arc::clone(&pool));
     Ok(pool)
+}
+
+/// Runs `job`, which builds or sorts `rows` entries, so that the parallel
+/// iterators inside it use at most `threads` threads: large jobs (those
+/// that go parallel, [`PARALLEL_ROWS`] entries and up) on the pool of
+/// `threads`, small ones on the calling thread (they stay sequential, and
+/// handing them to a pool would cost more than they do).
+pub(crate) fn within_threads<T: Send>(
+    threads: usize,
+    rows: usize,
+    job: impl FnOnce() -> Result<T> + Send,
+) -> Result<T> {
+    if rows < PARALLEL_ROWS {
+        job()
+    } else {
+        pool(threads)?.install(job)
+    }
 }
 
 #[cfg(test)]

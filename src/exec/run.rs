@@ -17,7 +17,7 @@ use crate::storage::fibertree::FiberTree;
 use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
 use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
-use super::control::Control;
+use super::control::{Control, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::product;
@@ -97,7 +97,9 @@ fn run_query(
         if !tensor.built_indexes().contains(&access.index) {
             control.reserve(index_bytes(&tensor, access.index.order.len()))?;
         }
-        let tree: Arc<FiberTree> = tensor.index(&access.index)?;
+        let tree: Arc<FiberTree> = within_threads(options.threads, tensor.nnz(), || {
+            tensor.index(&access.index)
+        })?;
         let consts: Vec<i64> = access
             .index
             .order
@@ -125,7 +127,9 @@ fn run_query(
         Some(product) => product.run(&kernel, control, options)?,
         None => Finished::Values(run_general(&kernel, control, options)?),
     };
-    let tensor = store(&kernel, entries, control)?;
+    let tensor = within_threads(options.threads, entries.len(), || {
+        store(&kernel, entries, control)
+    })?;
     // An output stores every coordinate whose value is not 0.
     let fill = match query.role {
         Role::Output => Value::zero(query.ty),

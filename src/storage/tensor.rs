@@ -764,21 +764,32 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Vec<usi
         .iter()
         .map(|d| u64::BITS - d.size.saturating_sub(1).leading_zeros())
         .collect();
+    let parallel = rows >= PARALLEL_ROWS;
     if bits.iter().sum::<u32>() <= 64 {
-        let mut keyed: Vec<(u64, usize)> = (0..rows)
-            .into_par_iter()
-            .map(|r| {
-                let key = coords.iter().zip(&bits).fold(0u64, |acc, (c, &b)| {
-                    (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64
-                });
-                (key, r)
-            })
-            .collect();
-        keyed.par_sort_unstable();
+        let key = |r: usize| {
+            let key = coords.iter().zip(&bits).fold(0u64, |acc, (c, &b)| {
+                (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64
+            });
+            (key, r)
+        };
+        let keyed: Vec<(u64, usize)> = if parallel {
+            let mut keyed: Vec<(u64, usize)> = (0..rows).into_par_iter().map(key).collect();
+            keyed.par_sort_unstable();
+            keyed
+        } else {
+            let mut keyed: Vec<(u64, usize)> = (0..rows).map(key).collect();
+            keyed.sort_unstable();
+            keyed
+        };
         keyed.into_iter().map(|(_, r)| r).collect()
     } else {
         let mut order: Vec<usize> = (0..rows).collect();
-        order.par_sort_unstable_by(|&a, &b| compare(a, b).then(a.cmp(&b)));
+        let by_row = |a: &usize, b: &usize| compare(*a, *b).then(a.cmp(b));
+        if parallel {
+            order.par_sort_unstable_by(by_row);
+        } else {
+            order.sort_unstable_by(by_row);
+        }
         order
     }
 }
