@@ -94,12 +94,15 @@ fn run_query(
                 (Arc::clone(tensor), annotation, *fill)
             }
         };
-        if !tensor.built_indexes().contains(&access.index) {
+        // Entries an index build still has to sort (none when it is cached).
+        let unindexed = if tensor.built_indexes().contains(&access.index) {
+            0
+        } else {
             control.reserve(index_bytes(&tensor, access.index.order.len()))?;
-        }
-        let tree: Arc<FiberTree> = within_threads(options.threads, tensor.nnz(), || {
-            tensor.index(&access.index)
-        })?;
+            tensor.nnz()
+        };
+        let tree: Arc<FiberTree> =
+            within_threads(options.threads, unindexed, || tensor.index(&access.index))?;
         let consts: Vec<i64> = access
             .index
             .order
