@@ -62,7 +62,7 @@ const SMALL_SPACE: f64 = 65_536.0;
 /// write, and the estimated fill it would pay for is an upper bound. On
 /// yeast `query_dense_16_133`, a bytemap of 9.7 million coordinates
 /// chosen for an estimated 714,555 entries (21,665 in fact) took most of
-/// the query's 25 to 450 ms.
+/// the query's 25 to 520 ms.
 const LARGE_SPACE: f64 = (1u64 << 20) as f64;
 
 /// The physical optimizer: implements the planner's [`Choose`] with the
