@@ -513,12 +513,9 @@ struct Execution {
     count: i64,
     /// Wall-clock seconds of the whole statement.
     seconds: f64,
-    /// Of which in the optimizer ([`einsql::Profile::optimize`]).
-    optimize_seconds: f64,
-    /// Of which in the semijoin reductions ([`einsql::Profile::reduce`]).
-    reduce_seconds: f64,
-    /// Its profile, for the plan with estimated and actual entries per
-    /// step (written only for the timed run, after the clock stopped).
+    /// What the statement reported: the optimization and reduction times,
+    /// and the plan with estimated and actual entries per step (written
+    /// only for the timed run, after the clock stopped).
     profile: einsql::Profile,
 }
 
@@ -637,8 +634,6 @@ fn timed(
         Ok((result, profile)) => Ok(Some(Execution {
             count: single_count(&result)?,
             seconds,
-            optimize_seconds: profile.optimize.as_secs_f64(),
-            reduce_seconds: profile.reduce.as_secs_f64(),
             profile,
         })),
         Err(e) if fired && is_cancelled(&e) => Ok(None),
@@ -689,8 +684,8 @@ fn measure(
                     status: Status::Ok,
                     message: None,
                     seconds: execution.seconds,
-                    optimize_seconds: Some(execution.optimize_seconds),
-                    reduce_seconds: Some(execution.reduce_seconds),
+                    optimize_seconds: Some(execution.profile.optimize.as_secs_f64()),
+                    reduce_seconds: Some(execution.profile.reduce.as_secs_f64()),
                     plan: Some(execution.profile.plan()),
                 };
             }

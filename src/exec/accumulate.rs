@@ -379,9 +379,11 @@ impl<S: Copy> AccumulatorPool<S> {
             .unwrap_or_else(|| Accumulator::new(self.format, self.sizes.clone()))
     }
 
-    /// Hands `acc` on to a later worker; one that still holds entries (its
-    /// worker failed) is dropped instead.
-    pub(crate) fn give(&self, acc: Accumulator<S>) {
+    /// Takes `acc` from a worker that is done with it (leaving a single
+    /// empty slot) and hands it on to a later worker; one that still holds
+    /// entries (its worker failed) is dropped instead.
+    pub(crate) fn give(&self, acc: &mut Accumulator<S>) {
+        let acc = std::mem::replace(acc, Accumulator::Single(None));
         if acc.is_drained() {
             self.free
                 .lock()
@@ -435,7 +437,7 @@ mod tests {
             _ => unreachable!(),
         };
         acc.drain(|_, _| Ok(())).unwrap();
-        pool.give(acc);
+        pool.give(&mut acc);
         let mut again = pool.take();
         match &again {
             Accumulator::Dense { slots, touched, .. } => {
@@ -446,7 +448,7 @@ mod tests {
         }
         // Holding an entry, it is not handed on: the next take is new.
         again.add(&[0, 0], &[0, 1], 1, sum).unwrap();
-        pool.give(again);
+        pool.give(&mut again);
         match pool.take() {
             Accumulator::Dense { slots, .. } => assert!(slots.is_empty()),
             _ => unreachable!(),

@@ -482,7 +482,7 @@ impl Drop for Worker<'_, '_> {
     fn drop(&mut self) {
         self.ctl.release(self.reserved);
         if let Some(pool) = self.pool {
-            pool.give(std::mem::replace(&mut self.acc, Accumulator::Single(None)));
+            pool.give(&mut self.acc);
         }
     }
 }

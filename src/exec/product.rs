@@ -557,8 +557,7 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
 impl<T: Num> Drop for ProductWorker<'_, '_, '_, T> {
     fn drop(&mut self) {
         self.shared.control.release(self.reserved);
-        let acc = std::mem::replace(&mut self.acc, Accumulator::Single(None));
-        self.shared.accumulators.give(acc);
+        self.shared.accumulators.give(&mut self.acc);
     }
 }
 
