@@ -13,7 +13,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use einsql::io::{NoProgress, ReadOptions, matrix_market};
+use einsql::io::{ReadOptions, matrix_market};
+use einsql::progress::NoProgress;
 
 /// Entries of the synthetic matrix (about 27 bytes per line).
 const ENTRIES: usize = 3_000_000;

@@ -29,9 +29,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use einsql::catalog::Catalog;
 use einsql::exec::{ExecOptions, PhysicalPlan};
-use einsql::io::{NoProgress, ReadOptions};
-use einsql::storage::catalog::Catalog;
+use einsql::io::ReadOptions;
+use einsql::progress::NoProgress;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData};
 use einsql::{Database, Result};
 

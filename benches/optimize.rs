@@ -18,6 +18,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "workload/subgraph.rs"]
+mod subgraph;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,11 +27,12 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use einsql::Database;
+use einsql::catalog::Catalog;
+use einsql::io::graph::QueryGraph;
 use einsql::ir::Program;
 use einsql::optimizer::{EstimatorKind, OptimizerOptions, Search, optimize};
 use einsql::storage::Tensor;
-use einsql::storage::catalog::Catalog;
-use einsql::subgraph::{QueryGraph, load_data_file, to_einsum};
+use subgraph::{load_data_file, to_einsum};
 
 /// Timed optimizations per query (the fastest counts).
 const RUNS: usize = 3;

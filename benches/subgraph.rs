@@ -11,7 +11,7 @@
 //!   other engine needs: `edges.csv` (`src,dst,label`, both directions of
 //!   every edge) and `labels.csv` (`vertex,label`) copied out of the loaded
 //!   tables, `queries.jsonl` with one `{name, vertices, edges, sql, truth}`
-//!   per selected query (the text of `einsql::subgraph::to_sql`, which both
+//!   per selected query (the text of `subgraph::to_sql`, which both
 //!   engines run unchanged; `truth` is null where `truth/` has no
 //!   trustworthy count), and `dataset.json` naming the data graph file.
 //! - `run` loads that data graph once into an in-memory [`Database`], then
@@ -35,6 +35,9 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[path = "workload/subgraph.rs"]
+mod subgraph;
+
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -44,9 +47,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use arrow::array::{Array, Int64Array, UInt64Array};
-use einsql::subgraph::{QueryGraph, Truth, load_data_file, read_truth, to_sql};
+use einsql::io::graph::QueryGraph;
 use einsql::{Database, Error, Interrupt};
 use serde::{Deserialize, Serialize};
+use subgraph::{Truth, load_data_file, read_truth, to_sql};
 
 /// A failure of the harness itself, as a sentence for standard error.
 #[derive(Debug)]

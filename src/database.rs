@@ -6,56 +6,19 @@
 //! that change the catalog take a write lock for their duration.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use arrow::array::{ArrayRef, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-
+use crate::catalog::Catalog;
 use crate::error::Result;
-use crate::io::{NoProgress, ProgressSink};
-use crate::profile::{Profile, ProfileLog};
+use crate::progress::{Interrupt, NoProgress, ProgressSink};
+use crate::session::{Profile, ProfileLog, QueryResult, Session, Settings, parse_script};
 use crate::storage::Tensor;
-use crate::storage::catalog::Catalog;
-use crate::{einsum, sql};
 
 /// An einsql database.
 pub struct Database {
     catalog: RwLock<Catalog>,
     monitor: Monitor,
-    settings: sql::Settings,
-}
-
-/// A flag that stops running statements, settable from any thread (or a
-/// signal handler: requesting is one atomic store). The statement under way
-/// stops at its next check with [`Error::Cancelled`](crate::Error::Cancelled),
-/// changing nothing, and the statements after it in the same text do not
-/// run. A request stays pending until [`Interrupt::clear`]: while it is
-/// pending, every statement stops at its first check, so a request made
-/// between two statements of a script still stops the script.
-#[derive(Clone, Debug, Default)]
-pub struct Interrupt(Arc<AtomicBool>);
-
-impl Interrupt {
-    /// A new flag, not requested.
-    pub fn new() -> Interrupt {
-        Interrupt::default()
-    }
-
-    /// Asks the running statement to stop.
-    pub fn request(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether a stop was requested since the flag was last cleared.
-    pub fn is_requested(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-
-    /// Withdraws a request.
-    pub fn clear(&self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
+    settings: Settings,
 }
 
 /// What long-running work reports to: the user's progress sink and the
@@ -87,53 +50,6 @@ impl ProgressSink for Monitor {
     }
 }
 
-/// The result of one statement: rows (possibly none) and, for statements
-/// that change the database, a message saying what changed.
-#[derive(Clone, Debug)]
-pub struct QueryResult {
-    /// The schema of the rows.
-    pub schema: SchemaRef,
-    /// The rows.
-    pub batches: Vec<RecordBatch>,
-    /// What a statement without rows did, e.g. "Created table a (3 entries)".
-    pub message: Option<String>,
-}
-
-impl QueryResult {
-    /// A result with rows.
-    pub fn rows(schema: SchemaRef, batches: Vec<RecordBatch>) -> QueryResult {
-        QueryResult {
-            schema,
-            batches,
-            message: None,
-        }
-    }
-
-    /// A result without rows, with a message.
-    pub fn message(message: impl Into<String>) -> QueryResult {
-        QueryResult {
-            schema: Arc::new(Schema::empty()),
-            batches: Vec::new(),
-            message: Some(message.into()),
-        }
-    }
-
-    /// Rows of one non-null text column called `name`.
-    pub fn text_column(name: &str, values: Vec<String>) -> Result<QueryResult> {
-        let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, false)]));
-        let batch = RecordBatch::try_new(
-            Arc::clone(&schema),
-            vec![Arc::new(StringArray::from(values)) as ArrayRef],
-        )?;
-        Ok(QueryResult::rows(schema, vec![batch]))
-    }
-
-    /// The total number of rows.
-    pub fn num_rows(&self) -> usize {
-        self.batches.iter().map(RecordBatch::num_rows).sum()
-    }
-}
-
 impl Database {
     /// A new, empty database kept in memory.
     pub fn open_in_memory() -> Database {
@@ -153,7 +69,7 @@ impl Database {
                 progress: Arc::new(NoProgress),
                 interrupt: Interrupt::new(),
             },
-            settings: sql::Settings::default(),
+            settings: Settings::default(),
         }
     }
 
@@ -171,7 +87,7 @@ impl Database {
     }
 
     /// The settings statements run with.
-    pub fn settings(&self) -> &sql::Settings {
+    pub fn settings(&self) -> &Settings {
         &self.settings
     }
 
@@ -227,102 +143,17 @@ impl Database {
     }
 
     fn execute_logged(&self, text: &str, log: Option<&ProfileLog>) -> Result<Vec<QueryResult>> {
-        let pieces = einsum::split_statements(text);
-        if !pieces.iter().any(|p| p.is_einsum) {
-            return sql::parse(text)?
-                .iter()
-                .map(|statement| self.execute_sql(statement, log))
-                .collect();
-        }
-        let mut results = Vec::new();
-        for piece in pieces {
-            if piece.explain {
-                let program = self.compile_einsum(text, piece.range)?;
-                let mut lines =
-                    crate::explain::program_lines(&program, &self.settings.optimizer_options())?;
-                if piece.analyze {
-                    let runs = ProfileLog::default();
-                    self.settings
-                        .evaluate(&program, &self.monitor, Some(&runs))?;
-                    lines.push("Analyzed run:".to_string());
-                    for run in runs.take() {
-                        lines.extend(
-                            crate::explain::run_lines(&run, true)
-                                .into_iter()
-                                .map(|l| format!("  {l}")),
-                        );
-                    }
-                }
-                results.push(crate::explain::plan_result(lines)?);
-            } else if piece.is_einsum {
-                crate::io::check_cancelled(&self.monitor)?;
-                results.push(self.execute_einsum(text, piece.range, log)?);
-            } else {
-                for statement in sql::parse(&text[piece.range])? {
-                    results.push(self.execute_sql(&statement, log)?);
-                }
-            }
-        }
-        Ok(results)
-    }
-
-    /// Runs one SQL statement, unless an interrupt is pending.
-    fn execute_sql(
-        &self,
-        statement: &sqlparser::ast::Statement,
-        log: Option<&ProfileLog>,
-    ) -> Result<QueryResult> {
-        crate::io::check_cancelled(&self.monitor)?;
-        sql::execute(self.context(log), statement)
-    }
-
-    /// Runs the einsum statement at `text[range]` and stores its result, as
-    /// an assignment: a table of the same name is replaced, and the message
-    /// says so.
-    fn execute_einsum(
-        &self,
-        text: &str,
-        range: std::ops::Range<usize>,
-        log: Option<&ProfileLog>,
-    ) -> Result<QueryResult> {
-        let program = self.compile_einsum(text, range)?;
-        self.monitor
-            .start_query(&format!("computing {}", program.queries[0].name));
-        let evaluated = self.settings.evaluate(&program, &self.monitor, log);
-        self.monitor.finish();
-        let mut messages = Vec::new();
-        for (name, tensor) in evaluated? {
-            let entries = sql::entries(tensor.nnz());
-            let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
-            let message = if catalog.contains(&name) {
-                format!("Replaced table {name} ({entries})")
-            } else {
-                format!("Stored {name} ({entries})")
-            };
-            catalog.put(&name, tensor, true)?;
-            messages.push(message);
-        }
-        let message = messages.join("; ");
-        Ok(QueryResult::message(message))
-    }
-
-    /// The one-query program of the einsum statement at `text[range]`,
-    /// bound to the current tables.
-    fn compile_einsum(
-        &self,
-        text: &str,
-        range: std::ops::Range<usize>,
-    ) -> Result<crate::ir::Program> {
-        let query = einsum::compile_statement(text, range, &self.read_catalog())?;
-        Ok(crate::ir::Program {
-            queries: vec![query],
-        })
+        let session = Session::new(&self.catalog, &self.settings, &self.monitor, log);
+        parse_script(text)?
+            .iter()
+            .map(|statement| session.execute(statement))
+            .collect()
     }
 
     /// Stores `tensor` as a new table `name`, as `CREATE TABLE` does: an
     /// error if a table of that name exists; in a database on disk, the
     /// table is written to the directory before this returns. For loaders
-    /// that build tensors directly (e.g. [`crate::subgraph`]).
+    /// that build tensors directly (e.g. from [`crate::io::graph`]).
     pub fn create_table_from_tensor(&self, name: &str, tensor: Tensor) -> Result<()> {
         let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
         catalog.put(name, Arc::new(tensor), false)
@@ -341,15 +172,6 @@ impl Database {
     /// Whether changes are kept in a directory.
     pub fn is_persistent(&self) -> bool {
         self.read_catalog().is_persistent()
-    }
-
-    fn context<'a>(&'a self, log: Option<&'a ProfileLog>) -> sql::Context<'a> {
-        sql::Context {
-            catalog: &self.catalog,
-            progress: &self.monitor,
-            settings: &self.settings,
-            log,
-        }
     }
 
     fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {

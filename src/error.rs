@@ -87,6 +87,10 @@ pub enum Error {
     #[error("Out of memory: {0}")]
     OutOfMemory(String),
 
+    /// A broken invariant of the engine, not of the input: a bug in einsql.
+    #[error("Internal error: {0} (this is a bug in einsql; please report it)")]
+    Internal(String),
+
     /// A database directory whose catalog cannot be read.
     #[error("Catalog error in '{}': {message}", path.display())]
     Catalog { path: PathBuf, message: String },

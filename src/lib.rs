@@ -4,18 +4,25 @@
 //! value columns) with fibertree indexes, and queried with SQL. The modules,
 //! in pipeline order:
 //!
-//! - [`io`]: Matrix Market, FROSTT `.tns`, Parquet and CSV readers and writers.
-//! - [`storage`]: tensors, fibertree indexes, statistics, the on-disk database.
-//! - [`sql`]: the SQL front-end (statements over the catalog).
-//! - [`einsum`]: the tensor-index-notation front-end (statements to IR).
-//! - [`ir`]: the plan dialects shared by the front-ends, with the algebra
+//! - [`error`]: the one error type, with a category for every kind of
+//!   failure.
+//! - [`progress`]: progress reports and the interrupt flag (Ctrl-C).
+//! - [`durable`]: atomic file writes.
+//! - [`storage`]: tensors, fibertree indexes and statistics.
+//! - [`io`]: Matrix Market, FROSTT `.tns`, Parquet, CSV and graph files.
+//! - [`catalog`]: the named tables of a database, in memory or on disk.
+//! - [`ir`]: the plan dialect shared by the front-ends, with the algebra
 //!   of every operator.
-//! - [`optimizer`]: sparsity estimation (uniform and chain bound) for the
-//!   cost-based optimizer.
-//! - [`reference`]: the reference evaluator of the IR, the test oracle.
-//! - [`subgraph`]: subgraph-counting graph files as SQL and einsum queries.
 //! - [`exec`]: the planner and the worst-case-optimal-join executor that
 //!   runs IR programs over fibertree cursors.
+//! - [`reference`]: the reference evaluator of the IR, the test oracle.
+//! - [`optimizer`]: the cost-based optimizer (sparsity estimation, logical
+//!   and physical planning).
+//! - [`bound`]: bound statements, what the front-ends hand the session.
+//! - [`sql`]: the SQL front-end (statements bound against the catalog).
+//! - [`einsum`]: the tensor-index-notation front-end (statements to IR).
+//! - [`session`]: executes statements of both languages; the only writer
+//!   of the catalog; `EXPLAIN`, settings and profiles.
 //! - [`Database`]: the public API that ties them together.
 //!
 //! ```
@@ -32,24 +39,23 @@
 //! # Ok::<(), einsql::Error>(())
 //! ```
 
-pub mod error;
-mod explain;
-pub mod io;
-pub mod storage;
-
-pub use error::{Error, Result};
-pub mod sql;
-
+pub mod bound;
+pub mod catalog;
+mod database;
+pub mod durable;
 pub mod einsum;
+pub mod error;
+pub mod exec;
+pub mod io;
 pub mod ir;
 pub mod optimizer;
-pub mod profile;
+pub mod progress;
 pub mod reference;
-pub mod subgraph;
+pub mod session;
+pub mod sql;
+pub mod storage;
 
-pub mod exec;
-
-mod database;
-
-pub use database::{Database, Interrupt, QueryResult};
-pub use profile::Profile;
+pub use database::Database;
+pub use error::{Error, Result};
+pub use progress::Interrupt;
+pub use session::{Profile, QueryResult};

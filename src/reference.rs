@@ -26,11 +26,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
-
 use crate::error::{Error, Result};
-use crate::io::{NoProgress, ProgressSink, check_cancelled};
-use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
+use crate::ir::{
+    AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value, column_values,
+};
+use crate::progress::{NoProgress, ProgressSink, check_cancelled};
 use crate::storage::{Dictionary, DimensionSpec, Tensor, ValueType};
 
 /// The most assignments any one step may enumerate.
@@ -593,26 +593,9 @@ fn read(tensor: &Tensor, annotation: Annotation, terms: &[IndexTerm]) -> Result<
     })
 }
 
-/// The values of an annotation column (Int64, Float64 or Boolean).
-pub(crate) fn column_values(column: &dyn Array) -> Result<Vec<Value>> {
-    let any = column.as_any();
-    if let Some(a) = any.downcast_ref::<Int64Array>() {
-        Ok(a.values().iter().map(|&v| Value::Int(v)).collect())
-    } else if let Some(a) = any.downcast_ref::<Float64Array>() {
-        Ok(a.values().iter().map(|&v| Value::Float(v)).collect())
-    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
-        Ok(a.values().iter().map(Value::Bool).collect())
-    } else {
-        Err(internal(format!(
-            "an annotation column of type {}",
-            column.data_type()
-        )))
-    }
-}
-
 /// An error for a broken invariant of the engine (not of the input).
 fn internal(message: String) -> Error {
-    Error::Invalid(format!("internal: {message}"))
+    Error::Internal(message)
 }
 
 #[cfg(test)]
@@ -620,6 +603,7 @@ mod tests {
     use super::*;
     use crate::ir::{Input, TensorRef};
     use crate::storage::{Coo, ValueData};
+    use arrow::array::Int64Array;
 
     fn vector(name: &str, size: u64, entries: &[(i64, i64)]) -> TensorRef {
         let tensor = Tensor::from_coo(Coo {
@@ -667,11 +651,11 @@ mod tests {
         let error = read(&a.tensor, Annotation::Column(0), &terms).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "Invalid input: internal: 2 indices for a tensor of 1 dimensions"
+            "Internal error: 2 indices for a tensor of 1 dimensions (this is a bug in einsql; please report it)"
         );
         let terms = [IndexTerm::Var("i".into())];
         let error = read(&a.tensor, Annotation::Column(1), &terms).unwrap_err();
-        assert!(error.to_string().contains("internal: "), "{error}");
+        assert!(matches!(error, Error::Internal(_)), "{error}");
     }
 
     #[test]

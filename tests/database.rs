@@ -101,7 +101,7 @@ fn in_memory_databases_are_independent() {
 /// A progress sink that interrupts the load it watches at its first report.
 struct InterruptOnProgress(einsql::Interrupt);
 
-impl einsql::io::ProgressSink for InterruptOnProgress {
+impl einsql::progress::ProgressSink for InterruptOnProgress {
     fn start(&self, _label: &str, _total_bytes: u64) {}
     fn advance(&self, _bytes: u64) {
         self.0.request();
@@ -140,7 +140,7 @@ fn an_interrupted_statement_stops_and_changes_nothing() {
     assert_eq!(db.table_names(), ["before"]);
 
     // The request stays pending until it is cleared.
-    db.set_progress(std::sync::Arc::new(einsql::io::NoProgress));
+    db.set_progress(std::sync::Arc::new(einsql::progress::NoProgress));
     assert!(interrupt.is_requested());
     let err = db.execute("CREATE TABLE later (x INT)").unwrap_err();
     assert!(matches!(err, einsql::Error::Cancelled), "{err}");
@@ -205,7 +205,7 @@ fn an_interrupted_einsum_statement_stops_and_stores_nothing() {
     assert!(matches!(err, einsql::Error::Cancelled), "{err}");
     assert_eq!(db.table_names(), ["x", "y"]);
     interrupt.clear();
-    db.set_progress(std::sync::Arc::new(einsql::io::NoProgress));
+    db.set_progress(std::sync::Arc::new(einsql::progress::NoProgress));
     db.execute("s = SUM(i) x[i];").unwrap();
     assert_eq!(rows(&db, "SELECT * FROM s"), ["3000.0"]);
 }

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use einsql::Database;
+use einsql::catalog::Catalog;
 use einsql::einsum;
 use einsql::reference;
-use einsql::storage::catalog::Catalog;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData};
 use proptest::prelude::*;
 

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::Rng;
+use einsql::catalog::Catalog;
 use einsql::exec::plan::{Driver, OutputFormat};
 use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run};
-use einsql::io::{NoProgress, ProgressSink};
-use einsql::storage::catalog::Catalog;
+use einsql::progress::{NoProgress, ProgressSink};
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData};
 use einsql::{Database, Error, reference};
 

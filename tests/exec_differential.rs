@@ -22,11 +22,11 @@ use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
 use common::Rng;
 use einsql::exec::plan::{Driver, OutputFormat};
 use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run, run_profiled};
-use einsql::io::NoProgress;
 use einsql::ir::{
     AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
 };
 use einsql::optimizer::{EstimatorKind, OptimizerOptions, Search, optimize};
+use einsql::progress::NoProgress;
 use einsql::storage::fibertree::LevelFormat;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
 use einsql::{Error, reference};

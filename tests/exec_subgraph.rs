@@ -1,7 +1,7 @@
 //! Subgraph counting on the Sun & Luo data graphs (`yeast`, `hprd`): the
 //! number of label-preserving homomorphisms of each query graph, computed
-//! by the executor from the einsum form (`einsql::subgraph::to_einsum`) over
-//! the `edges` and `labels` bags of `einsql::subgraph::load_data_file`, must
+//! by the executor from the einsum form (`subgraph::to_einsum`) over
+//! the `edges` and `labels` bags of `subgraph::load_data_file`, must
 //! equal the count in `truth/`.
 //!
 //! The `queries-lite` sets (the queries the Galley paper timed) run by
@@ -14,13 +14,16 @@
 //! the query sizes).
 
 mod common;
+#[path = "../benches/workload/subgraph.rs"]
+mod subgraph;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use arrow::array::{Array, Int64Array};
 use einsql::Database;
-use einsql::subgraph::{QueryGraph, Truth, load_data_file, read_truth, to_einsum};
+use einsql::io::graph::QueryGraph;
+use subgraph::{Truth, load_data_file, read_truth, to_einsum};
 
 /// The count of `query` on the executor (the database's default engine),
 /// and how long optimizing it took.

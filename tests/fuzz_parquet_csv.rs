@@ -21,7 +21,8 @@ use arrow::array::{
     RecordBatch, StringArray, UInt64Array,
 };
 use arrow::datatypes::{Field, Int32Type, Schema};
-use einsql::io::{NoProgress, ReadOptions, csv, parquet};
+use einsql::io::{ReadOptions, csv, parquet};
+use einsql::progress::NoProgress;
 use einsql::storage::from_arrow::{ColumnRoles, POSITION, ROLE, SIZE, tensor_from_batches};
 
 fn file(dir: &tempfile::TempDir, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {

@@ -12,7 +12,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
-use einsql::io::{NoProgress, ProgressSink, ReadOptions, matrix_market, tns};
+use einsql::io::{ReadOptions, matrix_market, tns};
+use einsql::progress::{NoProgress, ProgressSink};
 use einsql::storage::{Coo, Dictionary, DimensionSpec, Tensor, ValueData, ValueType};
 use einsql::{Error, Result};
 use proptest::prelude::*;

@@ -15,7 +15,8 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
 use einsql::Error;
-use einsql::io::{NoProgress, ProgressSink, ReadOptions, csv, parquet};
+use einsql::io::{ReadOptions, csv, parquet};
+use einsql::progress::{NoProgress, ProgressSink};
 use einsql::storage::from_arrow::{ColumnRoles, tensor_from_batches};
 use einsql::storage::{
     ColumnRef, Coo, Dictionary, DimensionSpec, Tensor, ValueColumn, ValueData, ValueType,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use arrow::array::{Float64Array, Int64Array};
 use einsql::Error;
-use einsql::storage::persist::Store;
+use einsql::catalog::persist::Store;
 use einsql::storage::{ColumnRef, Coo, Dictionary, DimensionSpec, Tensor, ValueData};
 use proptest::prelude::*;
 

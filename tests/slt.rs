@@ -7,7 +7,13 @@
 //! Results are compared cell by cell, numbers with a tolerance (see
 //! [`cells_match`]): the `duckdb_*.slt` files hold DuckDB's answers, recorded
 //! by `scripts/record-duckdb-answers`, and DuckDB's libm may round `exp`, `ln`
-//! or `sigmoid` in the last bit differently from Rust's.
+//! or `sigmoid` in the last bit differently from Rust's. Durations in text
+//! cells (`EXPLAIN ANALYZE`) read `<time>` (see [`mask_times`]).
+//!
+//! `EINSQL_SLT_COMPLETE=1 cargo test --test slt` rewrites the expected
+//! output of every file from what einsql returns now (results that match
+//! within the tolerance keep their recorded text), so that golden plans
+//! change as reviewed diffs rather than by hand.
 
 mod common;
 
@@ -45,11 +51,49 @@ impl sqllogictest::DB for Adapter {
         let mut rows = Vec::new();
         for batch in &result.batches {
             for row in 0..batch.num_rows() {
-                rows.push(batch.columns().iter().map(|c| cell(c, row)).collect());
+                rows.push(
+                    batch
+                        .columns()
+                        .iter()
+                        .map(|c| mask_times(&cell(c, row)))
+                        .collect(),
+                );
             }
         }
         Ok(DBOutput::Rows { types, rows })
     }
+}
+
+/// `text` with every duration (`1.234 ms`) replaced by `<time>`, so that
+/// `EXPLAIN ANALYZE` output can be a golden.
+fn mask_times(text: &str) -> String {
+    let mut masked = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" ms") {
+        let (before, after) = rest.split_at(at);
+        let number_start = before
+            .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .map_or(0, |p| p + 1);
+        let number = &before[number_start..];
+        let is_duration = number.contains('.')
+            && number.starts_with(|c: char| c.is_ascii_digit())
+            && number.ends_with(|c: char| c.is_ascii_digit());
+        if is_duration {
+            masked.push_str(&before[..number_start]);
+            masked.push_str("<time>");
+        } else {
+            masked.push_str(before);
+            masked.push_str(" ms");
+        }
+        rest = &after[" ms".len()..];
+    }
+    masked.push_str(rest);
+    masked
+}
+
+/// Whether `EINSQL_SLT_COMPLETE=1` asks for the files to be rewritten.
+fn completing() -> bool {
+    std::env::var_os("EINSQL_SLT_COMPLETE").is_some_and(|v| v == "1")
 }
 
 /// Relative (and, near zero, absolute) error up to which two numbers match.
@@ -145,12 +189,41 @@ fn sqllogictest_files() {
         if let Some(datasets) = &datasets {
             runner.set_var("DATASETS".to_string(), datasets.display().to_string());
         }
-        match runner.run_file(file) {
+        let outcome = if completing() {
+            futures::executor::block_on(runner.update_test_file(
+                file,
+                " ",
+                tolerant_validator,
+                sqllogictest::default_normalizer,
+                sqllogictest::default_column_validator,
+            ))
+            .map_err(|e| e.to_string())
+        } else {
+            runner.run_file(file).map_err(|e| e.to_string())
+        };
+        match outcome {
             Ok(()) => eprintln!("ok {name}"),
             Err(e) => failures.push(format!("{name}: {e}")),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn durations_are_masked() {
+    assert_eq!(
+        mask_times("Optimized in 0.123 ms (semijoin reductions 12.000 ms)"),
+        "Optimized in <time> (semijoin reductions <time>)"
+    );
+    assert_eq!(
+        mask_times("  #e1: 3 entries, 1.5 ms"),
+        "  #e1: 3 entries, <time>"
+    );
+    assert_eq!(
+        mask_times("3 ms and 1. ms and x.5 ms"),
+        "3 ms and 1. ms and x.5 ms"
+    );
+    assert_eq!(mask_times("no duration"), "no duration");
 }
 
 #[test]

@@ -2,16 +2,17 @@
 //! checked against brute force and against the datasets' `truth/` files.
 
 mod common;
+#[path = "../benches/workload/subgraph.rs"]
+mod subgraph;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use arrow::array::{Array, Int64Array};
-use einsql::subgraph::{
-    self, Edge, QueryGraph, Truth, Vertex, load_data_graph, read_truth, to_einsum, to_sql,
-};
+use einsql::io::graph::{Edge, QueryGraph, Vertex};
 use einsql::{Database, Error};
+use subgraph::{Truth, load_data_graph, read_truth, to_einsum, to_sql};
 
 /// Writes `text` to `name` in a new temporary folder.
 fn write_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {

@@ -21,9 +21,9 @@ use std::sync::Arc;
 
 use super::located;
 use super::parser::{Ast, AstKind, Name, ROWS, Statement, Term};
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, Expr, IndexTerm, Input, Query, ScalarOp, TensorRef};
-use crate::storage::catalog::Catalog;
 use crate::storage::{Dictionary, Tensor};
 
 /// Builds the IR query of `statement`, resolving tables in `catalog`.

@@ -15,8 +15,7 @@
 //! grammar and precedence are documented there), and [`bind`] resolves
 //! tables against the catalog and builds the [`ir::Query`](crate::ir::Query).
 //! [`split`] cuts a script into statements and tells einsum from SQL, so
-//! that [`Database::execute`](crate::Database::execute) accepts both in one
-//! text. Every error carries the line and column in the whole text and the
+//! that the session ([`crate::session`]) accepts both in one text. Every error carries the line and column in the whole text and the
 //! offending line with a caret under the problem.
 
 pub mod bind;
@@ -25,21 +24,39 @@ pub mod parser;
 pub mod split;
 
 use std::ops::Range;
+use std::sync::Arc;
 
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::ir::{Program, Query};
-use crate::storage::catalog::Catalog;
 
 pub use split::{Piece, split_statements};
 
-/// Compiles the einsum statement at `source[range]` (without its `;`) into
-/// a query over the tables of `catalog`. Error positions count from the
-/// start of `source`.
-pub fn compile_statement(source: &str, range: Range<usize>, catalog: &Catalog) -> Result<Query> {
+/// A parsed einsum statement, with the script it came from (error
+/// positions count from the start of the script).
+#[derive(Clone, Debug)]
+pub struct Parsed {
+    source: Arc<str>,
+    statement: parser::Statement,
+}
+
+impl Parsed {
+    /// Binds the statement to the tables of `catalog`: a query named after
+    /// its output.
+    pub fn bind(&self, catalog: &Catalog) -> Result<Query> {
+        bind::bind(&self.source, &self.statement, catalog)
+    }
+}
+
+/// Parses the einsum statement at `source[range]` (without its `;`).
+pub fn parse(source: &Arc<str>, range: Range<usize>) -> Result<Parsed> {
     let tokens = lexer::tokenize(source, range.clone())?;
     let end = tokens.last().map_or(range.start, |t| t.span.end);
     let statement = parser::parse_statement(source, &tokens, end)?;
-    bind::bind(source, &statement, catalog)
+    Ok(Parsed {
+        source: Arc::clone(source),
+        statement,
+    })
 }
 
 /// Compiles a text of einsum statements, each ending in `;` (the last one
@@ -47,6 +64,7 @@ pub fn compile_statement(source: &str, range: Range<usize>, catalog: &Catalog) -
 /// outputs of the same text: run them one by one through the database for
 /// that.
 pub fn compile(source: &str, catalog: &Catalog) -> Result<Program> {
+    let text: Arc<str> = Arc::from(source);
     let mut queries = Vec::new();
     for piece in split_statements(source) {
         if !piece.is_einsum {
@@ -56,7 +74,7 @@ pub fn compile(source: &str, catalog: &Catalog) -> Result<Program> {
                 Error::Syntax("expected an einsum statement, as in C[i,k] = ...".to_string()),
             ));
         }
-        queries.push(compile_statement(source, piece.range, catalog)?);
+        queries.push(parse(&text, piece.range)?.bind(catalog)?);
     }
     Ok(Program { queries })
 }

@@ -273,8 +273,8 @@ impl<S: Copy> Accumulator<S> {
                 if index >= slots.len() {
                     let len: usize = sizes.iter().map(|&s| s as usize).product();
                     if !slots.is_empty() || index >= len {
-                        return Err(Error::Invalid(
-                            "internal: an output coordinate outside its dimension".to_string(),
+                        return Err(Error::Internal(
+                            "an output coordinate outside its dimension".to_string(),
                         ));
                     }
                     slots.resize(len, None);

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::error::{Error, Result};
-use crate::io::ProgressSink;
+use crate::progress::ProgressSink;
 use crate::storage::tensor::PARALLEL_ROWS;
 
 /// How many inner iterations a worker runs between two cancellation checks.
@@ -152,7 +152,7 @@ pub(crate) fn within_threads<T: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::NoProgress;
+    use crate::progress::NoProgress;
 
     #[test]
     fn the_budget_refuses_past_the_limit_and_recovers() {

@@ -63,8 +63,8 @@ pub(crate) fn values_of(tree: &FiberTree, annotation: Annotation, bag: bool) -> 
         Some(LeafValues::Int64(v)) => Vals::Int(v),
         Some(LeafValues::Float64(v)) => Vals::Float(v),
         None => {
-            return Err(Error::Invalid(
-                "internal: an input reads a value column its tensor does not have".to_string(),
+            return Err(Error::Internal(
+                "an input reads a value column its tensor does not have".to_string(),
             ));
         }
     })
@@ -271,7 +271,7 @@ impl<'a> Kernel<'a> {
                     Some(Term::Const(_)) => level += 1,
                     Some(Term::Var(v)) => {
                         let depth = depth_of(v).ok_or_else(|| {
-                            Error::Invalid("internal: an input variable without a loop".into())
+                            Error::Internal("an input variable without a loop".into())
                         })?;
                         let mut count = 1;
                         while order
@@ -289,9 +289,7 @@ impl<'a> Kernel<'a> {
                         level += count;
                     }
                     None => {
-                        return Err(Error::Invalid(
-                            "internal: an index level without a term".into(),
-                        ));
+                        return Err(Error::Internal("an index level without a term".into()));
                     }
                 }
             }

@@ -36,8 +36,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::io::ProgressSink;
 use crate::ir::Program;
+use crate::progress::ProgressSink;
 use crate::storage::Tensor;
 
 pub use control::format_bytes;

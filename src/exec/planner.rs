@@ -465,8 +465,8 @@ impl Planner<'_> {
                 if let Annotation::Column(c) = input.annotation
                     && c >= input.tensor.tensor.values().len()
                 {
-                    return Err(Error::Invalid(format!(
-                        "internal: {expr} reads a value column its tensor does not have"
+                    return Err(Error::Internal(format!(
+                        "{expr} reads a value column its tensor does not have"
                     )));
                 }
                 builder.input(source, &input.indices, ty, Value::zero(ty))?

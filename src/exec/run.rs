@@ -11,8 +11,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::io::ProgressSink;
 use crate::ir::{Annotation, Value};
+use crate::progress::ProgressSink;
 use crate::storage::fibertree::FiberTree;
 use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
@@ -82,9 +82,7 @@ fn run_query(
             } => (Arc::clone(tensor), *annotation, access.fill),
             Source::Result(name) => {
                 let (tensor, fill) = results.get(name).ok_or_else(|| {
-                    Error::Invalid(format!(
-                        "internal: the plan reads '{name}' before it is computed"
-                    ))
+                    Error::Internal(format!("the plan reads '{name}' before it is computed"))
                 })?;
                 let annotation = if tensor.is_bag() {
                     Annotation::Multiplicity

@@ -24,8 +24,10 @@ use arrow::csv::reader::Format;
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::error::ArrowError;
 
+use crate::durable::write_atomically;
 use crate::error::{Error, Result};
-use crate::io::{ProgressSink, ReadOptions, progress_label, write_atomically};
+use crate::io::{ReadOptions, progress_label};
+use crate::progress::ProgressSink;
 use crate::storage::Tensor;
 use crate::storage::from_arrow::{ColumnRoles, Origin, TensorBuilder, explicit_values};
 
@@ -96,7 +98,7 @@ fn read_rows(
         .build(open(path, progress)?)
         .map_err(|e| csv_error(path, e))?;
     for batch in reader {
-        crate::io::check_cancelled(progress)?;
+        crate::progress::check_cancelled(progress)?;
         tensor.push(&batch.map_err(|e| csv_error(path, e))?)?;
     }
     tensor.finish()

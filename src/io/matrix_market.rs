@@ -21,9 +21,11 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::Path;
 
+use crate::durable::write_atomically;
 use crate::error::{Error, Result};
+use crate::io::ReadOptions;
 use crate::io::text::{self, Annotation, Cursor, IntError, TextReader};
-use crate::io::{NoProgress, ProgressSink, ReadOptions, write_atomically};
+use crate::progress::{NoProgress, ProgressSink};
 use crate::storage::{Coo, DimensionSpec, Tensor, ValueData};
 
 /// The first word of a Matrix Market header.

@@ -1,26 +1,26 @@
 //! Reading and writing tensor files.
 //!
 //! One module per format: [`matrix_market`] (`.mtx`), [`tns`] (FROSTT
-//! `.tns`), [`parquet`] and [`csv`]. Each has `read(path, &ReadOptions,
+//! `.tns`), [`parquet`] and [`csv`], and [`graph`] for the labelled graph
+//! files of subgraph counting. Each has `read(path, &ReadOptions,
 //! &dyn ProgressSink) -> Result<Tensor>` and `write(&Tensor, path)`. Readers
 //! stream their input (memory proportional to the tensor, not the file),
 //! report progress in bytes, and reject malformed input with an error that
 //! names the file, the line and the problem. Writers go through
-//! [`write_atomically`], so a crash never leaves a half-written file under
-//! the target name.
+//! [`write_atomically`](crate::durable::write_atomically), so a crash never
+//! leaves a half-written file under the target name.
 
 pub mod csv;
+pub mod graph;
 pub mod matrix_market;
 pub mod parquet;
 mod text;
 pub mod tns;
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
+use crate::progress::ProgressSink;
 use crate::storage::Tensor;
 
 /// Options that a loader accepts (from `read_mtx(..., keys = [...])` and
@@ -112,6 +112,52 @@ impl FileFormat {
     }
 }
 
+impl FileFormat {
+    /// Reads `path` in this format.
+    pub fn read(
+        self,
+        path: &Path,
+        options: &ReadOptions,
+        progress: &dyn ProgressSink,
+    ) -> Result<Tensor> {
+        match self {
+            FileFormat::MatrixMarket => matrix_market::read(path, options, progress),
+            FileFormat::Tns => tns::read(path, options, progress),
+            FileFormat::Parquet => parquet::read(path, options, progress),
+            FileFormat::Csv => csv::read(path, options, progress),
+        }
+    }
+
+    /// Writes `tensor` to `path` in this format, atomically.
+    pub fn write(self, tensor: &Tensor, path: &Path) -> Result<()> {
+        match self {
+            FileFormat::MatrixMarket => matrix_market::write(tensor, path),
+            FileFormat::Tns => tns::write(tensor, path),
+            FileFormat::Parquet => parquet::write(tensor, path),
+            FileFormat::Csv => csv::write(tensor, path),
+        }
+    }
+}
+
+/// A file to read as a table: what `read_csv('f.csv', ...)` and the other
+/// table functions name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileLoad {
+    /// The file's format.
+    pub format: FileFormat,
+    /// The file.
+    pub path: PathBuf,
+    /// How to read it.
+    pub options: ReadOptions,
+}
+
+impl FileLoad {
+    /// Reads the file.
+    pub fn read(&self, progress: &dyn ProgressSink) -> Result<Tensor> {
+        self.format.read(&self.path, &self.options, progress)
+    }
+}
+
 /// The rows of `tensor` as SQL shows them, for a writer of `path`; a table
 /// without columns cannot be written.
 fn exported_rows(tensor: &Tensor, path: &Path) -> Result<arrow::array::RecordBatch> {
@@ -125,27 +171,6 @@ fn exported_rows(tensor: &Tensor, path: &Path) -> Result<arrow::array::RecordBat
     Ok(batch)
 }
 
-/// Receives progress reports from long-running loads. The shell draws a
-/// progress bar; the library default ignores them.
-pub trait ProgressSink: Send + Sync {
-    /// A load of `total_bytes` bytes (0 when unknown) called `label` begins.
-    fn start(&self, label: &str, total_bytes: u64);
-    /// Work that is not measured in bytes (a query) called `label` begins;
-    /// it calls `advance(0)` now and then while it runs.
-    fn start_query(&self, label: &str) {
-        self.start(label, 0);
-    }
-    /// `bytes` more bytes were consumed.
-    fn advance(&self, bytes: u64);
-    /// The load ended (successfully or not).
-    fn finish(&self);
-    /// Whether the load should stop: readers check it between pieces of
-    /// their input and then fail with [`Error::Cancelled`].
-    fn cancelled(&self) -> bool {
-        false
-    }
-}
-
 /// The label of a load's progress report: the name of the file read
 /// (the whole path when it has no name).
 pub(crate) fn progress_label(path: &Path) -> String {
@@ -153,77 +178,4 @@ pub(crate) fn progress_label(path: &Path) -> String {
         || path.display().to_string(),
         |name| name.to_string_lossy().into_owned(),
     )
-}
-
-/// [`Error::Cancelled`] if `progress` asks the load to stop.
-pub fn check_cancelled(progress: &dyn ProgressSink) -> Result<()> {
-    if progress.cancelled() {
-        Err(Error::Cancelled)
-    } else {
-        Ok(())
-    }
-}
-
-/// A [`ProgressSink`] that ignores every report.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoProgress;
-
-impl ProgressSink for NoProgress {
-    fn start(&self, _label: &str, _total_bytes: u64) {}
-    fn advance(&self, _bytes: u64) {}
-    fn finish(&self) {}
-}
-
-/// Writes `path` atomically: `write` fills a temporary file in the same
-/// directory, which is flushed, synced to disk and renamed over `path`; the
-/// directory is synced last. A crash at any moment leaves either the old
-/// file or the new one, never a mix.
-pub fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
-) -> Result<()> {
-    let directory = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| Error::Invalid(format!("'{}' is not a file path", path.display())))?;
-    // Unique per process and per call, so that two writers of one target
-    // never share a temporary file.
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let temporary = directory.join(format!(
-        ".{}.tmp-{}-{}",
-        file_name.to_string_lossy(),
-        std::process::id(),
-        WRITES.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-            .map_err(|e| Error::io(&temporary, e))?;
-        let mut writer = BufWriter::new(file);
-        write(&mut writer)?;
-        writer.flush().map_err(|e| Error::io(&temporary, e))?;
-        let file = writer
-            .into_inner()
-            .map_err(|e| Error::io(&temporary, e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(&temporary, e))?;
-        std::fs::rename(&temporary, path).map_err(|e| Error::io(path, e))?;
-        sync_directory(&directory)
-    })();
-    if result.is_err() {
-        // Best effort: the temporary file is garbage either way.
-        let _ = std::fs::remove_file(&temporary);
-    }
-    result
-}
-
-/// Syncs a directory so that a rename inside it is durable.
-pub fn sync_directory(directory: &Path) -> Result<()> {
-    File::open(directory)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(directory, e))
 }

@@ -33,8 +33,10 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::properties::WriterProperties;
 
+use crate::durable::write_atomically;
 use crate::error::{Error, Result};
-use crate::io::{ProgressSink, ReadOptions, progress_label, write_atomically};
+use crate::io::{ReadOptions, progress_label};
+use crate::progress::ProgressSink;
 use crate::storage::Tensor;
 use crate::storage::from_arrow::{ColumnRoles, Origin, TensorBuilder, column_metadata};
 
@@ -73,7 +75,7 @@ pub fn read(path: &Path, options: &ReadOptions, progress: &dyn ProgressSink) -> 
     let result = (|| {
         let (mut rows, mut reported) = (0u64, 0u64);
         while let Some(batch) = decode(path, || reader.next().transpose())? {
-            crate::io::check_cancelled(progress)?;
+            crate::progress::check_cancelled(progress)?;
             tensor.push(&batch)?;
             rows += batch.num_rows() as u64;
             let done = proportion(total_bytes, rows, total_rows);
@@ -108,7 +110,7 @@ pub fn write(tensor: &Tensor, path: &Path) -> Result<()> {
 
 /// Writes `batch` to `path` as Parquet (zstd), atomically, with its schema
 /// (field metadata included) as is. Used by [`write`] and by the database
-/// files of [`crate::storage::persist`].
+/// files of [`crate::catalog::persist`].
 pub(crate) fn write_batch(path: &Path, batch: &RecordBatch) -> Result<()> {
     let properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))

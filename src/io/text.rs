@@ -25,7 +25,8 @@ use hashbrown::hash_map::Entry;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::io::{ProgressSink, progress_label};
+use crate::io::progress_label;
+use crate::progress::ProgressSink;
 use crate::storage::{ColumnRef, Tensor, ValueType};
 
 /// Bytes read per block; no line may be longer than this.
@@ -148,7 +149,7 @@ impl<'a> TextReader<'a> {
     ) -> Result<()> {
         self.progress.advance(std::mem::take(&mut self.unreported));
         loop {
-            crate::io::check_cancelled(self.progress)?;
+            crate::progress::check_cancelled(self.progress)?;
             if !self.eof {
                 self.fill()?;
             }

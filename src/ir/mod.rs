@@ -28,7 +28,7 @@ pub mod value;
 use std::sync::Arc;
 
 pub use operator::{AggOp, Algebra, Annihilator, Arity, ScalarOp};
-pub use value::Value;
+pub use value::{Value, column_values};
 
 use crate::error::Result;
 use crate::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};

@@ -10,6 +10,9 @@
 use std::cmp::Ordering;
 use std::fmt;
 
+use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
+
+use crate::error::{Error, Result};
 use crate::storage::ValueType;
 
 /// One scalar: what an entry of a tensor holds.
@@ -126,6 +129,23 @@ pub fn arithmetic_type(types: &[ValueType]) -> ValueType {
         ValueType::Float64
     } else {
         ValueType::Int64
+    }
+}
+
+/// The values of an annotation column (Int64, Float64 or Boolean).
+pub fn column_values(column: &dyn Array) -> Result<Vec<Value>> {
+    let any = column.as_any();
+    if let Some(a) = any.downcast_ref::<Int64Array>() {
+        Ok(a.values().iter().map(|&v| Value::Int(v)).collect())
+    } else if let Some(a) = any.downcast_ref::<Float64Array>() {
+        Ok(a.values().iter().map(|&v| Value::Float(v)).collect())
+    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+        Ok(a.values().iter().map(Value::Bool).collect())
+    } else {
+        Err(Error::Internal(format!(
+            "an annotation column of type {}",
+            column.data_type()
+        )))
     }
 }
 

@@ -370,7 +370,7 @@ fn schema(shell: &mut Shell, args: &[String]) -> Result<Flow> {
 fn bag_rows(multiplicities: &[i64]) -> Result<u64> {
     multiplicities.iter().try_fold(0u64, |total, &m| {
         let m = u64::try_from(m)
-            .map_err(|_| Error::Invalid(format!("internal: a bag entry has multiplicity {m}")))?;
+            .map_err(|_| Error::Internal(format!("a bag entry has multiplicity {m}")))?;
         total.checked_add(m).ok_or_else(|| {
             Error::Overflow(
                 "the bag's row count (the sum of its multiplicities) does not fit in 64 bits"

@@ -187,7 +187,7 @@ impl Shell {
 
     /// Makes `db` (kept in `location`, if persistent) the current database.
     fn replace_database(&mut self, mut db: Database, location: Option<PathBuf>) {
-        db.set_progress(Arc::clone(&self.progress) as Arc<dyn einsql::io::ProgressSink>);
+        db.set_progress(Arc::clone(&self.progress) as Arc<dyn einsql::progress::ProgressSink>);
         db.set_interrupt(interrupt::handle());
         db.set_threads(self.settings.threads);
         self.db = db;

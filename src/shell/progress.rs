@@ -1,7 +1,7 @@
 //! Progress bars for long loads and queries.
 //!
 //! The engine reports the bytes its file readers consume, and the progress
-//! of queries, through [`einsql::io::ProgressSink`]; [`TerminalProgress`]
+//! of queries, through [`einsql::progress::ProgressSink`]; [`TerminalProgress`]
 //! turns those reports into an `indicatif` bar (a spinner with the elapsed
 //! time for queries) on standard error. It appears only when standard error
 //! is a terminal and the work has been running for about a second, so quick
@@ -11,7 +11,7 @@ use std::io::IsTerminal;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use einsql::io::ProgressSink;
+use einsql::progress::ProgressSink;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How long a load runs before its bar appears.

@@ -2,16 +2,16 @@
 //! `COPY (SELECT ...) TO 'file'`. Without `FORMAT`, the file extension
 //! decides. Files are written atomically.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use sqlparser::ast::{CopyLegacyOption, CopyOption, CopySource, CopyTarget};
 
-use super::{Context, entries};
-use crate::database::QueryResult;
+use super::Context;
+use crate::bound::{BoundStatement, Relation};
 use crate::error::{Error, Result};
-use crate::io::{self, FileFormat};
+use crate::io::FileFormat;
 
-/// Runs a `COPY`.
+/// Binds a `COPY`.
 pub fn copy(
     context: Context<'_>,
     source: &CopySource,
@@ -19,7 +19,7 @@ pub fn copy(
     target: &CopyTarget,
     options: &[CopyOption],
     legacy_options: &[CopyLegacyOption],
-) -> Result<QueryResult> {
+) -> Result<BoundStatement> {
     if !to {
         return Err(Error::NotSupported(
             "COPY ... FROM; use INSERT INTO t SELECT * FROM read_csv('file') (or read_parquet, read_mtx, read_tns)"
@@ -43,12 +43,12 @@ pub fn copy(
             }
         }
     }
-    let path = Path::new(filename);
+    let path = PathBuf::from(filename);
     let format = match format {
         Some(format) => format,
-        None => FileFormat::from_path(path)?,
+        None => FileFormat::from_path(&path)?,
     };
-    let (tensor, what) = match source {
+    let (source, query) = match source {
         CopySource::Table {
             table_name,
             columns,
@@ -57,21 +57,15 @@ pub fn copy(
                 return Err(Error::NotSupported("a column list in COPY".to_string()));
             }
             let name = super::table_name(table_name)?;
-            (context.catalog().get(&name)?, name)
+            context.catalog().get(&name)?;
+            (Relation::Table(name), false)
         }
-        CopySource::Query(query) => (
-            super::query::relation(context, query)?,
-            "query result".to_string(),
-        ),
+        CopySource::Query(query) => (super::query::bind(context, query)?, true),
     };
-    match format {
-        FileFormat::MatrixMarket => io::matrix_market::write(&tensor, path),
-        FileFormat::Tns => io::tns::write(&tensor, path),
-        FileFormat::Parquet => io::parquet::write(&tensor, path),
-        FileFormat::Csv => io::csv::write(&tensor, path),
-    }?;
-    Ok(QueryResult::message(format!(
-        "Wrote {what} ({}) to {filename}",
-        entries(tensor.nnz())
-    )))
+    Ok(BoundStatement::Copy {
+        source,
+        path,
+        format,
+        query,
+    })
 }

@@ -12,8 +12,8 @@ use sqlparser::ast::{
     ColumnDef, ColumnOption, CreateTable, DataType, ObjectName, ObjectType, TableConstraint,
 };
 
-use super::{Context, entries};
-use crate::database::QueryResult;
+use super::Context;
+use crate::bound::{BoundStatement, Relation};
 use crate::error::{Error, Result};
 use crate::storage::{ColumnRef, Coo, Dictionary, DimensionSpec, Tensor, ValueData};
 
@@ -76,8 +76,8 @@ impl ColumnType {
     }
 }
 
-/// Runs `CREATE TABLE`.
-pub fn create_table(context: Context<'_>, create: &CreateTable) -> Result<QueryResult> {
+/// Binds `CREATE TABLE`.
+pub fn create_table(context: Context<'_>, create: &CreateTable) -> Result<BoundStatement> {
     let name = super::table_name(&create.name)?;
     let unsupported = [
         (create.temporary, "TEMPORARY tables"),
@@ -88,28 +88,23 @@ pub fn create_table(context: Context<'_>, create: &CreateTable) -> Result<QueryR
     if let Some((_, construct)) = unsupported.iter().find(|(present, _)| *present) {
         return Err(Error::NotSupported(construct.to_string()));
     }
-    let tensor = match &create.query {
+    let source = match &create.query {
         Some(query) => {
             if !create.columns.is_empty() {
                 return Err(Error::NotSupported(
                     "a column list in CREATE TABLE ... AS SELECT".to_string(),
                 ));
             }
-            super::query::relation(context, query)?
+            super::query::bind(context, query)?
         }
-        None => Arc::new(empty_table(create)?),
+        None => Relation::Tensor(Arc::new(empty_table(create)?)),
     };
-    // Check and store under one lock, so a concurrent CREATE cannot slip in
-    // between.
-    let mut catalog = context.catalog_mut();
-    if create.if_not_exists && catalog.contains(&name) {
-        return Ok(QueryResult::message(format!(
-            "Table {name} already exists; nothing done"
-        )));
-    }
-    let message = format!("Created table {name} ({})", entries(tensor.nnz()));
-    catalog.put(&name, tensor, create.or_replace)?;
-    Ok(QueryResult::message(message))
+    Ok(BoundStatement::CreateTable {
+        name,
+        source,
+        if_not_exists: create.if_not_exists,
+        or_replace: create.or_replace,
+    })
 }
 
 /// The empty tensor that a column list declares.
@@ -272,13 +267,12 @@ fn check_options(column: &ColumnDef) -> Result<()> {
     Ok(())
 }
 
-/// Runs `DROP TABLE [IF EXISTS] a, b, ...`.
+/// Binds `DROP TABLE [IF EXISTS] a, b, ...`.
 pub fn drop(
-    context: Context<'_>,
     object_type: ObjectType,
     if_exists: bool,
     names: &[ObjectName],
-) -> Result<QueryResult> {
+) -> Result<BoundStatement> {
     if object_type != ObjectType::Table {
         return Err(Error::NotSupported(format!("DROP {object_type}")));
     }
@@ -286,19 +280,5 @@ pub fn drop(
         .iter()
         .map(super::table_name)
         .collect::<Result<Vec<_>>>()?;
-    let mut catalog = context.catalog_mut();
-    if !if_exists && let Some(missing) = names.iter().find(|n| !catalog.contains(n)) {
-        return Err(Error::unknown("Table", missing, catalog.names()));
-    }
-    let dropped: Vec<&str> = names
-        .iter()
-        .filter(|n| catalog.contains(n))
-        .map(String::as_str)
-        .collect();
-    catalog.drop_tables(&dropped)?;
-    Ok(QueryResult::message(if dropped.is_empty() {
-        "No table dropped".to_string()
-    } else {
-        format!("Dropped table {}", dropped.join(", "))
-    }))
+    Ok(BoundStatement::Drop { names, if_exists })
 }

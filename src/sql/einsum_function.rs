@@ -20,8 +20,8 @@ use sqlparser::ast::{
 };
 
 use super::Context;
-use super::literal::Literal;
 use super::query::Ctes;
+use crate::bound::Literal;
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef};
 use crate::storage::Tensor;

@@ -8,16 +8,16 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
-use sqlparser::ast::{Insert, ObjectName, SetExpr, TableObject};
+use sqlparser::ast::{Insert, SetExpr, TableObject};
 
 use super::Context;
-use super::literal::Literal;
-use crate::database::QueryResult;
+use crate::bound::{Append, BoundStatement, Literal};
 use crate::error::{Error, Result};
 use crate::storage::{ColumnRef, Dictionary, MULTIPLICITY, Tensor, ValueData, ValueType};
 
-/// Runs an `INSERT`.
-pub fn insert(context: Context<'_>, insert: &Insert) -> Result<QueryResult> {
+/// Binds an `INSERT`: the rows of `VALUES`, or of the `SELECT` (evaluated
+/// now), to be appended by the session.
+pub fn insert(context: Context<'_>, insert: &Insert) -> Result<BoundStatement> {
     let unsupported = [
         (insert.or.is_some(), "INSERT OR ..."),
         (insert.ignore, "INSERT IGNORE"),
@@ -36,6 +36,7 @@ pub fn insert(context: Context<'_>, insert: &Insert) -> Result<QueryResult> {
         ));
     };
     let name = super::table_name(name)?;
+    context.catalog().get(&name)?;
     let source = insert
         .source
         .as_ref()
@@ -48,35 +49,51 @@ pub fn insert(context: Context<'_>, insert: &Insert) -> Result<QueryResult> {
             .collect::<Result<Vec<Vec<Literal>>>>()?,
         _ => query_rows(super::query::relation(context, source)?.as_ref())?,
     };
-    // Hold the write lock from reading the table to storing the new one, so
-    // that concurrent inserts do not lose rows.
-    let mut catalog = context.catalog_mut();
-    let table = catalog.get(&name)?;
-    let targets = target_columns(&table, &insert.columns)?;
-    let tensor = append(&table, &targets, &rows)?;
-    catalog.put(&name, Arc::new(tensor), true)?;
-    Ok(QueryResult::message(format!(
-        "Inserted {} into {name}",
-        super::count(rows.len(), "row", "rows")
-    )))
+    let columns = insert
+        .columns
+        .iter()
+        .map(super::table_name)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(BoundStatement::Insert {
+        table: name,
+        rows: Box::new(Rows { columns, rows }),
+    })
+}
+
+/// The rows of an `INSERT`, with the columns they fill.
+#[derive(Debug)]
+struct Rows {
+    /// The statement's column list (empty: every column, in table order).
+    columns: Vec<String>,
+    rows: Vec<Vec<Literal>>,
+}
+
+impl Append for Rows {
+    fn append(&self, table: &Tensor) -> Result<Tensor> {
+        let targets = target_columns(table, &self.columns)?;
+        append(table, &targets, &self.rows)
+    }
+
+    fn rows(&self) -> usize {
+        self.rows.len()
+    }
 }
 
 /// The table columns that the statement's column list names, in its order;
 /// every column must be given (einsql has no NULLs and no defaults).
-fn target_columns(table: &Tensor, columns: &[ObjectName]) -> Result<Vec<ColumnRef>> {
+fn target_columns(table: &Tensor, columns: &[String]) -> Result<Vec<ColumnRef>> {
     let all = table.column_order();
     if columns.is_empty() {
         return Ok(all.to_vec());
     }
     let mut targets = Vec::with_capacity(columns.len());
-    for column in columns {
-        let name = super::table_name(column)?;
+    for name in columns {
         let target = all
             .iter()
             .copied()
             .find(|&c| table.column_name(c).eq_ignore_ascii_case(&name))
             .ok_or_else(|| {
-                Error::unknown("Column", &name, all.iter().map(|&c| table.column_name(c)))
+                Error::unknown("Column", name, all.iter().map(|&c| table.column_name(c)))
             })?;
         if targets.contains(&target) {
             return Err(Error::Invalid(format!("column '{name}' is listed twice")));

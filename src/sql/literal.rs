@@ -1,35 +1,10 @@
 //! Constants in SQL text: the values of `INSERT ... VALUES` rows and of
 //! table-function options.
 
-use std::fmt;
-
 use sqlparser::ast::{Expr, UnaryOperator, Value};
 
+use crate::bound::Literal;
 use crate::error::{Error, Result};
-
-/// A constant.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Literal {
-    /// An integer that fits in 64 bits.
-    Integer(i64),
-    /// A number with a fraction or an exponent.
-    Float(f64),
-    /// A quoted string.
-    String(String),
-    /// `true` or `false`.
-    Boolean(bool),
-}
-
-impl fmt::Display for Literal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Literal::Integer(v) => write!(f, "{v}"),
-            Literal::Float(v) => write!(f, "{v}"),
-            Literal::String(v) => write!(f, "'{v}'"),
-            Literal::Boolean(v) => write!(f, "{v}"),
-        }
-    }
-}
 
 impl Literal {
     /// The constant that `expr` denotes: a number, a string, a boolean, or

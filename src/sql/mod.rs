@@ -1,61 +1,75 @@
 //! The SQL front-end: parses statements with `sqlparser` (DuckDB dialect)
-//! and executes them against the catalog.
+//! and binds them against the catalog into [`BoundStatement`]s, which the
+//! session ([`crate::session`]) executes. Binding never changes the
+//! catalog.
 //!
-//! Statements are dispatched by kind to one module each: [`ddl`] (`CREATE
-//! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`insert`] (`INSERT INTO`),
-//! [`copy`] (`COPY ... TO`), [`describe`] (`SHOW TABLES`, `DESCRIBE`),
-//! [`explain`] (`EXPLAIN`) and
-//! [`query`] (`SELECT`, lowered to the IR), [`settings`] (`SET`,
-//! `RESET`), with [`table_function`] for the `read_mtx`, `read_tns`,
-//! `read_parquet` and `read_csv` loaders usable in `FROM`,
-//! [`einsum_function`] for `einsum('ij,jk->ik', a, b)`, and
-//! [`literal`] for constants. A statement of another kind is rejected with an
-//! error that names it.
+//! Statements are bound by kind in one module each: [`ddl`] (`CREATE
+//! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`insert`] (`INSERT
+//! INTO`), [`copy`] (`COPY ... TO`), [`settings`] (`SET`, `RESET`) and
+//! [`query`] (`SELECT`, lowered to an IR program and the recipe that
+//! assembles its rows), with [`table_function`] for the `read_mtx`,
+//! `read_tns`, `read_parquet` and `read_csv` loaders usable in `FROM`,
+//! [`einsum_function`] for `einsum('ij,jk->ik', a, b)`, and [`literal`]
+//! for constants. A statement of another kind is rejected with an error
+//! that names it.
 
 mod copy;
 mod ddl;
-mod describe;
 mod einsum_function;
-mod explain;
 mod insert;
 mod literal;
 mod query;
 mod settings;
 mod table_function;
 
-pub use settings::Settings;
-
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::ops::Range;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::DuckDbDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
-use crate::database::QueryResult;
+use crate::bound::BoundStatement;
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::io::ProgressSink;
 use crate::ir::Program;
-use crate::profile::ProfileLog;
+use crate::progress::ProgressSink;
 use crate::storage::Tensor;
-use crate::storage::catalog::Catalog;
 
-/// What a statement runs against: the catalog and where to report progress.
-#[derive(Clone, Copy)]
-pub struct Context<'a> {
-    /// The database's tables.
-    pub catalog: &'a RwLock<Catalog>,
-    /// Receives progress reports of long loads.
-    pub progress: &'a dyn ProgressSink,
-    /// The database's settings (`SET threads = 4`).
-    pub settings: &'a Settings,
-    /// Where evaluated programs are recorded (`EXPLAIN ANALYZE`,
-    /// [`Database::execute_profiled`](crate::Database::execute_profiled)).
-    pub log: Option<&'a ProfileLog>,
+/// Runs the IR programs that binding needs evaluated: the `WITH` tables and
+/// `FROM` sub-queries a query reads, and the `SELECT` of an `INSERT`. The
+/// session implements it with the database's settings.
+pub trait Evaluate {
+    /// The results of `program`, by query name.
+    fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>>;
 }
 
-impl Context<'_> {
+/// What a statement is bound against.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    catalog: &'a RwLock<Catalog>,
+    /// Receives progress reports of file loads.
+    pub progress: &'a dyn ProgressSink,
+    evaluator: &'a dyn Evaluate,
+}
+
+impl<'a> Context<'a> {
+    /// A context that reads `catalog` (binding never writes it), reports
+    /// loads to `progress` and evaluates sub-queries with `evaluator`.
+    pub fn new(
+        catalog: &'a RwLock<Catalog>,
+        progress: &'a dyn ProgressSink,
+        evaluator: &'a dyn Evaluate,
+    ) -> Context<'a> {
+        Context {
+            catalog,
+            progress,
+            evaluator,
+        }
+    }
+
     /// The catalog, for reading.
     fn catalog(&self) -> RwLockReadGuard<'_, Catalog> {
         // The catalog changes only after a statement's work succeeded, so a
@@ -63,29 +77,42 @@ impl Context<'_> {
         self.catalog.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs an IR program on the engine the settings choose and returns its
-    /// results by query name.
+    /// Runs an IR program and returns its results by query name.
     fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
-        self.settings.evaluate(program, self.progress, self.log)
-    }
-
-    /// The catalog, for changing.
-    fn catalog_mut(&self) -> RwLockWriteGuard<'_, Catalog> {
-        self.catalog.write().unwrap_or_else(PoisonError::into_inner)
+        self.evaluator.evaluate(program)
     }
 }
 
-/// Parses `sql` into statements.
-pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+/// Parses the SQL statement at `script[range]`. Error positions count from
+/// the start of `script`.
+pub fn parse_statement(script: &str, range: Range<usize>) -> Result<Statement> {
+    let (line, column) = crate::einsum::split::line_and_column(script, range.start);
+    let shift = |location: &mut Location| {
+        if location.line == 1 {
+            location.column += column as u64 - 1;
+        }
+        location.line += line as u64 - 1;
+    };
     let dialect = DuckDbDialect {};
-    let mut tokens = Tokenizer::new(&dialect, sql)
+    let mut tokens = Tokenizer::new(&dialect, &script[range])
         .tokenize_with_location()
-        .map_err(|e| syntax_error(e.to_string()))?;
+        .map_err(|mut e| {
+            shift(&mut e.location);
+            syntax_error(e.to_string())
+        })?;
+    for token in &mut tokens {
+        shift(&mut token.span.start);
+        shift(&mut token.span.end);
+    }
     unreserve_named_arguments(&mut tokens);
-    Parser::new(&dialect)
+    let mut statements = Parser::new(&dialect)
         .with_tokens_with_locations(tokens)
         .parse_statements()
-        .map_err(|e| syntax_error(e.to_string()))
+        .map_err(|e| syntax_error(e.to_string()))?;
+    match statements.len() {
+        1 => Ok(statements.remove(0)),
+        n => Err(Error::Syntax(format!("expected one statement, found {n}"))),
+    }
 }
 
 fn syntax_error(message: String) -> Error {
@@ -120,17 +147,17 @@ fn unreserve_named_arguments(tokens: &mut [TokenWithSpan]) {
     }
 }
 
-/// Executes one parsed statement.
-pub fn execute(context: Context<'_>, statement: &Statement) -> Result<QueryResult> {
+/// Binds one parsed statement.
+pub fn bind(context: Context<'_>, statement: &Statement) -> Result<BoundStatement> {
     match statement {
-        Statement::Query(query) => query::select(context, query),
+        Statement::Query(query) => Ok(BoundStatement::Query(query::bind(context, query)?)),
         Statement::CreateTable(create) => ddl::create_table(context, create),
         Statement::Drop {
             object_type,
             if_exists,
             names,
             ..
-        } => ddl::drop(context, *object_type, *if_exists, names),
+        } => ddl::drop(*object_type, *if_exists, names),
         Statement::Insert(insert) => insert::insert(context, insert),
         Statement::Copy {
             source,
@@ -140,13 +167,12 @@ pub fn execute(context: Context<'_>, statement: &Statement) -> Result<QueryResul
             legacy_options,
             ..
         } => copy::copy(context, source, *to, target, options, legacy_options),
-        Statement::ShowTables { .. } => describe::show_tables(context),
-        Statement::Explain {
-            statement, analyze, ..
-        } => explain::explain(context, statement, *analyze),
-        Statement::ExplainTable { table_name, .. } => describe::describe(context, table_name),
-        Statement::Set(set) => settings::set(context, set),
-        Statement::Reset(reset) => settings::reset(context, reset),
+        Statement::ShowTables { .. } => Ok(BoundStatement::ShowTables),
+        Statement::ExplainTable { table_name, .. } => {
+            Ok(BoundStatement::Describe(self::table_name(table_name)?))
+        }
+        Statement::Set(set) => settings::set(set),
+        Statement::Reset(reset) => settings::reset(reset),
         other => Err(Error::NotSupported(format!(
             "{} statements",
             statement_kind(other)
@@ -162,20 +188,6 @@ fn statement_kind(statement: &Statement) -> String {
         .next()
         .unwrap_or_default()
         .to_uppercase()
-}
-
-/// "1 row", "2 rows": `n` with the `singular` or `plural` noun, for
-/// messages.
-pub(crate) fn count(n: usize, singular: &str, plural: &str) -> String {
-    match n {
-        1 => format!("1 {singular}"),
-        n => format!("{n} {plural}"),
-    }
-}
-
-/// "1 entry", "2 entries": a count of stored entries for messages.
-pub(crate) fn entries(n: usize) -> String {
-    count(n, "entry", "entries")
 }
 
 /// The name of a table from a (possibly qualified) SQL object name.

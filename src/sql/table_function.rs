@@ -6,14 +6,14 @@
 //! CREATE TABLE t AS SELECT * FROM read_tns('nell.tns', zero_based = true);
 //! ```
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, ObjectName, TableFunctionArgs};
 
 use super::Context;
-use super::literal::Literal;
+use crate::bound::Literal;
 use crate::error::{Error, Result, closest_name};
-use crate::io::{self, FileFormat, ReadOptions};
+use crate::io::{FileFormat, FileLoad, ReadOptions};
 use crate::storage::Tensor;
 
 /// The table functions, with the format each reads.
@@ -29,6 +29,12 @@ const OPTIONS: [&str; 5] = ["keys", "values", "zero_based", "header", "delimiter
 
 /// Loads the file that the table function call `name(args)` names.
 pub fn load(context: Context<'_>, name: &ObjectName, args: &TableFunctionArgs) -> Result<Tensor> {
+    file_load(name, args)?.read(context.progress)
+}
+
+/// The file that the table function call `name(args)` names, with how to
+/// read it.
+pub fn file_load(name: &ObjectName, args: &TableFunctionArgs) -> Result<FileLoad> {
     let function = super::table_name(name)?.to_lowercase();
     let format = FUNCTIONS
         .iter()
@@ -42,23 +48,11 @@ pub fn load(context: Context<'_>, name: &ObjectName, args: &TableFunctionArgs) -
             )
         })?;
     let (path, options) = arguments(&function, &args.args)?;
-    read_file(context, format, Path::new(&path), &options)
-}
-
-/// Reads `path` in `format`.
-pub fn read_file(
-    context: Context<'_>,
-    format: FileFormat,
-    path: &Path,
-    options: &ReadOptions,
-) -> Result<Tensor> {
-    let progress = context.progress;
-    match format {
-        FileFormat::MatrixMarket => io::matrix_market::read(path, options, progress),
-        FileFormat::Tns => io::tns::read(path, options, progress),
-        FileFormat::Parquet => io::parquet::read(path, options, progress),
-        FileFormat::Csv => io::csv::read(path, options, progress),
-    }
+    Ok(FileLoad {
+        format,
+        path: PathBuf::from(path),
+        options,
+    })
 }
 
 /// The file path (the one positional argument) and the named options.

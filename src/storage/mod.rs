@@ -1,16 +1,13 @@
-//! Storage: tensors, their fibertree indexes and statistics, and the
-//! on-disk form of a database.
+//! Storage: tensors, their fibertree indexes and statistics.
 //!
 //! [`tensor`] is the unit of storage; [`fibertree`] builds the per-order
 //! indexes the executor walks; [`statistics`] computes what the optimizer
 //! estimates from; [`from_arrow`] turns Arrow record batches into tensors
-//! (the path every loader and SQL write takes); [`persist`] keeps a database
-//! directory of Parquet files and a catalog, with atomic writes.
+//! (the path every loader and SQL write takes). The named tables of a
+//! database and their on-disk form are the [`catalog`](crate::catalog)'s.
 
-pub mod catalog;
 pub mod fibertree;
 pub mod from_arrow;
-pub mod persist;
 pub mod statistics;
 pub mod tensor;
 

@@ -499,6 +499,59 @@ impl Tensor {
         }
     }
 
+    /// The same tensor with its columns called `names`, in the order users
+    /// see them (`FROM t AS u(a, b)`). It shares the data; its indexes and
+    /// statistics are built anew when needed.
+    ///
+    /// Errors: a number of names other than the number of columns, or a
+    /// name given twice (names are case-insensitive).
+    pub fn with_column_names(&self, names: &[String]) -> Result<Tensor> {
+        if names.len() != self.column_order.len() {
+            return Err(Error::Invalid(format!(
+                "{} column names for a table of {} columns",
+                names.len(),
+                self.column_order.len()
+            )));
+        }
+        for (k, name) in names.iter().enumerate() {
+            if names[..k].iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                return Err(Error::Invalid(format!("column name '{name}' given twice")));
+            }
+        }
+        let mut dims = self.dims.clone();
+        let mut values = self.values.clone();
+        for (&column, name) in self.column_order.iter().zip(names) {
+            match column {
+                ColumnRef::Key(d) => dims[d].name.clone_from(name),
+                ColumnRef::Value(v) => values[v].name.clone_from(name),
+            }
+        }
+        let schema = self.data.schema();
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(k, field)| {
+                let name = match k.checked_sub(dims.len()) {
+                    None => &dims[k].name,
+                    Some(v) => values.get(v).map_or(field.name(), |c| &c.name),
+                };
+                field.as_ref().clone().with_name(name)
+            })
+            .collect();
+        let data =
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), self.data.columns().to_vec())?;
+        Ok(Tensor {
+            dims,
+            values,
+            column_order: self.column_order.clone(),
+            data,
+            statistics: OnceLock::new(),
+            indexes: Mutex::new(HashMap::new()),
+            derived: Mutex::new(HashMap::new()),
+        })
+    }
+
     /// Drops what was derived from the tensor (see [`Tensor::derived`]):
     /// to free its memory, or to time that work from scratch.
     pub fn clear_derived(&self) {

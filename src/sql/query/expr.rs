@@ -26,9 +26,9 @@ use sqlparser::ast::{
 };
 
 use super::scope::{Column, Scope};
+use crate::bound::Literal;
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, ScalarOp, Value};
-use crate::sql::literal::Literal;
 use crate::storage::{Dictionary, ValueType};
 
 /// The SQL type of a lowered expression.
@@ -255,6 +255,8 @@ impl<'a> Lowerer<'a> {
         factors.extend(self.filters.iter().cloned());
         factors.extend(argument);
         match factors.len() {
+            // No table and no condition (`SELECT 40 + 2`): one row.
+            0 => Expr::Literal(Value::Int(1)),
             1 => factors.remove(0),
             _ => Expr::map(ScalarOp::Mul, factors),
         }

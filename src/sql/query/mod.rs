@@ -18,29 +18,55 @@ pub mod expr;
 pub mod output;
 pub mod plan;
 pub mod scope;
+pub mod values;
 
 use std::sync::Arc;
 
 use sqlparser::ast::{Query, Select, SelectItem, SetExpr, TableFactor, TableFunctionArgs};
 
 use super::Context;
-use crate::database::QueryResult;
+use crate::bound::{BoundQuery, Relation};
 use crate::error::{Error, Result};
 use crate::storage::Tensor;
 
-/// Runs a `SELECT` and returns its rows.
-pub fn select(context: Context<'_>, query: &Query) -> Result<QueryResult> {
-    if let Some(tensor) = stored(context, query)? {
-        let batch = tensor.to_record_batch()?;
-        return Ok(QueryResult::rows(batch.schema(), vec![batch]));
+/// Binds a `SELECT`: a stored table or a file read as it is, or the
+/// query's program with the recipe that assembles its rows. `WITH` tables
+/// and `FROM` sub-queries are evaluated now.
+pub fn bind(context: Context<'_>, query: &Query) -> Result<Relation> {
+    if let Some(list) = values_list(query) {
+        return Ok(Relation::Tensor(Arc::new(values::table(list)?)));
     }
-    let table = output::run(context, query, &Ctes::default())?;
-    table.into_result()
+    match simple_source(query) {
+        Some(Source::Table(name)) => {
+            context.catalog().get(&name)?;
+            Ok(Relation::Table(name))
+        }
+        Some(Source::File { function, args }) => Ok(Relation::File {
+            load: super::table_function::file_load(function, args)?,
+            call: format!("{function}({})", arguments(args)),
+        }),
+        None => {
+            let plan = output::bind(context, query, &Ctes::default())?;
+            Ok(Relation::Program(BoundQuery {
+                program: plan.program.clone(),
+                assembly: Box::new(plan),
+            }))
+        }
+    }
 }
 
-/// The table that a query denotes, for `CREATE TABLE AS`, `INSERT ...
-/// SELECT` and `COPY`: a stored table or file as it is, or the result of a
-/// query with its grouped key columns as dimensions.
+/// The arguments of a table-function call as written.
+fn arguments(args: &TableFunctionArgs) -> String {
+    args.args
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The table that a query denotes, evaluated now (for `INSERT ...
+/// SELECT`): a stored table or file as it is, or the result of a query
+/// with its grouped key columns as dimensions.
 pub fn relation(context: Context<'_>, query: &Query) -> Result<Arc<Tensor>> {
     if let Some(tensor) = stored(context, query)? {
         return Ok(tensor);
@@ -156,11 +182,27 @@ fn stored(context: Context<'_>, query: &Query) -> Result<Option<Arc<Tensor>>> {
     })
 }
 
+/// The `VALUES` list that `query` is, with no other clause.
+pub fn values_list(query: &Query) -> Option<&sqlparser::ast::Values> {
+    let plain = query.with.is_none()
+        && query.order_by.is_none()
+        && query.limit_clause.is_none()
+        && query.fetch.is_none();
+    match query.body.as_ref() {
+        SetExpr::Values(values) if plain => Some(values),
+        SetExpr::Query(inner) if plain => values_list(inner),
+        _ => None,
+    }
+}
+
 /// The `SELECT` of a query body, or an error naming what stands instead.
 fn body_select(query: &Query) -> Result<&Select> {
     match query.body.as_ref() {
         SetExpr::Select(select) => Ok(select),
-        SetExpr::Values(_) => Err(Error::NotSupported("VALUES as a query".to_string())),
+        SetExpr::Values(_) => Err(Error::NotSupported(
+            "VALUES with ORDER BY, LIMIT or WITH; select from it: SELECT * FROM (VALUES ...) t"
+                .to_string(),
+        )),
         SetExpr::SetOperation { op, .. } => Err(Error::NotSupported(format!("{op} of queries"))),
         other => Err(Error::NotSupported(format!("the query {other}"))),
     }

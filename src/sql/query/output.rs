@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use hashbrown::HashSet;
 use sqlparser::ast::{Query, SetExpr};
@@ -19,10 +19,10 @@ use sqlparser::ast::{Query, SetExpr};
 use super::expr::SqlType;
 use super::plan::{self, Item, OrderSource, Plan, Rows};
 use super::{Ctes, Source, simple_source};
-use crate::database::QueryResult;
+use crate::bound::{Assemble, Results};
 use crate::error::{Error, Result};
+use crate::ir::column_values;
 use crate::ir::{Annotation, Expr, IndexTerm, Input, Value};
-use crate::reference::column_values;
 use crate::sql::Context;
 use crate::storage::{ColumnRef, Coo, DimensionSpec, Tensor, ValueData, ValueType};
 
@@ -62,27 +62,33 @@ pub struct ResultTable {
 
 /// Evaluates `query` with the `WITH` tables `ctes` in scope.
 pub fn run(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<ResultTable> {
-    let ctes = with_tables(context, query, ctes)?;
-    if let Some(inner) = parenthesized(query) {
-        return run(context, inner, &ctes);
-    }
-    let plan = plan::plan(context, query, &ctes, &|q, c| table_of(context, q, c))?;
+    let plan = bind(context, query, ctes)?;
     let results = context.evaluate(&plan.program)?;
     assemble(&plan, &results)
 }
 
-/// The `EXPLAIN` lines of `query`: its program and how its rows are
-/// assembled. `WITH` and `FROM` sub-queries are evaluated.
-pub fn explain(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Vec<String>> {
+/// The program of `query` with the `WITH` tables `ctes` in scope, and how
+/// its rows are assembled. `WITH` and `FROM` sub-queries are evaluated.
+pub fn bind(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Plan> {
     let ctes = with_tables(context, query, ctes)?;
     if let Some(inner) = parenthesized(query) {
-        return explain(context, inner, &ctes);
+        return bind(context, inner, &ctes);
     }
-    let plan = plan::plan(context, query, &ctes, &|q, c| table_of(context, q, c))?;
-    let mut lines =
-        crate::explain::program_lines(&plan.program, &context.settings.optimizer_options())?;
-    lines.extend(plan.describe());
-    Ok(lines)
+    plan::plan(context, query, &ctes, &|q, c| table_of(context, q, c))
+}
+
+impl Assemble for Plan {
+    fn batches(&self, results: &Results) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+        assemble(self, results)?.into_batches()
+    }
+
+    fn tensor(&self, results: &Results) -> Result<Tensor> {
+        assemble(self, results)?.into_tensor()
+    }
+
+    fn describe(&self) -> Vec<String> {
+        Plan::describe(self)
+    }
 }
 
 /// `ctes` and the tables of `query`'s `WITH` clause, evaluated.
@@ -118,6 +124,9 @@ fn parenthesized(query: &Query) -> Option<&Query> {
 
 /// The table a sub-query or `WITH` query denotes.
 fn table_of(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Arc<Tensor>> {
+    if let Some(list) = super::values_list(query) {
+        return Ok(Arc::new(super::values::table(list)?));
+    }
     match simple_source(query) {
         Some(Source::Table(name)) => ctes.table(context, &name),
         Some(Source::File { function, args }) => Ok(Arc::new(crate::sql::table_function::load(
@@ -494,7 +503,7 @@ fn number(cell: &Cell) -> f64 {
 
 impl ResultTable {
     /// The rows as one Arrow batch.
-    pub fn into_result(self) -> Result<QueryResult> {
+    pub fn into_batches(self) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         let mut fields = Vec::new();
         let mut arrays: Vec<ArrayRef> = Vec::new();
         for (n, column) in self.columns.iter().enumerate() {
@@ -539,7 +548,7 @@ impl ResultTable {
         } else {
             RecordBatch::try_new(Arc::clone(&schema), arrays)?
         };
-        Ok(QueryResult::rows(schema, vec![batch]))
+        Ok((schema, vec![batch]))
     }
 
     /// The rows as a tensor: string columns and plain key columns are its

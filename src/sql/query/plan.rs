@@ -21,10 +21,10 @@ use sqlparser::ast::{
 use super::expr::{Lowerer, SqlType, Typed, has_aggregate, has_nullable_aggregate};
 use super::scope::{Column, Constant, Scope};
 use super::{Ctes, body_select};
+use crate::bound::Literal;
 use crate::error::{Error, Result};
 use crate::ir::{Expr, Program, Query as IrQuery, TensorRef};
 use crate::sql::Context;
-use crate::sql::literal::Literal;
 
 /// The name of the query whose entries are the result's rows.
 pub const ROWS: &str = "#rows";
@@ -117,9 +117,6 @@ pub fn plan(
     run_subquery: &dyn Fn(&Query, &Ctes) -> Result<Arc<crate::storage::Tensor>>,
 ) -> Result<Plan> {
     let select = body_select(query)?;
-    if select.from.is_empty() {
-        return Err(Error::NotSupported("SELECT without FROM".to_string()));
-    }
     let unsupported = [
         (select.top.is_some(), "TOP"),
         (select.into.is_some(), "SELECT INTO"),
@@ -641,13 +638,13 @@ fn add_relation(
         }
         other => return Err(Error::NotSupported(format!("FROM {other}"))),
     };
-    if let Some(alias) = alias
-        && !alias.columns.is_empty()
-    {
-        return Err(Error::NotSupported(format!(
-            "column aliases in FROM ({alias})"
-        )));
-    }
+    let tensor = match alias {
+        Some(alias) if !alias.columns.is_empty() => {
+            let names: Vec<String> = alias.columns.iter().map(|c| c.name.value.clone()).collect();
+            Arc::new(tensor.with_column_names(&names)?)
+        }
+        _ => tensor,
+    };
     let shown = alias
         .as_ref()
         .map_or(name.clone(), |a| a.name.value.clone());

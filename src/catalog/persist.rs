@@ -37,9 +37,9 @@ use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::{Deserialize, Serialize};
 
+use crate::durable::{sync_directory, write_atomically};
 use crate::error::{Error, Result};
 use crate::io::parquet::write_batch;
-use crate::io::{sync_directory, write_atomically};
 use crate::storage::{
     ColumnRef, Coo, Dictionary, DimensionSpec, MULTIPLICITY, Tensor, ValueData, ValueType,
 };

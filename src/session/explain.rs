@@ -1,24 +1,134 @@
-//! `EXPLAIN`: the plan a statement runs, as rows of text (one column,
-//! `plan`).
+//! `EXPLAIN` and `EXPLAIN ANALYZE` of a bound statement, SQL or tensor
+//! index notation: the plan it runs, as rows of text (one column, `plan`).
 //!
 //! A SQL query that lists one stored table or one file scans or loads it.
-//! Every other query, and every einsum statement, is an IR program: its
-//! plan is the program in its text form with the inputs it reads, then what
-//! the optimizer ([`crate::optimizer`]) makes of it: the logical plan (the
-//! aggregation steps, each with its estimated number of entries) and the
-//! physical plan ([`crate::exec::plan`]: one line per query, re-index step
-//! and loop). `EXPLAIN ANALYZE` runs the statement and adds, per physical
-//! query, the entries it actually produced and its time, and the time
-//! spent optimizing and executing.
+//! Every other query, every einsum statement and the query of a `CREATE
+//! TABLE ... AS` is an IR program: its plan is the program in its text form
+//! with the inputs it reads, then what the optimizer ([`crate::optimizer`])
+//! makes of it: the logical plan (the aggregation steps, each with its
+//! estimated number of entries) and the physical plan ([`crate::exec::plan`]:
+//! one line per query, re-index step and loop), then how a SQL query's rows
+//! are assembled. Nothing is evaluated, except the `WITH` tables and `FROM`
+//! sub-queries that binding evaluates. `EXPLAIN ANALYZE` runs the
+//! statement's program without storing anything and shows every program it
+//! evaluated with the entries and time of each step.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::database::QueryResult;
-use crate::error::Result;
+use super::profile::{ProfileLog, ProgramRun};
+use super::result::QueryResult;
+use super::{Session, count, entries};
+use crate::bound::{BoundStatement, Relation};
+use crate::error::{Error, Result};
 use crate::ir::Program;
 use crate::optimizer::{Optimized, OptimizerOptions};
-use crate::profile::ProgramRun;
 use crate::storage::{ColumnRef, Tensor};
+
+/// `EXPLAIN [ANALYZE]` of `bound`.
+pub fn explain(session: &Session<'_>, bound: BoundStatement, analyze: bool) -> Result<QueryResult> {
+    let relation = match bound {
+        BoundStatement::Query(relation) => relation,
+        BoundStatement::CreateTable {
+            source: source @ (Relation::Program(_) | Relation::Table(_) | Relation::File { .. }),
+            ..
+        } => source,
+        BoundStatement::Assign(program) => {
+            let lines = if analyze {
+                analyzed(session, &program, |session| {
+                    let results = session.evaluate(&program)?;
+                    let stored: Vec<String> = results
+                        .iter()
+                        .map(|(name, tensor)| format!("{name} ({})", entries(tensor.nnz())))
+                        .collect();
+                    Ok(format!("{}, not stored,", stored.join(", ")))
+                })?
+            } else {
+                program_lines(&program, &session.settings().optimizer_options())?
+            };
+            return plan_result(lines);
+        }
+        BoundStatement::CreateTable { .. } => {
+            return Err(Error::NotSupported(
+                "EXPLAIN of CREATE TABLE without AS SELECT".to_string(),
+            ));
+        }
+        other if analyze => {
+            return Err(Error::NotSupported(format!(
+                "EXPLAIN ANALYZE of {} statements (only queries and tensor index notation)",
+                other.kind()
+            )));
+        }
+        other => {
+            return Err(Error::NotSupported(format!(
+                "EXPLAIN of {} statements",
+                other.kind()
+            )));
+        }
+    };
+    let lines = match (&relation, analyze) {
+        (Relation::Program(query), false) => {
+            let mut lines = program_lines(&query.program, &session.settings().optimizer_options())?;
+            lines.extend(query.assembly.describe());
+            lines
+        }
+        (Relation::Program(query), true) => analyzed(session, &query.program, |session| {
+            let rows = session.rows(&relation)?.num_rows();
+            Ok(count(rows, "row", "rows"))
+        })?,
+        (source, false) => vec![source_line(session, source)?],
+        (source, true) => {
+            let start = Instant::now();
+            let rows = session.rows(source)?.num_rows();
+            vec![
+                source_line(session, source)?,
+                result_line(&count(rows, "row", "rows"), start.elapsed()),
+            ]
+        }
+    };
+    plan_result(lines)
+}
+
+/// `Scan <table>` or `Load <call>`: the plan of a relation read as it is.
+fn source_line(session: &Session<'_>, relation: &Relation) -> Result<String> {
+    match relation {
+        Relation::Table(name) => Ok(format!(
+            "Scan {}",
+            table_line(name, session.read_catalog().get(name)?.as_ref())
+        )),
+        Relation::File { call, .. } => Ok(format!("Load {call}")),
+        Relation::Tensor(_) | Relation::Program(_) => Err(Error::Internal(
+            "a program explained as a stored source".to_string(),
+        )),
+    }
+}
+
+/// `EXPLAIN ANALYZE`: the program and its inputs, then every program that
+/// `run` evaluated with what each step produced and took, then what `run`
+/// returned (a description of the result) and the whole time.
+fn analyzed(
+    session: &Session<'_>,
+    program: &Program,
+    run: impl FnOnce(&Session<'_>) -> Result<String>,
+) -> Result<Vec<String>> {
+    let log = ProfileLog::default();
+    let start = Instant::now();
+    let result = run(&session.logged(&log))?;
+    let elapsed = start.elapsed();
+    let mut lines = program_text_lines(program);
+    let runs = log.take();
+    for (k, run) in runs.iter().enumerate() {
+        if runs.len() > 1 {
+            lines.push(format!("Program {} of {}:", k + 1, runs.len()));
+        }
+        lines.extend(run_lines(run, true));
+    }
+    lines.push(result_line(&result, elapsed));
+    Ok(lines)
+}
+
+fn result_line(result: &str, elapsed: Duration) -> String {
+    format!("Result: {result} in {}", millis(elapsed))
+}
 
 /// The lines of a plan as a result with one `plan` column.
 pub fn plan_result(lines: Vec<String>) -> Result<QueryResult> {
@@ -28,6 +138,14 @@ pub fn plan_result(lines: Vec<String>) -> Result<QueryResult> {
 /// The plan of a program: its IR, the inputs it reads, and the optimized
 /// plan under `options`.
 pub fn program_lines(program: &Program, options: &OptimizerOptions) -> Result<Vec<String>> {
+    let mut lines = program_text_lines(program);
+    let optimized = crate::optimizer::optimize(program, options)?;
+    lines.extend(optimized_lines(&optimized));
+    Ok(lines)
+}
+
+/// A program in its text form, and the inputs it reads.
+fn program_text_lines(program: &Program) -> Vec<String> {
     let mut lines = vec!["Program (tensor index notation):".to_string()];
     lines.extend(program.queries.iter().map(|q| format!("  {q}")));
     lines.push("Inputs:".to_string());
@@ -41,9 +159,10 @@ pub fn program_lines(program: &Program, options: &OptimizerOptions) -> Result<Ve
             }
         }
     }
-    let optimized = crate::optimizer::optimize(program, options)?;
-    lines.extend(optimized_lines(&optimized));
-    Ok(lines)
+    if seen.is_empty() {
+        lines.push("  none (the program reads no table)".to_string());
+    }
+    lines
 }
 
 /// The logical plan with its estimates, then the physical plan.
@@ -102,7 +221,7 @@ pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
                 .position(|q| q.name == query.name)
                 .map(|k| o.estimates[k])
         });
-        let mut line = format!("  {}: {}", query.name, crate::sql::entries(query.entries));
+        let mut line = format!("  {}: {}", query.name, entries(query.entries));
         if let Some(estimate) = estimate {
             line.push_str(&format!(" ({})", estimated(estimate)));
         }
@@ -183,6 +302,6 @@ pub fn table_line(name: &str, tensor: &Tensor) -> String {
     format!(
         "{name}: dimensions {}; {values}; {}",
         dims.join(", "),
-        crate::sql::count(tensor.nnz(), "stored entry", "stored entries")
+        count(tensor.nnz(), "stored entry", "stored entries")
     )
 }

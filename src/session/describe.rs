@@ -4,16 +4,16 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema};
-use sqlparser::ast::ObjectName;
 
-use super::Context;
-use crate::database::QueryResult;
+use super::count;
+use super::result::QueryResult;
+use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::storage::ColumnRef;
 
 /// `SHOW TABLES`: one row per table, with its name.
-pub fn show_tables(context: Context<'_>) -> Result<QueryResult> {
-    let names: Vec<String> = context.catalog().names().map(str::to_string).collect();
+pub fn show_tables(catalog: &Catalog) -> Result<QueryResult> {
+    let names: Vec<String> = catalog.names().map(str::to_string).collect();
     QueryResult::text_column("name", names)
 }
 
@@ -21,9 +21,8 @@ pub fn show_tables(context: Context<'_>) -> Result<QueryResult> {
 /// type, its role (dimension or value) and, for dimensions, the size; the
 /// message gives the number of stored entries and the fibertree indexes
 /// built.
-pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> {
-    let name = super::table_name(name)?;
-    let tensor = context.catalog().get(&name)?;
+pub fn describe(catalog: &Catalog, name: &str) -> Result<QueryResult> {
+    let tensor = catalog.get(name)?;
     let mut names = Vec::new();
     let mut types = Vec::new();
     let mut roles = Vec::new();
@@ -65,7 +64,7 @@ pub fn describe(context: Context<'_>, name: &ObjectName) -> Result<QueryResult> 
     let mut result = QueryResult::rows(schema, vec![batch]);
     result.message = Some(format!(
         "{name}: {}{}; fibertree indexes built: {}",
-        super::count(tensor.nnz(), "stored entry", "stored entries"),
+        count(tensor.nnz(), "stored entry", "stored entries"),
         if tensor.is_bag() {
             " (a bag: each entry counts its duplicate rows)"
         } else {

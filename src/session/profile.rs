@@ -85,7 +85,7 @@ impl Profile {
     pub fn plan(&self) -> String {
         self.programs
             .iter()
-            .flat_map(|p| crate::explain::run_lines(p, false))
+            .flat_map(|p| super::explain::run_lines(p, false))
             .collect::<Vec<_>>()
             .join("\n")
     }

@@ -1,9 +1,13 @@
-//! The catalog: the named tables of one database.
+//! The catalog: the named tables of one database, kept in memory or in a
+//! database directory ([`persist`]: Parquet files and a catalog file,
+//! written atomically).
 //!
 //! Table names are matched without regard to case (as DuckDB does) and shown
 //! as they were created. A catalog opened on a directory writes every change
 //! through to its [`Store`] before it changes the tables in memory, so what a
 //! query sees has always been made durable first.
+
+pub mod persist;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +15,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::storage::Tensor;
-use crate::storage::persist::Store;
+use persist::Store;
 
 /// The tables of a database, and the directory that keeps them (if any).
 #[derive(Debug, Default)]

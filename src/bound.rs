@@ -1,0 +1,182 @@
+//! Bound statements: what the front-ends ([`crate::sql`], [`crate::einsum`])
+//! make of a statement, and what the session ([`crate::session`]) executes.
+//!
+//! Binding resolves names against the catalog, checks types and lowers
+//! queries to IR programs; it reads the catalog and may read files and
+//! evaluate `WITH` and `FROM` sub-queries, but it never changes the
+//! catalog. Every change (create, insert, drop, store) is a
+//! [`BoundStatement`] that the session carries out under the catalog's
+//! write lock, formatting the message that says what changed.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+
+use crate::error::Result;
+use crate::io::{FileFormat, FileLoad};
+use crate::ir::Program;
+use crate::storage::Tensor;
+
+/// One statement, bound.
+#[derive(Debug)]
+pub enum BoundStatement {
+    /// A query: rows out of a table, a file or a program.
+    Query(Relation),
+    /// Tensor index notation: every query of the program is evaluated and
+    /// stored as the table of its name, replacing one of that name.
+    Assign(Program),
+    /// `CREATE TABLE name ...`.
+    CreateTable {
+        /// The new table's name.
+        name: String,
+        /// Its contents.
+        source: Relation,
+        /// `IF NOT EXISTS`: an existing table is left as it is.
+        if_not_exists: bool,
+        /// `OR REPLACE`: an existing table is replaced.
+        or_replace: bool,
+    },
+    /// `INSERT INTO table ...`.
+    Insert {
+        /// The table the rows go into.
+        table: String,
+        /// The rows, appended to the table as it is when the session holds
+        /// the write lock (so concurrent inserts lose nothing).
+        rows: Box<dyn Append>,
+    },
+    /// `DROP TABLE [IF EXISTS] names`.
+    Drop {
+        /// The tables.
+        names: Vec<String>,
+        /// `IF EXISTS`: missing tables are skipped.
+        if_exists: bool,
+    },
+    /// `COPY source TO 'path'`.
+    Copy {
+        /// What is written.
+        source: Relation,
+        /// Whether the source was written as a query (`COPY (SELECT ...)
+        /// TO`) rather than a table name.
+        query: bool,
+        /// The file written (atomically).
+        path: PathBuf,
+        /// Its format.
+        format: FileFormat,
+    },
+    /// `SHOW TABLES`.
+    ShowTables,
+    /// `DESCRIBE table`.
+    Describe(String),
+    /// `SET name = value`.
+    Set {
+        /// The setting, as written (lower case).
+        name: String,
+        /// Its new value.
+        value: Literal,
+    },
+    /// `RESET name`, or `RESET ALL` (no name).
+    Reset(Option<String>),
+}
+
+impl BoundStatement {
+    /// The kind of statement, as SQL names it (`INSERT`), for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BoundStatement::Query(_) => "SELECT",
+            BoundStatement::Assign(_) => "tensor index notation",
+            BoundStatement::CreateTable { .. } => "CREATE",
+            BoundStatement::Insert { .. } => "INSERT",
+            BoundStatement::Drop { .. } => "DROP",
+            BoundStatement::Copy { .. } => "COPY",
+            BoundStatement::ShowTables => "SHOW",
+            BoundStatement::Describe(_) => "DESCRIBE",
+            BoundStatement::Set { .. } => "SET",
+            BoundStatement::Reset(_) => "RESET",
+        }
+    }
+}
+
+/// The rows a query or a table source denotes.
+#[derive(Debug)]
+pub enum Relation {
+    /// A stored table as it is.
+    Table(String),
+    /// A file as it is, read when the statement runs.
+    File {
+        /// What to read.
+        load: FileLoad,
+        /// The call as written, e.g. `read_mtx('a.mtx')`, for `EXPLAIN`.
+        call: String,
+    },
+    /// A program whose results are assembled into rows.
+    Program(BoundQuery),
+    /// A tensor that binding made: the empty table that `CREATE TABLE t
+    /// (...)` declares, or a `VALUES` list.
+    Tensor(Arc<Tensor>),
+}
+
+/// A query lowered to an IR program, with the recipe that turns the
+/// program's results into the query's rows.
+pub struct BoundQuery {
+    /// What to evaluate.
+    pub program: Program,
+    /// How the rows come out of the results.
+    pub assembly: Box<dyn Assemble>,
+}
+
+impl fmt::Debug for BoundQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BoundQuery")
+            .field("program", &self.program)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The results of an evaluated program, by query name.
+pub type Results = [(String, Arc<Tensor>)];
+
+/// Turns the results of a query's program into its rows.
+pub trait Assemble: Send + Sync {
+    /// The rows as Arrow batches with their schema.
+    fn batches(&self, results: &Results) -> Result<(SchemaRef, Vec<RecordBatch>)>;
+    /// The rows as a tensor (for `CREATE TABLE AS`, `COPY` and sub-queries).
+    fn tensor(&self, results: &Results) -> Result<Tensor>;
+    /// How the rows are assembled, as `EXPLAIN` lines.
+    fn describe(&self) -> Vec<String>;
+}
+
+/// New rows for a table.
+pub trait Append: Send + Sync + fmt::Debug {
+    /// `table` with the rows added.
+    fn append(&self, table: &Tensor) -> Result<Tensor>;
+    /// How many rows are added.
+    fn rows(&self) -> usize;
+}
+
+/// A constant of statement text: a `SET` value, an `INSERT ... VALUES`
+/// cell, a table-function option.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Literal {
+    /// An integer that fits in 64 bits.
+    Integer(i64),
+    /// A number with a fraction or an exponent.
+    Float(f64),
+    /// A quoted string.
+    String(String),
+    /// `true` or `false`.
+    Boolean(bool),
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Integer(v) => write!(f, "{v}"),
+            Literal::Float(v) => write!(f, "{v}"),
+            Literal::String(v) => write!(f, "'{v}'"),
+            Literal::Boolean(v) => write!(f, "{v}"),
+        }
+    }
+}

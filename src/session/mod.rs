@@ -1,0 +1,294 @@
+//! The session: executes statements, SQL and tensor index notation alike.
+//!
+//! A script is split and parsed once into [`Statement`]s ([`statement`]).
+//! Each statement is bound by its front-end ([`crate::sql::bind`],
+//! [`crate::einsum::Parsed::bind`]) into a
+//! [`BoundStatement`](crate::bound::BoundStatement), which
+//! [`Session::run`] carries out: it evaluates query programs through the
+//! optimizer and the executor (or the reference evaluator, as the
+//! [`Settings`] say), is the only writer of the catalog, and formats the
+//! message that says what a statement changed. [`explain`] is the one
+//! `EXPLAIN` and `EXPLAIN ANALYZE` of both languages; [`profile`] records
+//! what each evaluated program took.
+
+pub mod describe;
+pub mod explain;
+pub mod profile;
+pub mod result;
+pub mod settings;
+pub mod statement;
+
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+pub use profile::{Profile, ProfileLog, ProgramRun};
+pub use result::QueryResult;
+pub use settings::Settings;
+pub use statement::{Statement, parse_script};
+
+use crate::bound::{BoundStatement, Relation};
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::ir::Program;
+use crate::progress::{ProgressSink, check_cancelled};
+use crate::sql;
+use crate::storage::Tensor;
+
+/// What statements run against: the database's catalog and settings, where
+/// progress goes, and (for `EXPLAIN ANALYZE` and profiles) where evaluated
+/// programs are recorded.
+#[derive(Clone, Copy)]
+pub struct Session<'a> {
+    catalog: &'a RwLock<Catalog>,
+    settings: &'a Settings,
+    progress: &'a dyn ProgressSink,
+    log: Option<&'a ProfileLog>,
+}
+
+impl<'a> Session<'a> {
+    /// A session over `catalog` with `settings`, reporting to `progress`
+    /// (which also answers whether to stop) and recording evaluated
+    /// programs in `log` if given.
+    pub fn new(
+        catalog: &'a RwLock<Catalog>,
+        settings: &'a Settings,
+        progress: &'a dyn ProgressSink,
+        log: Option<&'a ProfileLog>,
+    ) -> Session<'a> {
+        Session {
+            catalog,
+            settings,
+            progress,
+            log,
+        }
+    }
+
+    /// The same session, recording evaluated programs in `log`.
+    fn logged<'b>(&self, log: &'b ProfileLog) -> Session<'b>
+    where
+        'a: 'b,
+    {
+        Session {
+            log: Some(log),
+            ..*self
+        }
+    }
+
+    /// Binds and runs one statement, unless a stop was requested.
+    pub fn execute(&self, statement: &Statement) -> Result<QueryResult> {
+        check_cancelled(self.progress)?;
+        match statement {
+            Statement::Explain { analyze, statement } => {
+                let bound = self.bind(statement)?;
+                explain::explain(self, bound, *analyze)
+            }
+            other => self.run(self.bind(other)?),
+        }
+    }
+
+    /// Binds a statement against the current catalog.
+    pub fn bind(&self, statement: &Statement) -> Result<BoundStatement> {
+        match statement {
+            Statement::Sql(statement) => sql::bind(
+                sql::Context::new(self.catalog, self.progress, self),
+                statement,
+            ),
+            Statement::Einsum(parsed) => Ok(BoundStatement::Assign(Program {
+                queries: vec![parsed.bind(&self.read_catalog())?],
+            })),
+            Statement::Explain { .. } => Err(Error::NotSupported(
+                "EXPLAIN of an EXPLAIN statement".to_string(),
+            )),
+        }
+    }
+
+    /// Carries out a bound statement.
+    pub fn run(&self, bound: BoundStatement) -> Result<QueryResult> {
+        match bound {
+            BoundStatement::Query(relation) => self.rows(&relation),
+            BoundStatement::Assign(program) => self.assign(&program),
+            BoundStatement::CreateTable {
+                name,
+                source,
+                if_not_exists,
+                or_replace,
+            } => {
+                let tensor = self.tensor(source)?;
+                // Check and store under one lock, so that a concurrent
+                // CREATE cannot slip in between.
+                let mut catalog = self.write_catalog();
+                if if_not_exists && catalog.contains(&name) {
+                    return Ok(QueryResult::message(format!(
+                        "Table {name} already exists; nothing done"
+                    )));
+                }
+                let message = format!("Created table {name} ({})", entries(tensor.nnz()));
+                catalog.put(&name, tensor, or_replace)?;
+                Ok(QueryResult::message(message))
+            }
+            BoundStatement::Insert { table, rows } => {
+                // Hold the write lock from reading the table to storing the
+                // new one, so that concurrent inserts do not lose rows.
+                let mut catalog = self.write_catalog();
+                let tensor = rows.append(catalog.get(&table)?.as_ref())?;
+                catalog.put(&table, Arc::new(tensor), true)?;
+                Ok(QueryResult::message(format!(
+                    "Inserted {} into {table}",
+                    count(rows.rows(), "row", "rows")
+                )))
+            }
+            BoundStatement::Drop { names, if_exists } => self.drop(&names, if_exists),
+            BoundStatement::Copy {
+                source,
+                path,
+                format,
+                query,
+            } => {
+                let what = match (&source, query) {
+                    (Relation::Table(name), false) => name.clone(),
+                    _ => "query result".to_string(),
+                };
+                let tensor = self.tensor(source)?;
+                format.write(&tensor, &path)?;
+                Ok(QueryResult::message(format!(
+                    "Wrote {what} ({}) to {}",
+                    entries(tensor.nnz()),
+                    path.display()
+                )))
+            }
+            BoundStatement::ShowTables => describe::show_tables(&self.read_catalog()),
+            BoundStatement::Describe(name) => describe::describe(&self.read_catalog(), &name),
+            BoundStatement::Set { name, value } => {
+                Ok(QueryResult::message(self.settings.set(&name, value)?))
+            }
+            BoundStatement::Reset(name) => {
+                Ok(QueryResult::message(self.settings.reset(name.as_deref())?))
+            }
+        }
+    }
+
+    /// Evaluates an einsum program and stores each query's result as the
+    /// table of its name, replacing a table of that name.
+    fn assign(&self, program: &Program) -> Result<QueryResult> {
+        let label = program
+            .queries
+            .iter()
+            .map(|q| q.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.progress.start_query(&format!("computing {label}"));
+        let evaluated = self.evaluate(program);
+        self.progress.finish();
+        let mut messages = Vec::new();
+        for (name, tensor) in evaluated? {
+            let entries = entries(tensor.nnz());
+            let mut catalog = self.write_catalog();
+            let message = if catalog.contains(&name) {
+                format!("Replaced table {name} ({entries})")
+            } else {
+                format!("Stored {name} ({entries})")
+            };
+            catalog.put(&name, tensor, true)?;
+            messages.push(message);
+        }
+        Ok(QueryResult::message(messages.join("; ")))
+    }
+
+    /// `DROP TABLE`: every table must exist unless `if_exists`.
+    fn drop(&self, names: &[String], if_exists: bool) -> Result<QueryResult> {
+        let mut catalog = self.write_catalog();
+        if !if_exists && let Some(missing) = names.iter().find(|n| !catalog.contains(n)) {
+            return Err(Error::unknown("Table", missing, catalog.names()));
+        }
+        let dropped: Vec<&str> = names
+            .iter()
+            .filter(|n| catalog.contains(n))
+            .map(String::as_str)
+            .collect();
+        catalog.drop_tables(&dropped)?;
+        Ok(QueryResult::message(if dropped.is_empty() {
+            "No table dropped".to_string()
+        } else {
+            format!("Dropped table {}", dropped.join(", "))
+        }))
+    }
+
+    /// The rows of a relation.
+    fn rows(&self, relation: &Relation) -> Result<QueryResult> {
+        match relation {
+            Relation::Program(query) => {
+                let results = self.evaluate(&query.program)?;
+                let (schema, batches) = query.assembly.batches(&results)?;
+                Ok(QueryResult::rows(schema, batches))
+            }
+            other => {
+                let batch = self.stored(other)?.to_record_batch()?;
+                Ok(QueryResult::rows(batch.schema(), vec![batch]))
+            }
+        }
+    }
+
+    /// A relation as a tensor: a stored table or a file as it is, or a
+    /// query's rows with its grouped key columns as dimensions.
+    fn tensor(&self, relation: Relation) -> Result<Arc<Tensor>> {
+        match relation {
+            Relation::Program(query) => {
+                let results = self.evaluate(&query.program)?;
+                Ok(Arc::new(query.assembly.tensor(&results)?))
+            }
+            other => self.stored(&other),
+        }
+    }
+
+    /// The tensor of a relation that is read as it is.
+    fn stored(&self, relation: &Relation) -> Result<Arc<Tensor>> {
+        match relation {
+            Relation::Table(name) => self.read_catalog().get(name),
+            Relation::File { load, .. } => Ok(Arc::new(load.read(self.progress)?)),
+            Relation::Tensor(tensor) => Ok(Arc::clone(tensor)),
+            Relation::Program(_) => Err(Error::Internal(
+                "a query program read as a stored table".to_string(),
+            )),
+        }
+    }
+
+    /// Runs `program` on the engine the settings choose and returns its
+    /// results by query name.
+    pub fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
+        self.settings.evaluate(program, self.progress, self.log)
+    }
+
+    /// The settings statements run with.
+    pub fn settings(&self) -> &Settings {
+        self.settings
+    }
+
+    fn read_catalog(&self) -> RwLockReadGuard<'_, Catalog> {
+        // Statements change the catalog only after their work has
+        // succeeded, so a panic elsewhere cannot leave it half-changed.
+        self.catalog.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_catalog(&self) -> RwLockWriteGuard<'_, Catalog> {
+        self.catalog.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl sql::Evaluate for Session<'_> {
+    fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
+        Session::evaluate(self, program)
+    }
+}
+
+/// "1 row", "2 rows": `n` with the `singular` or `plural` noun, for
+/// messages.
+pub(crate) fn count(n: usize, singular: &str, plural: &str) -> String {
+    match n {
+        1 => format!("1 {singular}"),
+        n => format!("{n} {plural}"),
+    }
+}
+
+/// "1 entry", "2 entries": a count of stored entries for messages.
+pub(crate) fn entries(n: usize) -> String {
+    count(n, "entry", "entries")
+}

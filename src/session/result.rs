@@ -1,0 +1,56 @@
+//! What a statement returns: rows as Arrow record batches, and a message
+//! for statements that change the database.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+use crate::error::Result;
+
+/// The result of one statement: rows (possibly none) and, for statements
+/// that change the database, a message saying what changed.
+#[derive(Clone, Debug)]
+pub struct QueryResult {
+    /// The schema of the rows.
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+    /// What a statement without rows did, e.g. "Created table a (3 entries)".
+    pub message: Option<String>,
+}
+
+impl QueryResult {
+    /// A result with rows.
+    pub fn rows(schema: SchemaRef, batches: Vec<RecordBatch>) -> QueryResult {
+        QueryResult {
+            schema,
+            batches,
+            message: None,
+        }
+    }
+
+    /// A result without rows, with a message.
+    pub fn message(message: impl Into<String>) -> QueryResult {
+        QueryResult {
+            schema: Arc::new(Schema::empty()),
+            batches: Vec::new(),
+            message: Some(message.into()),
+        }
+    }
+
+    /// Rows of one non-null text column called `name`.
+    pub fn text_column(name: &str, values: Vec<String>) -> Result<QueryResult> {
+        let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, false)]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![Arc::new(StringArray::from(values)) as ArrayRef],
+        )?;
+        Ok(QueryResult::rows(schema, vec![batch]))
+    }
+
+    /// The total number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
