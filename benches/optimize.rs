@@ -26,7 +26,7 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use einsql::Database;
 use einsql::ir::Program;
-use einsql::optimizer::{EstimatorKind, OptimizerOptions, Search, optimize};
+use einsql::optimizer::{EstimatorKind, OptimizerOptions, Phase, PhaseSet, Search, optimize};
 use einsql::storage::Tensor;
 use einsql::storage::catalog::Catalog;
 use einsql::subgraph::{QueryGraph, load_data_file, to_einsum};
@@ -107,7 +107,11 @@ fn report(
         let options = OptimizerOptions {
             estimator,
             search,
-            semijoin,
+            disabled: if semijoin {
+                PhaseSet::EMPTY
+            } else {
+                PhaseSet::EMPTY.with(Phase::Semijoin)
+            },
         };
         let mut times = Vec::new();
         let mut cold_times = Vec::new();

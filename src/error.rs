@@ -74,6 +74,11 @@ pub enum Error {
     #[error("Invalid input: {0}")]
     Invalid(String),
 
+    /// A broken invariant inside einsql: a bug, not a problem with the
+    /// statement.
+    #[error("Internal error (this is a bug in einsql): {0}")]
+    Internal(String),
+
     /// The statement was interrupted (see [`crate::Interrupt`]).
     #[error("Cancelled: the statement was interrupted")]
     Cancelled,

@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::exec::{ExecOptions, default_memory_limit, default_threads};
 use crate::io::ProgressSink;
 use crate::ir::Program;
-use crate::optimizer::{EstimatorKind, OptimizerOptions, Search};
+use crate::optimizer::{EstimatorKind, OptimizerOptions, Phase, PhaseSet, Search};
 use crate::profile::{ProfileLog, ProgramRun};
 use crate::storage::Tensor;
 
@@ -80,7 +80,11 @@ impl Default for Settings {
             reference: AtomicBool::new(false),
             estimator: AtomicU8::new(0),
             search: AtomicU8::new(0),
-            semijoin: AtomicBool::new(OptimizerOptions::default().semijoin),
+            semijoin: AtomicBool::new(
+                !OptimizerOptions::default()
+                    .disabled
+                    .contains(Phase::Semijoin),
+            ),
         }
     }
 }
@@ -129,7 +133,11 @@ impl Settings {
         OptimizerOptions {
             estimator,
             search,
-            semijoin: self.semijoin.load(Ordering::Relaxed),
+            disabled: if self.semijoin.load(Ordering::Relaxed) {
+                PhaseSet::EMPTY
+            } else {
+                PhaseSet::EMPTY.with(Phase::Semijoin)
+            },
         }
     }
 
@@ -141,7 +149,10 @@ impl Settings {
             .store(estimator.unwrap_or(0) as u8, Ordering::Relaxed);
         self.search
             .store(search.unwrap_or(0) as u8, Ordering::Relaxed);
-        self.semijoin.store(options.semijoin, Ordering::Relaxed);
+        self.semijoin.store(
+            !options.disabled.contains(Phase::Semijoin),
+            Ordering::Relaxed,
+        );
     }
 
     /// Runs `program` on the engine these settings choose (optimized for
@@ -198,7 +209,10 @@ impl Settings {
                 self.optimizer_options().estimator.name()
             ),
             "optimizer" => format!("optimizer = '{}'", self.optimizer_options().search.name()),
-            "semijoin" => format!("semijoin = {}", self.optimizer_options().semijoin),
+            "semijoin" => format!(
+                "semijoin = {}",
+                !self.optimizer_options().disabled.contains(Phase::Semijoin)
+            ),
             _ => format!(
                 "memory_limit = {} ({} bytes)",
                 crate::exec::format_bytes(self.memory_limit()),
@@ -267,8 +281,13 @@ pub fn set(context: Context<'_>, set: &Set) -> Result<QueryResult> {
                 )));
             };
             let options = context.settings.optimizer_options();
+            let disabled = if semijoin {
+                options.disabled.without(Phase::Semijoin)
+            } else {
+                options.disabled.with(Phase::Semijoin)
+            };
             context.settings.set_optimizer_options(OptimizerOptions {
-                semijoin,
+                disabled,
                 ..options
             });
         }
@@ -311,7 +330,7 @@ pub fn reset(context: Context<'_>, reset: &ResetStatement) -> Result<QueryResult
             "semijoin" => {
                 let options = context.settings.optimizer_options();
                 context.settings.set_optimizer_options(OptimizerOptions {
-                    semijoin: OptimizerOptions::default().semijoin,
+                    disabled: options.disabled.without(Phase::Semijoin),
                     ..options
                 });
             }
