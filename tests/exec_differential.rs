@@ -5,7 +5,8 @@
 //! under many physical plans each (every loop order of every query when
 //! there are few, else a sample; random drivers and index and accumulator
 //! formats; with and without variable elimination) and on one and several
-//! threads.
+//! threads. The optimizer's plans are checked the same way, under every
+//! estimator and search and with each of its phases disabled.
 //!
 //! Where the reference evaluator succeeds, every plan must give the same
 //! result (floats up to summation order) and the thread counts must agree

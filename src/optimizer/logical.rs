@@ -349,11 +349,11 @@ struct Optimizer<'a, E: SparsityEstimator> {
     /// Whether products of sums are also planned distributed.
     distribute: bool,
     out: LogicalPlan<E::Stats>,
-    /// The first step of every canonical text: its name and position in
-    /// the output program.
-    first: HashMap<String, (String, usize)>,
-    /// The first equal step of every step that equals an earlier one.
-    equal: HashMap<String, String>,
+    /// The first step of every canonical text.
+    first: HashMap<String, First>,
+    /// The name every step will have once the `cse` phase merged equal
+    /// steps, where it is not its own.
+    merged: HashMap<String, String>,
     fresh: usize,
 }
 
@@ -365,7 +365,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             distribute,
             out: LogicalPlan::new(),
             first: HashMap::new(),
-            equal: HashMap::new(),
+            merged: HashMap::new(),
             fresh: 0,
         }
     }
@@ -618,16 +618,18 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
 
     /// Emits the step `body` (a `SUM` over its output variables) as the
     /// next intermediate query and returns the expression that reads it.
-    /// A step equal to an earlier one up to renaming (by its canonical
-    /// text, reading the first of equal steps for every step it reads) is
-    /// not estimated again: it takes the earlier one's estimate and
-    /// statistics, and the `cse` phase may merge the two.
+    /// A step equal to an earlier one up to renaming is not estimated
+    /// again: it takes the earlier one's estimate and statistics, and the
+    /// `cse` phase may merge the two. Equal steps are found by their
+    /// canonical text with every step they read called by the name it has
+    /// once the `cse` phase merged equal steps and numbered the rest, so
+    /// that its text and output order are those of the merged program.
     fn step(&mut self, body: Expr) -> Result<Expr> {
-        let (key, indices) = if self.equal.is_empty() {
+        let (key, indices) = if self.merged.is_empty() {
             canonical(&body)
         } else {
             let mut resolved = body.clone();
-            rename_aliases(&mut resolved, &self.equal);
+            rename_aliases(&mut resolved, &self.merged);
             canonical(&resolved)
         };
         self.fresh += 1;
@@ -635,24 +637,31 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         self.out.intermediates.push(name.clone());
         self.out.keys.push(key.clone());
         match self.first.get(&key) {
-            Some((earlier, position)) => {
-                let (earlier, position) = (earlier.clone(), *position);
-                let source = self.out.stats.get(&earlier).cloned().ok_or_else(|| {
-                    Error::Internal(format!("the step '{earlier}' has no statistics"))
+            Some(first) => {
+                let source = self.out.stats.get(&first.name).cloned().ok_or_else(|| {
+                    Error::Internal(format!("the step '{}' has no statistics", first.name))
                 })?;
                 self.out.stats.insert(name.clone(), source);
-                self.out.estimates.push(self.out.estimates[position]);
+                self.out.estimates.push(self.out.estimates[first.position]);
                 self.out.program.queries.push(Query {
                     name: name.clone(),
                     indices: indices.clone(),
                     expr: body,
                 });
-                self.equal.insert(name.clone(), earlier);
+                self.merged.insert(name.clone(), first.merged.clone());
             }
             None => {
-                let position = self.out.program.queries.len();
+                let merged = format!("#e{}", self.first.len() + 1);
+                if merged != name {
+                    self.merged.insert(name.clone(), merged.clone());
+                }
+                let first = First {
+                    name: name.clone(),
+                    position: self.out.program.queries.len(),
+                    merged,
+                };
                 self.emit(name.clone(), indices.clone(), body)?;
-                self.first.insert(key, (name.clone(), position));
+                self.first.insert(key, first);
             }
         }
         Ok(Expr::Alias {
@@ -660,6 +669,16 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             indices: indices.into_iter().map(IndexTerm::Var).collect(),
         })
     }
+}
+
+/// The first of the steps with one canonical text.
+struct First {
+    /// Its name.
+    name: String,
+    /// Its position in the output program.
+    position: usize,
+    /// Its name once the `cse` phase merged equal steps.
+    merged: String,
 }
 
 /// The input factors a sub-expression covers (bits over the sum's
