@@ -30,7 +30,7 @@ use einsql::Database;
 use einsql::catalog::Catalog;
 use einsql::io::graph::QueryGraph;
 use einsql::ir::Program;
-use einsql::optimizer::{EstimatorKind, OptimizerOptions, Search, optimize};
+use einsql::optimizer::{EstimatorKind, OptimizerOptions, Phase, PhaseSet, Search, optimize};
 use einsql::storage::Tensor;
 use subgraph::{load_data_file, to_einsum};
 
@@ -110,7 +110,11 @@ fn report(
         let options = OptimizerOptions {
             estimator,
             search,
-            semijoin,
+            disabled: if semijoin {
+                PhaseSet::EMPTY
+            } else {
+                PhaseSet::EMPTY.with(Phase::Semijoin)
+            },
         };
         let mut times = Vec::new();
         let mut cold_times = Vec::new();

@@ -5,7 +5,8 @@
 //! under many physical plans each (every loop order of every query when
 //! there are few, else a sample; random drivers and index and accumulator
 //! formats; with and without variable elimination) and on one and several
-//! threads.
+//! threads. The optimizer's plans are checked the same way, under every
+//! estimator and search and with each of its phases disabled.
 //!
 //! Where the reference evaluator succeeds, every plan must give the same
 //! result (floats up to summation order) and the thread counts must agree
@@ -25,7 +26,7 @@ use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run, run_p
 use einsql::ir::{
     AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
 };
-use einsql::optimizer::{EstimatorKind, OptimizerOptions, Search, optimize};
+use einsql::optimizer::{EstimatorKind, OptimizerOptions, Phase, PhaseSet, Search, optimize};
 use einsql::progress::NoProgress;
 use einsql::storage::fibertree::LevelFormat;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
@@ -639,7 +640,11 @@ fn optimized_plans_agree_with_the_reference() {
                 let choice = OptimizerOptions {
                     estimator,
                     search,
-                    semijoin,
+                    disabled: if semijoin {
+                        PhaseSet::EMPTY
+                    } else {
+                        PhaseSet::EMPTY.with(Phase::Semijoin)
+                    },
                 };
                 let optimized = optimize(&program, &choice)
                     .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}"));
@@ -687,6 +692,74 @@ fn optimized_plans_agree_with_the_reference() {
     assert!(checked > 3000, "too few programs are checked");
     assert!(rewritten > 300, "too few programs are rewritten");
     assert!(reduced > 100, "too few plans have semijoin reductions");
+}
+
+/// Every optimizer phase can be left out, alone or all together, without
+/// changing a result: random programs give the reference evaluator's
+/// results with each phase of `Phase::ALL` disabled and with all of them
+/// disabled (in debug builds the optimizer also checks after every phase
+/// that the program still binds), and every phase is reported in pipeline
+/// order, skipped exactly when disabled or when a phase it needs is.
+#[test]
+fn every_optimizer_phase_can_be_disabled() {
+    let mut generator = Gen {
+        rng: Rng(0x0971_2026_1125_0019),
+        sizes: Vec::new(),
+        tensors: 0,
+    };
+    let mut sets: Vec<PhaseSet> = Phase::ALL
+        .into_iter()
+        .map(|phase| PhaseSet::EMPTY.with(phase))
+        .collect();
+    sets.push(PhaseSet::all());
+    let (mut checked, mut differ) = (0, 0);
+    for case in 0..700 {
+        let program = generator.program();
+        let Ok(expected) = reference::evaluate(&program) else {
+            continue;
+        };
+        let all = optimize(&program, &OptimizerOptions::default())
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}"));
+        for disabled in &sets {
+            let choice = OptimizerOptions {
+                disabled: *disabled,
+                ..OptimizerOptions::default()
+            };
+            let optimized = optimize(&program, &choice)
+                .unwrap_or_else(|e| panic!("case {case} (without {disabled}): {e}\n{program}"));
+            let order: Vec<Phase> = optimized.phases.iter().map(|t| t.phase).collect();
+            assert_eq!(order, Phase::ALL, "case {case}");
+            let eliminated = !disabled.contains(Phase::Eliminate);
+            for time in &optimized.phases {
+                let needs_elimination = matches!(time.phase, Phase::Distribute | Phase::Cse);
+                let skipped = disabled.contains(time.phase) || (needs_elimination && !eliminated);
+                assert_eq!(
+                    time.skipped, skipped,
+                    "case {case} (without {disabled}): {time:?}"
+                );
+            }
+            let actual = run(&optimized.plan, &options(2), &NoProgress)
+                .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}\n{}", optimized.plan));
+            if let Err(message) = compare(&expected, &actual) {
+                panic!(
+                    "case {case} (without {disabled}): {message}\n{program}\n{}",
+                    optimized.plan
+                );
+            }
+            checked += 1;
+            if optimized.logical != all.logical {
+                differ += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{checked} plans with phases disabled checked, {differ} of them with another logical plan"
+    );
+    assert!(checked > 2000, "too few programs are checked");
+    assert!(
+        differ > 300,
+        "too few plans change when a phase is disabled"
+    );
 }
 
 /// A product whose integer sum overflows is an error, not a wrapped value.

@@ -137,7 +137,6 @@ fn binding_leaves_the_catalog_alone() {
             .expect("exists")
             .nnz()
     };
-    let before = (names(), nnz("a"));
     for text in [
         "CREATE TABLE b AS SELECT * FROM a",
         "INSERT INTO a VALUES (3, 3, 1.0)",
@@ -145,6 +144,7 @@ fn binding_leaves_the_catalog_alone() {
         "y[i] = SUM(j) a[i,j];",
         "CREATE TABLE c (k INT, PRIMARY KEY (k))",
     ] {
+        let before = (names(), nnz("a"));
         let bound = session.bind(&statement(text)).expect("binds");
         assert_eq!(
             (names(), nnz("a")),

@@ -1,69 +1,83 @@
 //! The logical optimizer (Galley section 5): rewrites each query of a
 //! program into a sequence of aggregation steps, chosen by estimated cost.
+//! Its phases ([`super::Phase`]) are separate passes over the program,
+//! run in this order by [`super::optimize`]:
 //!
-//! 1. **Normalization.** Every aggregate's bound indices get names that no
-//!    other part of the query uses (`SUM(j) A[i,j] * SUM(j) B[i,j]` binds `j`
-//!    and `j_2`), nested products are flattened, a `SUM` inside a product is
-//!    lifted out of it (× distributes over Σ: `A[i] * SUM(j) B[i,j]` becomes
-//!    `SUM(j) A[i] * B[i,j]`), and directly nested `SUM`s merge. Every
-//!    `SUM` over a product is then one sum over a flat list of factors,
-//!    whatever order the user wrote it in.
-//!    With the semijoin reduction on (`SET semijoin`, the default), each
-//!    such product's stored inputs are then shrunk to the coordinates its
-//!    one-variable factors allow ([`super::reduce`]), so that they are
-//!    estimated from exact statistics.
-//! 2. **Variable elimination.** A step sums one variable `v` out of the
-//!    factors that contain it: `T[N] = SUM(v) Π factors(v)`, where `N` are
-//!    the other variables of those factors. A factor whose variables all lie
-//!    in `N` (two or more of them) is taken into the step as a mask: it
-//!    only removes entries (`E[j,k] * SUM(i) E[i,j] * E[i,k]` counts the
-//!    triangles on each edge instead of all two-paths). What no step
-//!    eliminates stays in the query's own loop nest, a worst-case-optimal
-//!    join, so cycles need not be broken.
-//! 3. **Cost** (Galley 5.3): a step costs `A·nnz(T) + B·nnz(Π factors(v))`
-//!    — the entries it writes and the assignments its loop nest visits —
-//!    and the remaining query likewise, with the estimates of the chosen
-//!    [`SparsityEstimator`]; a plan costs the sum of its steps.
-//! 4. **Search.** [`Search::Greedy`] repeatedly takes the cheapest step
-//!    that lowers the plan's cost. [`Search::Exact`] starts from the greedy
-//!    plan and runs a dynamic program over the sets of eliminated variables
-//!    with branch-and-bound pruning against the best plan so far, when a
-//!    sum has at most [`EXACT_LIMIT`] variables to eliminate (states are
-//!    expanded in the order of what their plan would cost if it stopped
-//!    there, most promising first); beyond that
-//!    it keeps the greedy plan. It stops with the best plan found (never
-//!    worse than greedy) after [`EXACT_BUDGET`] estimates, or sooner when
-//!    the greedy plan is cheap: it spends at most about as long as the
-//!    greedy plan would run ([`COST_PER_ESTIMATE`]).
-//!    Estimates are cached by the set of input factors and eliminated
-//!    variables a candidate covers, so each distinct sub-expression is
-//!    estimated once.
-//! 5. **Distributivity** (Galley 5.1, example 3). A product with factors
+//! 1. **Normalization** ([`normalize`]). Every aggregate's bound indices
+//!    get names that no other part of the query uses (`SUM(j) A[i,j] *
+//!    SUM(j) B[i,j]` binds `j` and `j_2`), nested products are flattened,
+//!    a `SUM` inside a product is lifted out of it (× distributes over Σ:
+//!    `A[i] * SUM(j) B[i,j]` becomes `SUM(j) A[i] * B[i,j]`), and directly
+//!    nested `SUM`s merge. Every `SUM` over a product is then one sum over
+//!    a flat list of factors, whatever order the user wrote it in.
+//! 2. **Semijoin reduction** ([`super::reduce`]). Each such product's
+//!    stored inputs are shrunk to the coordinates its one-variable factors
+//!    allow, so that they are estimated from exact statistics.
+//! 3. **Variable elimination** ([`eliminate`]). A step sums one variable
+//!    `v` out of the factors that contain it: `T[N] = SUM(v) Π
+//!    factors(v)`, where `N` are the other variables of those factors. A
+//!    factor whose variables all lie in `N` (two or more of them) is taken
+//!    into the step as a mask: it only removes entries (`E[j,k] * SUM(i)
+//!    E[i,j] * E[i,k]` counts the triangles on each edge instead of all
+//!    two-paths). What no step eliminates stays in the query's own loop
+//!    nest, a worst-case-optimal join, so cycles need not be broken. The
+//!    chosen steps become queries named `#e1`, `#e2`, ... (every step its
+//!    own, even when equal to an earlier one: merging them is the `cse`
+//!    phase's; an equal step is only estimated once).
+//!    - **Cost** (Galley 5.3): a step costs `A·nnz(T) + B·nnz(Π
+//!      factors(v))` — the entries it writes and the assignments its loop
+//!      nest visits — and the remaining query likewise, with the estimates
+//!      of the chosen [`SparsityEstimator`]; a plan costs the sum of its
+//!      steps.
+//!    - **Search.** [`Search::Greedy`] repeatedly takes the cheapest step
+//!      that lowers the plan's cost. [`Search::Exact`] starts from the
+//!      greedy plan and runs a dynamic program over the sets of eliminated
+//!      variables with branch-and-bound pruning against the best plan so
+//!      far, when a sum has at most [`EXACT_LIMIT`] variables to eliminate
+//!      (states are expanded in the order of what their plan would cost if
+//!      it stopped there, most promising first); beyond that it keeps the
+//!      greedy plan. It stops with the best plan found (never worse than
+//!      greedy) after [`EXACT_BUDGET`] estimates, or sooner when the greedy
+//!      plan is cheap: it spends at most about as long as the greedy plan
+//!      would run ([`COST_PER_ESTIMATE`]). Estimates are cached by the set
+//!      of input factors and eliminated variables a candidate covers, so
+//!      each distinct sub-expression is estimated once.
+//! 4. **Distributivity** (Galley 5.1, example 3). A product with factors
 //!    that are sums or differences is also planned distributed into a
 //!    signed sum of products (`S * (P + C) * θ` as `S*P*θ + S*C*θ`, each
 //!    term with its own elimination plan); the form with the lower total
-//!    cost is kept.
-//! 6. **Common sub-expressions.** Steps become queries named `#e1`, `#e2`,
-//!    ...; a step equal to an earlier one up to renaming its variables (two
-//!    identical leaves of a star query) reads the earlier result instead.
+//!    cost is kept. This phase runs *within* the elimination pass and
+//!    cannot run without it: whether to distribute is decided by comparing
+//!    the elimination plans of both forms, and the form chosen for an inner
+//!    sum is what the search of an enclosing sum estimates. The driver
+//!    reports its time (planning and writing the distributed forms) apart
+//!    from the elimination's.
+//! 5. **Common sub-expressions** ([`cse`]). A step equal to an earlier one
+//!    up to renaming its variables (two identical leaves of a star query)
+//!    is dropped and its readers read the earlier result; the remaining
+//!    steps are numbered `#e1`, `#e2`, ... again.
 //!
 //! The result is again a [`Program`]: the steps as intermediate queries
 //! (names starting with `#`) followed by the rewritten queries, which the
 //! physical optimizer ([`super::physical`]) and the planner turn into loop
 //! nests. Aggregates other than `SUM` keep their form (they do not
 //! distribute over `×` in general) but their arguments are optimized.
+//! Every phase keeps the program's meaning on its own, so any of them can
+//! be left out: without normalization the sums are searched as written
+//! (nested ones separately), without elimination the program is planned
+//! as written ([`as_written`] estimates it for the physical optimizer).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp};
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_with_fill};
-use super::reduce::Reducer;
 
 /// Sums with at most this many variables to eliminate are searched
 /// exactly (2^n states); larger ones greedily.
@@ -124,8 +138,8 @@ impl Search {
     }
 }
 
-/// The optimized program with what the physical optimizer and `EXPLAIN`
-/// need to know about it.
+/// The program between the logical phases, with what the physical
+/// optimizer and `EXPLAIN` need to know about it.
 #[derive(Debug)]
 pub struct LogicalPlan<S> {
     /// The steps (intermediates named `#e1`, ...) and the rewritten queries.
@@ -137,26 +151,19 @@ pub struct LogicalPlan<S> {
     pub estimates: Vec<f64>,
     /// The estimated statistics of every query of `program`, by name.
     pub stats: Aliases<S>,
-    /// The plan's estimated cost (see the module documentation).
+    /// The plan's estimated cost (see the module documentation); NaN for a
+    /// program planned as written.
     pub cost: f64,
-    /// The semijoin reducer the products went through, with what it made.
-    pub reducer: Option<Reducer>,
+    /// How long the distributivity phase took within [`eliminate`].
+    pub distribute_time: Duration,
+    /// The canonical text of every step, by position in `intermediates`:
+    /// steps with equal texts are equal up to renaming their variables.
+    keys: Vec<String>,
 }
 
-/// Optimizes every query of `program` (see the module documentation).
-///
-/// Errors: what estimating the program's expressions reports (unknown
-/// aliases, indices that index no tensor).
-pub fn optimize<E: SparsityEstimator>(
-    estimator: &E,
-    program: &Program,
-    search: Search,
-    reducer: Option<Reducer>,
-) -> Result<LogicalPlan<E::Stats>> {
-    let mut optimizer = Optimizer {
-        estimator,
-        search,
-        out: LogicalPlan {
+impl<S> LogicalPlan<S> {
+    fn new() -> LogicalPlan<S> {
+        LogicalPlan {
             program: Program {
                 queries: Vec::new(),
             },
@@ -164,35 +171,205 @@ pub fn optimize<E: SparsityEstimator>(
             estimates: Vec::new(),
             stats: Aliases::new(),
             cost: 0.0,
-            reducer,
-        },
-        shared: HashMap::new(),
-        fresh: 0,
-    };
+            distribute_time: Duration::ZERO,
+            keys: Vec::new(),
+        }
+    }
+
+    /// `program` as written and not estimated (NaN estimates and cost):
+    /// what is planned when neither the elimination nor the physical
+    /// phase runs.
+    pub fn unestimated(program: Program) -> LogicalPlan<S> {
+        LogicalPlan {
+            estimates: vec![f64::NAN; program.queries.len()],
+            program,
+            cost: f64::NAN,
+            ..LogicalPlan::new()
+        }
+    }
+}
+
+/// The normalization phase: every query of `program` with unique bound
+/// names, flattened products and lifted sums (see the module
+/// documentation).
+pub fn normalize(program: &Program) -> Program {
+    Program {
+        queries: program
+            .queries
+            .iter()
+            .map(|query| Query {
+                name: query.name.clone(),
+                indices: query.indices.clone(),
+                expr: lift(unique_names(&query.expr, &query.indices)),
+            })
+            .collect(),
+    }
+}
+
+/// The elimination phase, and within it the distributivity phase when
+/// `distribute`: every sum over a product of `program` rewritten into the
+/// steps the `search` finds, every query estimated (see the module
+/// documentation).
+///
+/// Errors: what estimating the program's expressions reports (unknown
+/// aliases, indices that index no tensor).
+pub fn eliminate<E: SparsityEstimator>(
+    estimator: &E,
+    program: &Program,
+    search: Search,
+    distribute: bool,
+) -> Result<LogicalPlan<E::Stats>> {
+    let mut optimizer = Optimizer::new(estimator, search, distribute);
     for query in &program.queries {
-        let expr = if search == Search::None {
-            query.expr.clone()
-        } else {
-            let unique = unique_names(&query.expr, &query.indices);
-            let lifted = lift(unique);
-            optimizer.rewrite(&lifted)?
-        };
+        let expr = optimizer.rewrite(&query.expr)?;
         optimizer.emit(query.name.clone(), query.indices.clone(), expr)?;
     }
     Ok(optimizer.out)
 }
 
+/// `program` as written, every query estimated: what the physical
+/// optimizer reads when the elimination phase did not run.
+///
+/// Errors: what estimating the program's expressions reports.
+pub fn as_written<E: SparsityEstimator>(
+    estimator: &E,
+    program: Program,
+) -> Result<LogicalPlan<E::Stats>> {
+    let mut optimizer = Optimizer::new(estimator, Search::None, false);
+    for query in program.queries {
+        optimizer.emit(query.name, query.indices, query.expr)?;
+    }
+    optimizer.out.cost = f64::NAN;
+    Ok(optimizer.out)
+}
+
+/// The common sub-expression phase: drops every step of `plan` equal to
+/// an earlier one up to renaming its variables, has its readers read the
+/// earlier one, and numbers the remaining steps `#e1`, `#e2`, ... in
+/// order (see the module documentation). The estimates and statistics
+/// follow; the cost is that of the plan as searched.
+pub fn cse<S>(plan: &mut LogicalPlan<S>) {
+    // The new name of every step that is renamed or dropped, and which
+    // steps are dropped, by position.
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    let mut dropped = vec![false; plan.intermediates.len()];
+    {
+        // The new name of the first step of every canonical text.
+        let mut first: HashMap<&str, String> = HashMap::new();
+        for (k, (name, key)) in plan.intermediates.iter().zip(&plan.keys).enumerate() {
+            if let Some(earlier) = first.get(key.as_str()) {
+                renamed.insert(name.clone(), earlier.clone());
+                dropped[k] = true;
+            } else {
+                let new = format!("#e{}", first.len() + 1);
+                if new != *name {
+                    renamed.insert(name.clone(), new.clone());
+                }
+                first.insert(key, new);
+            }
+        }
+    }
+    if renamed.is_empty() {
+        return;
+    }
+    let LogicalPlan {
+        program,
+        intermediates,
+        estimates,
+        stats,
+        keys,
+        ..
+    } = plan;
+    let mut kept_stats = Vec::new();
+    for (k, name) in intermediates.iter().enumerate() {
+        if let Some(new) = renamed.get(name) {
+            let source = stats.remove(name);
+            if !dropped[k] {
+                kept_stats.extend(source.map(|s| (new.clone(), s)));
+            }
+        }
+    }
+    stats.extend(kept_stats);
+    let dropped_names: HashSet<&str> = intermediates
+        .iter()
+        .zip(&dropped)
+        .filter(|(_, d)| **d)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let mut kept_estimates = Vec::with_capacity(estimates.len());
+    let mut queries = Vec::with_capacity(program.queries.len());
+    for (mut query, estimate) in std::mem::take(&mut program.queries)
+        .into_iter()
+        .zip(estimates.iter())
+    {
+        if dropped_names.contains(query.name.as_str()) {
+            continue;
+        }
+        if let Some(new) = renamed.get(&query.name) {
+            query.name = new.clone();
+        }
+        rename_aliases(&mut query.expr, &renamed);
+        queries.push(query);
+        kept_estimates.push(*estimate);
+    }
+    program.queries = queries;
+    *estimates = kept_estimates;
+    let mut k = 0;
+    keys.retain(|_| {
+        k += 1;
+        !dropped[k - 1]
+    });
+    let mut k = 0;
+    intermediates.retain_mut(|name| {
+        k += 1;
+        if let Some(new) = renamed.get(name) {
+            *name = new.clone();
+        }
+        !dropped[k - 1]
+    });
+}
+
+/// Renames, in place, every alias of `expr` that `to` maps.
+fn rename_aliases(expr: &mut Expr, to: &HashMap<String, String>) {
+    match expr {
+        Expr::Alias { name, .. } => {
+            if let Some(new) = to.get(name) {
+                name.clone_from(new);
+            }
+        }
+        Expr::Agg { body, .. } => rename_aliases(body, to),
+        Expr::Map { args, .. } => args.iter_mut().for_each(|a| rename_aliases(a, to)),
+        Expr::Input(_) | Expr::Literal(_) | Expr::Index(_) => {}
+    }
+}
+
 struct Optimizer<'a, E: SparsityEstimator> {
     estimator: &'a E,
     search: Search,
+    /// Whether products of sums are also planned distributed.
+    distribute: bool,
     out: LogicalPlan<E::Stats>,
-    /// Steps emitted so far by canonical text: their name and the
-    /// canonical order of their output indices.
-    shared: HashMap<String, String>,
+    /// The first step of every canonical text.
+    first: HashMap<String, First>,
+    /// The name every step will have once the `cse` phase merged equal
+    /// steps, where it is not its own.
+    merged: HashMap<String, String>,
     fresh: usize,
 }
 
-impl<E: SparsityEstimator> Optimizer<'_, E> {
+impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
+    fn new(estimator: &'a E, search: Search, distribute: bool) -> Self {
+        Optimizer {
+            estimator,
+            search,
+            distribute,
+            out: LogicalPlan::new(),
+            first: HashMap::new(),
+            merged: HashMap::new(),
+            fresh: 0,
+        }
+    }
+
     /// Appends a query to the output program with its estimate.
     /// When the estimator cannot represent the expression, its entries are
     /// bounded by its whole index space and the estimate is unknown (NaN).
@@ -273,41 +450,57 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
     /// as written, or with its sums of terms distributed over the product
     /// when that plans cheaper (see the module documentation).
     fn eliminate(&mut self, indices: &[String], factors: Vec<Expr>) -> Result<Expr> {
-        let factors = match &mut self.out.reducer {
-            Some(reducer) => reducer.reduce(factors)?,
-            None => factors,
-        };
         let Ok(plain) = self.plan_sum(indices, &factors) else {
             // The estimator cannot represent this sum (more than 64
             // variables with hidden ones): it runs as written.
             return Ok(sum(indices.to_vec(), factors));
         };
-        if let Some(terms) = distribute(&factors) {
-            let mut planned = Vec::new();
-            for (sign, term) in &terms {
-                match self.plan_sum(indices, term) {
-                    Ok(plan) => planned.push((*sign, term.clone(), plan)),
-                    Err(_) => break,
-                }
-            }
-            let cost: f64 = planned.iter().map(|(_, _, p)| p.0.cost).sum();
-            if planned.len() == terms.len() && cost < plain.0.cost {
-                let mut total: Option<Expr> = None;
-                for (sign, term, plan) in planned {
-                    let expr = self.materialize(indices, term, plan)?;
-                    total = Some(match (total, sign) {
-                        (None, Sign::Plus) => expr,
-                        (None, Sign::Minus) => Expr::map(ScalarOp::Neg, vec![expr]),
-                        (Some(t), Sign::Plus) => Expr::map(ScalarOp::Add, vec![t, expr]),
-                        (Some(t), Sign::Minus) => Expr::map(ScalarOp::Sub, vec![t, expr]),
-                    });
-                }
-                if let Some(total) = total {
-                    return Ok(total);
-                }
+        if self.distribute {
+            let start = Instant::now();
+            let distributed = self.distributed(indices, &factors, plain.0.cost);
+            self.out.distribute_time += start.elapsed();
+            if let Some(total) = distributed? {
+                return Ok(total);
             }
         }
         self.materialize(indices, factors, plain)
+    }
+
+    /// `SUM(indices) Π factors` distributed over its factors that are sums
+    /// or differences, with every term's steps emitted, when that plans
+    /// cheaper than `plain` (the cost of the plan as written); `None`
+    /// otherwise.
+    fn distributed(
+        &mut self,
+        indices: &[String],
+        factors: &[Expr],
+        plain: f64,
+    ) -> Result<Option<Expr>> {
+        let Some(terms) = distribute(factors) else {
+            return Ok(None);
+        };
+        let mut planned = Vec::new();
+        for (sign, term) in &terms {
+            match self.plan_sum(indices, term) {
+                Ok(plan) => planned.push((*sign, term.clone(), plan)),
+                Err(_) => break,
+            }
+        }
+        let cost: f64 = planned.iter().map(|(_, _, p)| p.0.cost).sum();
+        if !(planned.len() == terms.len() && cost < plain) {
+            return Ok(None);
+        }
+        let mut total: Option<Expr> = None;
+        for (sign, term, plan) in planned {
+            let expr = self.materialize(indices, term, plan)?;
+            total = Some(match (total, sign) {
+                (None, Sign::Plus) => expr,
+                (None, Sign::Minus) => Expr::map(ScalarOp::Neg, vec![expr]),
+                (Some(t), Sign::Plus) => Expr::map(ScalarOp::Add, vec![t, expr]),
+                (Some(t), Sign::Minus) => Expr::map(ScalarOp::Sub, vec![t, expr]),
+            });
+        }
+        Ok(total)
     }
 
     /// The cheapest plan the search finds for `SUM(indices) Π factors`
@@ -323,7 +516,7 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
             }
         }
         if names.len() > 64 || factors.len() > 128 {
-            return Err(crate::error::Error::NotSupported(
+            return Err(Error::NotSupported(
                 "estimating a product of more than 128 factors or 64 indices".to_string(),
             ));
         }
@@ -401,9 +594,7 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
                 })
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| {
-                    crate::error::Error::Invalid(
-                        "internal: an elimination step reads a factor twice".to_string(),
-                    )
+                    Error::Internal("an elimination step reads a factor twice".to_string())
                 })?;
             let var = names[step.var].clone();
             let body = sum(vec![var], taken);
@@ -425,27 +616,69 @@ impl<E: SparsityEstimator> Optimizer<'_, E> {
         Ok(sum(left, remaining))
     }
 
-    /// Emits the step `body` (a `SUM` over its output variables `vars`) as
-    /// an intermediate query, or finds an equal earlier one, and returns the
-    /// expression that reads it.
+    /// Emits the step `body` (a `SUM` over its output variables) as the
+    /// next intermediate query and returns the expression that reads it.
+    /// A step equal to an earlier one up to renaming is not estimated
+    /// again: it takes the earlier one's estimate and statistics, and the
+    /// `cse` phase may merge the two. Equal steps are found by their
+    /// canonical text with every step they read called by the name it has
+    /// once the `cse` phase merged equal steps and numbered the rest, so
+    /// that its text and output order are those of the merged program.
     fn step(&mut self, body: Expr) -> Result<Expr> {
-        let (key, indices) = canonical(&body);
-        let name = match self.shared.get(&key) {
-            Some(name) => name.clone(),
-            None => {
-                self.fresh += 1;
-                let name = format!("#e{}", self.fresh);
-                self.out.intermediates.push(name.clone());
-                self.emit(name.clone(), indices.clone(), body)?;
-                self.shared.insert(key, name.clone());
-                name
-            }
+        let (key, indices) = if self.merged.is_empty() {
+            canonical(&body)
+        } else {
+            let mut resolved = body.clone();
+            rename_aliases(&mut resolved, &self.merged);
+            canonical(&resolved)
         };
+        self.fresh += 1;
+        let name = format!("#e{}", self.fresh);
+        self.out.intermediates.push(name.clone());
+        self.out.keys.push(key.clone());
+        match self.first.get(&key) {
+            Some(first) => {
+                let source = self.out.stats.get(&first.name).cloned().ok_or_else(|| {
+                    Error::Internal(format!("the step '{}' has no statistics", first.name))
+                })?;
+                self.out.stats.insert(name.clone(), source);
+                self.out.estimates.push(self.out.estimates[first.position]);
+                self.out.program.queries.push(Query {
+                    name: name.clone(),
+                    indices: indices.clone(),
+                    expr: body,
+                });
+                self.merged.insert(name.clone(), first.merged.clone());
+            }
+            None => {
+                let merged = format!("#e{}", self.first.len() + 1);
+                if merged != name {
+                    self.merged.insert(name.clone(), merged.clone());
+                }
+                let first = First {
+                    name: name.clone(),
+                    position: self.out.program.queries.len(),
+                    merged,
+                };
+                self.emit(name.clone(), indices.clone(), body)?;
+                self.first.insert(key, first);
+            }
+        }
         Ok(Expr::Alias {
             name,
             indices: indices.into_iter().map(IndexTerm::Var).collect(),
         })
     }
+}
+
+/// The first of the steps with one canonical text.
+struct First {
+    /// Its name.
+    name: String,
+    /// Its position in the output program.
+    position: usize,
+    /// Its name once the `cse` phase merged equal steps.
+    merged: String,
 }
 
 /// The input factors a sub-expression covers (bits over the sum's

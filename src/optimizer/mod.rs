@@ -1,15 +1,25 @@
 //! The cost-based optimizer (Galley sections 5–7): [`optimize`] turns an IR
 //! program into the physical plan the executor runs.
 //!
-//! [`logical`] normalizes each query, has [`reduce`] shrink the stored
-//! inputs of its products by their one-variable factors (a semijoin
-//! reduction that reads the data, timed separately), and searches
-//! elimination orders, rewriting sums over products into a sequence of
-//! aggregation steps;
-//! [`physical`] chooses each step's loop order and output formats while
-//! the executor's planner builds the plan. Both compare candidates by
-//! estimated non-zeros, from the estimator [`SET estimator`](EstimatorKind)
-//! selects; [`SET optimizer`](Search) selects the search.
+//! The optimizer is a driver over named [phases](Phase), run in pipeline
+//! order, each a separate pass over the program, timed, and each one that
+//! [`OptimizerOptions::disabled`] names left out:
+//!
+//! | phase | what it does |
+//! |---|---|
+//! | `normalize` | unique bound names, flat products, sums lifted out of products ([`logical::normalize`]) |
+//! | `semijoin` | stored inputs of products shrunk by their one-variable factors ([`reduce`]; it reads the data) |
+//! | `eliminate` | elimination orders searched, sums over products rewritten into aggregation steps ([`logical::eliminate`]) |
+//! | `distribute` | products of sums planned distributed when cheaper (within `eliminate`, see [`logical`]) |
+//! | `cse` | equal steps computed once ([`logical::cse`]) |
+//! | `physical` | each query's loop order and output formats ([`physical`]), while the executor's planner builds the plan |
+//!
+//! The phases compare candidates by estimated non-zeros, from the
+//! estimator [`SET estimator`](EstimatorKind) selects; [`SET
+//! optimizer`](Search) selects the elimination search (`none` runs no
+//! phase). In debug builds the program is checked after each phase
+//! ([`check`]): a phase that leaves a program that no longer binds is
+//! reported as an internal error naming it.
 //!
 //! # Sparsity estimation
 //!
@@ -68,9 +78,11 @@
 //! estimate (a valid, possibly looser bound when the budget runs out).
 
 pub mod chain;
+pub mod check;
 pub mod estimate;
 pub mod lattice;
 pub mod logical;
+pub mod phase;
 pub mod physical;
 pub mod reduce;
 pub mod uniform;
@@ -82,6 +94,7 @@ pub use estimate::{
     AliasSource, Aliases, Leaf, SparsityEstimator, estimate_expr, estimate_nnz, estimate_with_fill,
 };
 pub use logical::Search;
+pub use phase::{Phase, PhaseSet, PhaseTime};
 pub use reduce::Reduction;
 pub use uniform::{UniformEstimator, UniformStats};
 
@@ -89,6 +102,7 @@ use crate::error::Result;
 use crate::exec::PhysicalPlan;
 use crate::exec::planner::{PlanChoices, plan_by, plan_with};
 use crate::ir::Program;
+use logical::LogicalPlan;
 use physical::PhysicalOptimizer;
 use reduce::Reducer;
 
@@ -116,20 +130,20 @@ impl EstimatorKind {
 pub struct OptimizerOptions {
     /// The sparsity estimator.
     pub estimator: EstimatorKind,
-    /// The search over elimination orders.
+    /// The search over elimination orders; [`Search::None`] runs no phase.
     pub search: Search,
-    /// Whether products' stored inputs are first reduced by their
-    /// one-variable factors ([`reduce`]); not with [`Search::None`].
-    pub semijoin: bool,
+    /// The phases left out (see [`optimize`]); what was `SET semijoin =
+    /// false` is [`Phase::Semijoin`] disabled.
+    pub disabled: PhaseSet,
 }
 
 impl Default for OptimizerOptions {
-    /// The chain bound with the exact search.
+    /// The chain bound with the exact search and every phase.
     fn default() -> Self {
         OptimizerOptions {
             estimator: EstimatorKind::Chain,
             search: Search::Exact,
-            semijoin: true,
+            disabled: PhaseSet::EMPTY,
         }
     }
 }
@@ -146,81 +160,233 @@ pub struct Optimized {
     pub estimates: Vec<f64>,
     /// The plan the executor runs.
     pub plan: PhysicalPlan,
-    /// The estimated cost of the logical plan (see [`logical`]).
+    /// The estimated cost of the logical plan (see [`logical`]; NaN
+    /// without the `eliminate` phase).
     pub cost: f64,
     /// The inputs the semijoin reduction replaced, in order.
     pub reductions: Vec<Reduction>,
     /// The filters the reductions made redundant, left out of their
     /// products (see [`reduce::Reducer::reduce`]).
     pub absorbed: Vec<String>,
-    /// How long the optimization took, the reductions included.
+    /// How long the optimization took, every phase included.
     pub time: Duration,
-    /// How long the semijoin reductions took.
+    /// How long the semijoin reductions took: the `semijoin` phase's time.
     pub reduce_time: Duration,
+    /// Every phase in pipeline order ([`Phase::ALL`]) with its time, the
+    /// skipped ones marked so (with zero time).
+    pub phases: Vec<PhaseTime>,
     /// The options it ran with.
     pub options: OptimizerOptions,
 }
 
-/// Optimizes `program` into a physical plan (see the module documentation).
+/// Optimizes `program` into a physical plan (see the module
+/// documentation), running every phase of [`Phase::ALL`] in order except
+/// those `options.disabled` names. Each phase keeps the program's meaning,
+/// so any set of them may be disabled and the results stay the same:
+///
+/// - without `normalize`, sums are searched as written (a `SUM` inside a
+///   product is planned on its own instead of with the product);
+/// - without `semijoin`, the stored inputs are estimated and read whole;
+/// - without `eliminate`, the program is planned as written (no
+///   aggregation steps), and `distribute` and `cse`, which work on the
+///   steps of the elimination, are skipped too; the `physical` phase then
+///   estimates the queries as written;
+/// - without `distribute` or `cse`, products of sums stay as written and
+///   equal steps are computed each;
+/// - without `physical`, the planner's default loop orders and formats
+///   are used ([`PlanChoices`]).
+///
+/// With [`Search::None`] no phase runs: the program is planned as written
+/// with the default choices.
 ///
 /// Errors: what planning reports for the program (unknown aliases, index
-/// counts that do not fit the tensors, ...).
+/// counts that do not fit the tensors, ...); in debug builds, an
+/// [`crate::Error::Internal`] when a phase leaves a program that no longer
+/// binds though the given one did ([`check`]).
 pub fn optimize(program: &Program, options: &OptimizerOptions) -> Result<Optimized> {
+    match (options.search, options.estimator) {
+        (Search::None, _) => as_written(program, options),
+        (_, EstimatorKind::Chain) => with(&ChainEstimator::default(), program, options),
+        (_, EstimatorKind::Uniform) => with(&UniformEstimator, program, options),
+    }
+}
+
+/// `program` planned as written with the default choices, no phase run.
+fn as_written(program: &Program, options: &OptimizerOptions) -> Result<Optimized> {
     let start = Instant::now();
-    let planned = match (options.search, options.estimator) {
-        (Search::None, _) => {
-            let choices = PlanChoices {
-                eliminate: false,
-                ..PlanChoices::default()
-            };
-            let plan = plan_with(program, &choices)?;
-            Planned {
-                logical: program.clone(),
-                estimates: vec![f64::NAN; program.queries.len()],
-                plan,
-                cost: f64::NAN,
-                reducer: Reducer::default(),
-            }
-        }
-        (_, EstimatorKind::Chain) => with(&ChainEstimator::default(), program, options)?,
-        (_, EstimatorKind::Uniform) => with(&UniformEstimator, program, options)?,
+    let choices = PlanChoices {
+        eliminate: false,
+        ..PlanChoices::default()
     };
+    let plan = plan_with(program, &choices)?;
     Ok(Optimized {
-        logical: planned.logical,
-        estimates: planned.estimates,
-        plan: planned.plan,
-        cost: planned.cost,
-        reductions: planned.reducer.reductions,
-        absorbed: planned.reducer.absorbed,
+        logical: program.clone(),
+        estimates: vec![f64::NAN; program.queries.len()],
+        plan,
+        cost: f64::NAN,
+        reductions: Vec::new(),
+        absorbed: Vec::new(),
         time: start.elapsed(),
-        reduce_time: planned.reducer.time,
+        reduce_time: Duration::ZERO,
+        phases: Phase::ALL
+            .into_iter()
+            .map(|phase| PhaseTime {
+                phase,
+                time: Duration::ZERO,
+                skipped: true,
+            })
+            .collect(),
         options: *options,
     })
 }
 
-/// What [`with`] plans.
-struct Planned {
-    logical: Program,
-    estimates: Vec<f64>,
-    plan: PhysicalPlan,
-    cost: f64,
-    reducer: Reducer,
+/// The record of the phases of one optimization.
+struct Phases {
+    disabled: PhaseSet,
+    times: Vec<PhaseTime>,
+    /// Whether the program is checked after each phase: in debug builds,
+    /// when the given program binds.
+    checked: bool,
 }
 
+impl Phases {
+    /// Whether `phase` runs.
+    fn runs(&self, phase: Phase) -> bool {
+        !self.disabled.contains(phase)
+    }
+
+    /// Records that `phase` took `time`.
+    fn ran(&mut self, phase: Phase, time: Duration) {
+        self.times.push(PhaseTime {
+            phase,
+            time,
+            skipped: false,
+        });
+    }
+
+    /// Records that `phase` did not run.
+    fn skipped(&mut self, phase: Phase) {
+        self.times.push(PhaseTime {
+            phase,
+            time: Duration::ZERO,
+            skipped: true,
+        });
+    }
+
+    /// Checks, when checking, that `program` still binds after `phases`.
+    fn check(&self, phases: &[Phase], program: &Program, intermediates: &[String]) -> Result<()> {
+        if self.checked {
+            check::after(phases, program, intermediates)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Runs the phases with `estimator` (see [`optimize`]).
 fn with<E: SparsityEstimator>(
     estimator: &E,
     program: &Program,
     options: &OptimizerOptions,
-) -> Result<Planned> {
-    let reducer = options.semijoin.then(Reducer::default);
-    let logical = logical::optimize(estimator, program, options.search, reducer)?;
-    let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats);
-    let plan = plan_by(&logical.program, &logical.intermediates, &mut chooser)?;
-    Ok(Planned {
+) -> Result<Optimized> {
+    let start = Instant::now();
+    let mut phases = Phases {
+        disabled: options.disabled,
+        times: Vec::with_capacity(Phase::ALL.len()),
+        checked: cfg!(debug_assertions) && check::problem(program, &[]).is_none(),
+    };
+
+    let mut program = if phases.runs(Phase::Normalize) {
+        let begin = Instant::now();
+        let normalized = logical::normalize(program);
+        phases.ran(Phase::Normalize, begin.elapsed());
+        phases.check(&[Phase::Normalize], &normalized, &[])?;
+        normalized
+    } else {
+        phases.skipped(Phase::Normalize);
+        program.clone()
+    };
+
+    let mut reducer = Reducer::default();
+    if phases.runs(Phase::Semijoin) {
+        let begin = Instant::now();
+        reducer.reduce_program(&mut program)?;
+        phases.ran(Phase::Semijoin, begin.elapsed());
+        phases.check(&[Phase::Semijoin], &program, &[])?;
+    } else {
+        phases.skipped(Phase::Semijoin);
+    }
+
+    let mut eliminated: Option<LogicalPlan<E::Stats>> = None;
+    if phases.runs(Phase::Eliminate) {
+        let begin = Instant::now();
+        let distribute = phases.runs(Phase::Distribute);
+        let plan = logical::eliminate(estimator, &program, options.search, distribute)?;
+        let time = begin.elapsed();
+        phases.ran(Phase::Eliminate, time.saturating_sub(plan.distribute_time));
+        let which: &[Phase] = if distribute {
+            phases.ran(Phase::Distribute, plan.distribute_time);
+            &[Phase::Eliminate, Phase::Distribute]
+        } else {
+            phases.skipped(Phase::Distribute);
+            &[Phase::Eliminate]
+        };
+        phases.check(which, &plan.program, &plan.intermediates)?;
+        eliminated = Some(plan);
+    } else {
+        phases.skipped(Phase::Eliminate);
+        phases.skipped(Phase::Distribute);
+    }
+
+    match &mut eliminated {
+        Some(plan) if phases.runs(Phase::Cse) => {
+            let begin = Instant::now();
+            logical::cse(plan);
+            phases.ran(Phase::Cse, begin.elapsed());
+            phases.check(&[Phase::Cse], &plan.program, &plan.intermediates)?;
+        }
+        _ => phases.skipped(Phase::Cse),
+    }
+
+    let (logical, plan) = if phases.runs(Phase::Physical) {
+        let begin = Instant::now();
+        let logical = match eliminated {
+            Some(plan) => plan,
+            None => logical::as_written(estimator, program)?,
+        };
+        let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats);
+        let plan = plan_by(&logical.program, &logical.intermediates, &mut chooser)?;
+        phases.ran(Phase::Physical, begin.elapsed());
+        (logical, plan)
+    } else {
+        phases.skipped(Phase::Physical);
+        let logical = match eliminated {
+            Some(plan) => plan,
+            None => LogicalPlan::unestimated(program),
+        };
+        let plan = plan_by(
+            &logical.program,
+            &logical.intermediates,
+            &mut PlanChoices::default(),
+        )?;
+        (logical, plan)
+    };
+
+    let reduce_time = phases
+        .times
+        .iter()
+        .find(|t| t.phase == Phase::Semijoin)
+        .map_or(Duration::ZERO, |t| t.time);
+    Ok(Optimized {
         logical: logical.program,
         estimates: logical.estimates,
         plan,
         cost: logical.cost,
-        reducer: logical.reducer.unwrap_or_default(),
+        reductions: reducer.reductions,
+        absorbed: reducer.absorbed,
+        time: start.elapsed(),
+        reduce_time,
+        phases: phases.times,
+        options: *options,
     })
 }

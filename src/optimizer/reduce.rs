@@ -42,10 +42,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::ir::{Annotation, Expr, IndexTerm, Input, TensorRef};
+use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Input, Program, ScalarOp, TensorRef};
 use crate::storage::fibertree::{Fiber, FiberTree, IndexSpec, LeafValues, Level};
 use crate::storage::{Coo, DimensionSpec, MULTIPLICITY, Tensor, ValueData};
 
@@ -90,8 +89,6 @@ pub struct Reducer {
     /// The filters left out of their products (see [`Reducer::reduce`]),
     /// as written.
     pub absorbed: Vec<String>,
-    /// Time spent reducing.
-    pub time: Duration,
 }
 
 /// The coordinates a filter stores at its variable: sorted, and as a
@@ -338,6 +335,56 @@ fn distinct<'a>(vars: &[Option<&'a str>]) -> Option<Vec<&'a str>> {
 }
 
 impl Reducer {
+    /// The semijoin phase: reduces, in place, the factors of every `SUM`
+    /// over a product in `program` ([`Reducer::reduce`]), innermost first
+    /// and left to right, so that the reduced tensors are named `#s1`,
+    /// `#s2`, ... in that order.
+    ///
+    /// Errors: see [`Reducer::reduce`].
+    pub fn reduce_program(&mut self, program: &mut Program) -> Result<()> {
+        program
+            .queries
+            .iter_mut()
+            .try_for_each(|query| self.reduce_sums(&mut query.expr))
+    }
+
+    /// Reduces the sums over products within `expr`, innermost first.
+    fn reduce_sums(&mut self, expr: &mut Expr) -> Result<()> {
+        match expr {
+            Expr::Agg {
+                op: AggOp::Sum,
+                body,
+                ..
+            } => {
+                let Expr::Map {
+                    op: ScalarOp::Mul,
+                    args,
+                } = body.as_mut()
+                else {
+                    return self.reduce_sums(body);
+                };
+                for arg in args.iter_mut() {
+                    self.reduce_sums(arg)?;
+                }
+                let reduced = self.reduce(std::mem::take(args))?;
+                // Absorbed filters go, the targets stay: never empty. The
+                // factors are not flattened again, so that the elimination
+                // phase sees the product's factors as they were.
+                **body = match <[Expr; 1]>::try_from(reduced) {
+                    Ok([factor]) => factor,
+                    Err(factors) => Expr::Map {
+                        op: ScalarOp::Mul,
+                        args: factors,
+                    },
+                };
+                Ok(())
+            }
+            Expr::Agg { body, .. } => self.reduce_sums(body),
+            Expr::Map { args, .. } => args.iter_mut().try_for_each(|a| self.reduce_sums(a)),
+            Expr::Input(_) | Expr::Alias { .. } | Expr::Literal(_) | Expr::Index(_) => Ok(()),
+        }
+    }
+
     /// The factors of one product with every target input replaced by its
     /// reduction (see the module documentation); the others unchanged,
     /// except the filters that the reductions make redundant: a filter
@@ -350,7 +397,6 @@ impl Reducer {
     /// Errors: a fibertree index of a target or filter that cannot be built
     /// (see [`Tensor::index`]).
     pub fn reduce(&mut self, factors: Vec<Expr>) -> Result<Vec<Expr>> {
-        let start = Instant::now();
         let stored: Vec<Option<Stored<'_>>> = factors.iter().map(Stored::of).collect();
         // The one-variable stored factors, by variable. A target has two
         // or more variables, so it is never its own filter.
@@ -414,7 +460,6 @@ impl Reducer {
                 self.absorbed.push(factor.to_string());
             }
         }
-        self.time += start.elapsed();
         Ok(reduced.into_iter().flatten().collect())
     }
 

@@ -230,6 +230,16 @@ pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
         }
         lines.push(line);
     }
+    if times && let Some(optimized) = &run.optimized {
+        lines.push("Optimizer phases:".to_string());
+        for phase in &optimized.phases {
+            lines.push(if phase.skipped {
+                format!("  {}: skipped", phase.phase)
+            } else {
+                format!("  {}: {}", phase.phase, millis(phase.time))
+            });
+        }
+    }
     if times {
         let optimize = run.optimized.as_ref().map_or(Duration::ZERO, |o| o.time);
         let reduce = run

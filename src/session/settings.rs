@@ -15,9 +15,14 @@
 //! - `optimizer`: the search over elimination orders, `'exact'` (the
 //!   default: exact up to a size threshold, greedy beyond), `'greedy'`, or
 //!   `'none'` (programs run as written).
-//! - `semijoin`: whether the optimizer first reduces the stored inputs of a
-//!   product by its one-variable factors (`true`, the default; see
-//!   [`crate::optimizer::reduce`]) or leaves them as they are (`false`).
+//! - `disabled_optimizers`: the optimizer phases to leave out, as a
+//!   comma-separated list of their names (`'semijoin, distribute'`; see
+//!   [`Phase`] for the phases; `''`, the default, runs them all), as in
+//!   DuckDB; an unknown name is an error with the closest name.
+//! - `semijoin`: `false` is the same as listing `semijoin` in
+//!   `disabled_optimizers` (the optimizer then does not reduce the stored
+//!   inputs of a product by its one-variable factors, see
+//!   [`crate::optimizer::reduce`]); `true`, the default, takes it out.
 //!
 //! The values live in [`Settings`], which the database owns and its
 //! sessions share; they are atomics, so one database serving several
@@ -26,7 +31,7 @@
 //! [`Settings::set`] and [`Settings::reset`] check and apply them.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::profile::{ProfileLog, ProgramRun};
@@ -34,17 +39,18 @@ use crate::bound::Literal;
 use crate::error::{Error, Result};
 use crate::exec::{ExecOptions, default_memory_limit, default_threads};
 use crate::ir::Program;
-use crate::optimizer::{EstimatorKind, OptimizerOptions, Search};
+use crate::optimizer::{EstimatorKind, OptimizerOptions, Phase, PhaseSet, Search};
 use crate::progress::ProgressSink;
 use crate::storage::Tensor;
 
 /// The names of the settings, for messages.
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "threads",
     "memory_limit",
     "engine",
     "estimator",
     "optimizer",
+    "disabled_optimizers",
     "semijoin",
 ];
 
@@ -65,8 +71,8 @@ pub struct Settings {
     estimator: AtomicU8,
     /// The search (a position in [`SEARCHES`]).
     search: AtomicU8,
-    /// Whether the optimizer runs the semijoin reduction.
-    semijoin: AtomicBool,
+    /// The optimizer phases left out ([`PhaseSet::bits`]).
+    disabled: AtomicU16,
 }
 
 impl Default for Settings {
@@ -77,7 +83,7 @@ impl Default for Settings {
             reference: AtomicBool::new(false),
             estimator: AtomicU8::new(0),
             search: AtomicU8::new(0),
-            semijoin: AtomicBool::new(OptimizerOptions::default().semijoin),
+            disabled: AtomicU16::new(OptimizerOptions::default().disabled.bits()),
         }
     }
 }
@@ -126,7 +132,7 @@ impl Settings {
         OptimizerOptions {
             estimator,
             search,
-            semijoin: self.semijoin.load(Ordering::Relaxed),
+            disabled: PhaseSet::from_bits(self.disabled.load(Ordering::Relaxed)),
         }
     }
 
@@ -138,7 +144,8 @@ impl Settings {
             .store(estimator.unwrap_or(0) as u8, Ordering::Relaxed);
         self.search
             .store(search.unwrap_or(0) as u8, Ordering::Relaxed);
-        self.semijoin.store(options.semijoin, Ordering::Relaxed);
+        self.disabled
+            .store(options.disabled.bits(), Ordering::Relaxed);
     }
 
     /// Runs `program` on the engine these settings choose (optimized for
@@ -195,7 +202,14 @@ impl Settings {
                 self.optimizer_options().estimator.name()
             ),
             "optimizer" => format!("optimizer = '{}'", self.optimizer_options().search.name()),
-            "semijoin" => format!("semijoin = {}", self.optimizer_options().semijoin),
+            "disabled_optimizers" => format!(
+                "disabled_optimizers = '{}'",
+                self.optimizer_options().disabled
+            ),
+            "semijoin" => format!(
+                "semijoin = {}",
+                !self.optimizer_options().disabled.contains(Phase::Semijoin)
+            ),
             _ => format!(
                 "memory_limit = {} ({} bytes)",
                 crate::exec::format_bytes(self.memory_limit()),
@@ -252,8 +266,28 @@ impl Settings {
                     )));
                 };
                 let options = self.optimizer_options();
+                let disabled = if semijoin {
+                    options.disabled.without(Phase::Semijoin)
+                } else {
+                    options.disabled.with(Phase::Semijoin)
+                };
                 self.set_optimizer_options(OptimizerOptions {
-                    semijoin,
+                    disabled,
+                    ..options
+                });
+            }
+            "disabled_optimizers" => {
+                let Literal::String(list) = &value else {
+                    return Err(Error::Invalid(format!(
+                        "disabled_optimizers must be a list of optimizer phases such as \
+                         'semijoin, distribute' (the phases: {}), not {value}",
+                        PhaseSet::all()
+                    )));
+                };
+                let disabled: PhaseSet = list.parse()?;
+                let options = self.optimizer_options();
+                self.set_optimizer_options(OptimizerOptions {
+                    disabled,
                     ..options
                 });
             }
@@ -292,7 +326,14 @@ impl Settings {
                 "semijoin" => {
                     let options = self.optimizer_options();
                     self.set_optimizer_options(OptimizerOptions {
-                        semijoin: OptimizerOptions::default().semijoin,
+                        disabled: options.disabled.without(Phase::Semijoin),
+                        ..options
+                    });
+                }
+                "disabled_optimizers" => {
+                    let options = self.optimizer_options();
+                    self.set_optimizer_options(OptimizerOptions {
+                        disabled: OptimizerOptions::default().disabled,
                         ..options
                     });
                 }

@@ -1,0 +1,284 @@
+//! The optimizer's named phases through the public API: names round-trip
+//! and unknown ones are rejected with a "did you mean", every phase that
+//! runs is timed, disabling phases skips them (and those that need them)
+//! without changing the answer, the common sub-expression phase merges
+//! equal steps, and the check the optimizer runs after each phase in debug
+//! builds finds a program that no longer binds. That random programs give
+//! the reference's answer with any phase disabled is tested with the
+//! random-program generator, in `tests/exec_differential.rs`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use einsql::exec::{ExecOptions, run};
+use einsql::ir::{Annotation, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef};
+use einsql::optimizer::{Optimized, OptimizerOptions, Phase, PhaseSet, Search, check, optimize};
+use einsql::progress::NoProgress;
+use einsql::storage::{Coo, DimensionSpec, Tensor};
+use einsql::{Error, reference};
+
+/// A graph of 40 vertices, each with edges to the next three (mod 40),
+/// read as a bag.
+fn edges() -> TensorRef {
+    let (mut src, mut dst) = (Vec::new(), Vec::new());
+    for v in 0..40 {
+        for step in 1..=3 {
+            src.push(v);
+            dst.push((v + step) % 40);
+        }
+    }
+    let tensor = Tensor::from_coo(Coo {
+        dims: vec![
+            DimensionSpec::new("src", Some(40)),
+            DimensionSpec::new("dst", Some(40)),
+        ],
+        coords: vec![src, dst],
+        values: Vec::new(),
+        column_order: None,
+    })
+    .expect("the edges load");
+    TensorRef {
+        name: "e".to_string(),
+        tensor: Arc::new(tensor),
+    }
+}
+
+fn edge(e: &TensorRef, a: &str, b: &str) -> Expr {
+    Expr::Input(Input {
+        tensor: e.clone(),
+        annotation: Annotation::Multiplicity,
+        indices: vec![IndexTerm::Var(a.into()), IndexTerm::Var(b.into())],
+    })
+}
+
+/// A star: per center `c`, the product of the number of two-paths out of
+/// it along each of its three arms, which are equal up to renaming.
+fn star() -> Program {
+    let e = edges();
+    let mut factors = Vec::new();
+    let mut summed = Vec::new();
+    for arm in ["a", "b", "d"] {
+        let far = format!("{arm}2");
+        factors.push(edge(&e, "c", arm));
+        factors.push(edge(&e, arm, &far));
+        summed.push(arm.to_string());
+        summed.push(far);
+    }
+    Program {
+        queries: vec![Query {
+            name: "stars".to_string(),
+            indices: vec!["c".to_string()],
+            expr: Expr::sum(summed, Expr::map(ScalarOp::Mul, factors)),
+        }],
+    }
+}
+
+fn optimized(program: &Program, disabled: PhaseSet) -> Optimized {
+    let options = OptimizerOptions {
+        disabled,
+        ..OptimizerOptions::default()
+    };
+    optimize(program, &options).expect("the program optimizes")
+}
+
+/// The results of the plan, checked against the reference evaluator's
+/// results of the logical plan.
+fn answer(optimized: &Optimized) -> Vec<(String, Arc<Tensor>)> {
+    let options = ExecOptions {
+        threads: 1,
+        memory_limit: 1 << 30,
+    };
+    let results = run(&optimized.plan, &options, &NoProgress).expect("the plan runs");
+    let expected = reference::evaluate(&optimized.logical).expect("the reference runs");
+    assert!(same(&results, &expected), "{}", optimized.logical);
+    results
+}
+
+/// Whether two lists of results are equal (the counts are integers).
+fn same(a: &[(String, Arc<Tensor>)], b: &[(String, Arc<Tensor>)]) -> bool {
+    let outputs = |r: &[(String, Arc<Tensor>)]| -> Vec<(String, Arc<Tensor>)> {
+        r.iter()
+            .filter(|(n, _)| !n.starts_with('#'))
+            .cloned()
+            .collect()
+    };
+    let (a, b) = (outputs(a), outputs(b));
+    a.len() == b.len()
+        && a.iter()
+            .zip(&b)
+            .all(|((n, x), (m, y))| n == m && x.data() == y.data())
+}
+
+#[test]
+fn phase_names_round_trip() {
+    for phase in Phase::ALL {
+        assert_eq!(phase.name().parse::<Phase>().ok(), Some(phase));
+        assert_eq!(
+            phase.name().to_uppercase().parse::<Phase>().ok(),
+            Some(phase)
+        );
+    }
+    let names: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "normalize",
+            "semijoin",
+            "eliminate",
+            "distribute",
+            "cse",
+            "physical"
+        ]
+    );
+    let set: PhaseSet = "semijoin, distribute".parse().expect("two phases");
+    assert!(set.contains(Phase::Semijoin) && set.contains(Phase::Distribute));
+    assert_eq!(set.iter().count(), 2);
+    assert_eq!(set.to_string().parse::<PhaseSet>().ok(), Some(set));
+    assert_eq!(" ".parse::<PhaseSet>().ok(), Some(PhaseSet::EMPTY));
+    assert_eq!(PhaseSet::all().iter().collect::<Vec<_>>(), Phase::ALL);
+}
+
+#[test]
+fn unknown_phase_names_are_rejected_with_a_suggestion() {
+    let Err(error) = "distirbute".parse::<Phase>() else {
+        panic!("an unknown phase parses");
+    };
+    assert!(matches!(error, Error::UnknownName { .. }), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "Optimizer phase 'distirbute' does not exist (did you mean 'distribute'?)"
+    );
+    let Err(error) = "cse, physcal".parse::<PhaseSet>() else {
+        panic!("an unknown phase parses");
+    };
+    assert!(
+        error.to_string().contains("did you mean 'physical'?"),
+        "{error}"
+    );
+    let Err(error) = "rewrite".parse::<Phase>() else {
+        panic!("an unknown phase parses");
+    };
+    assert_eq!(
+        error.to_string(),
+        "Optimizer phase 'rewrite' does not exist"
+    );
+}
+
+#[test]
+fn every_phase_that_runs_is_timed() {
+    let program = star();
+    let all = optimized(&program, PhaseSet::EMPTY);
+    let order: Vec<Phase> = all.phases.iter().map(|t| t.phase).collect();
+    assert_eq!(order, Phase::ALL);
+    assert!(all.phases.iter().all(|t| !t.skipped), "{:?}", all.phases);
+    let sum: Duration = all.phases.iter().map(|t| t.time).sum();
+    assert!(sum <= all.time, "{sum:?} > {:?}", all.time);
+    assert!(
+        all.phases
+            .iter()
+            .filter(|t| t.phase != Phase::Distribute)
+            .all(|t| t.time > Duration::ZERO),
+        "{:?}",
+        all.phases
+    );
+    let semijoin = all.phases.iter().find(|t| t.phase == Phase::Semijoin);
+    assert_eq!(semijoin.map(|t| t.time), Some(all.reduce_time));
+
+    let some = optimized(&program, "semijoin, physical".parse().expect("phases"));
+    for time in &some.phases {
+        let off = matches!(time.phase, Phase::Semijoin | Phase::Physical);
+        assert_eq!(time.skipped, off, "{time:?}");
+        if off {
+            assert_eq!(time.time, Duration::ZERO);
+        }
+    }
+    assert_eq!(some.reduce_time, Duration::ZERO);
+    assert!(some.reductions.is_empty());
+
+    // Distributivity and common sub-expressions work on the elimination's
+    // steps: without it they are skipped too.
+    let unplanned = optimized(&program, PhaseSet::EMPTY.with(Phase::Eliminate));
+    let skipped: Vec<Phase> = unplanned
+        .phases
+        .iter()
+        .filter(|t| t.skipped)
+        .map(|t| t.phase)
+        .collect();
+    assert_eq!(skipped, [Phase::Eliminate, Phase::Distribute, Phase::Cse]);
+    assert!(unplanned.estimates.iter().all(|e| e.is_finite()));
+    assert!(same(&answer(&unplanned), &answer(&all)));
+
+    // `SET optimizer = 'none'` runs no phase.
+    let none = optimize(
+        &program,
+        &OptimizerOptions {
+            search: Search::None,
+            ..OptimizerOptions::default()
+        },
+    )
+    .expect("the program plans");
+    assert!(none.phases.iter().all(|t| t.skipped));
+    assert_eq!(none.phases.len(), Phase::ALL.len());
+}
+
+#[test]
+fn equal_steps_are_computed_once() {
+    let program = star();
+    let merged = optimized(&program, PhaseSet::EMPTY);
+    let separate = optimized(&program, PhaseSet::EMPTY.with(Phase::Cse));
+    let steps = |o: &Optimized| {
+        o.logical
+            .queries
+            .iter()
+            .filter(|q| q.name.starts_with("#e"))
+            .map(|q| q.name.clone())
+            .collect::<Vec<_>>()
+    };
+    let (kept, all) = (steps(&merged), steps(&separate));
+    assert!(
+        kept.len() < all.len(),
+        "{}\n\n{}",
+        merged.logical,
+        separate.logical
+    );
+    // The steps left are numbered in order again.
+    let numbered: Vec<String> = (1..=kept.len()).map(|k| format!("#e{k}")).collect();
+    assert_eq!(kept, numbered, "{}", merged.logical);
+    assert_eq!(merged.estimates.len(), merged.logical.queries.len());
+    assert_eq!(separate.estimates.len(), separate.logical.queries.len());
+    assert_eq!(merged.cost, separate.cost);
+    assert!(same(&answer(&merged), &answer(&separate)));
+    let unoptimized = optimized(&program, PhaseSet::all());
+    assert!(same(&answer(&merged), &answer(&unoptimized)));
+}
+
+#[test]
+fn the_check_finds_a_program_that_no_longer_binds() {
+    let program = star();
+    assert_eq!(check::problem(&program, &[]), None);
+    let mut broken = program.clone();
+    broken.queries.push(Query {
+        name: "later".to_string(),
+        indices: vec!["c".to_string()],
+        expr: Expr::Alias {
+            name: "star".to_string(),
+            indices: vec![IndexTerm::Var("c".to_string())],
+        },
+    });
+    let Err(error) = check::after(&[Phase::Cse], &broken, &[]) else {
+        panic!("an alias of no query binds");
+    };
+    assert!(matches!(error, Error::Internal(_)), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("this is a bug"), "{message}");
+    assert!(message.contains("'cse'"), "{message}");
+    assert!(message.contains("reads no earlier query"), "{message}");
+
+    let mut unbound = program.clone();
+    unbound.queries[0].indices.push("x".to_string());
+    assert!(check::problem(&unbound, &[]).is_some_and(|p| p.contains("are not the free indices")),);
+    assert!(
+        check::problem(&program, &["#e1".to_string()])
+            .is_some_and(|p| p.contains("'#e1' is no query")),
+    );
+}
