@@ -16,5 +16,5 @@ pub mod tensor;
 
 pub use tensor::{
     ColumnRef, Coo, Dictionary, Dimension, DimensionSpec, MULTIPLICITY, Tensor, ValueColumn,
-    ValueData, ValueType,
+    ValueData, ValueSource, ValueType,
 };
