@@ -153,8 +153,19 @@ def _table(
         for name, c, n in zip(key_names, coords, shape)
     ]
     fields.append(pa.field(value, pa.from_numpy_dtype(data.dtype), nullable=False))
-    arrays = [pa.array(c) for c in coords] + [pa.array(data)]
+    arrays = [_arrow_array(c) for c in coords] + [_arrow_array(data)]
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _arrow_array(array: np.ndarray) -> pa.Array:
+    """A one-dimensional numpy array as an Arrow array sharing its memory
+    (booleans are packed into bits: a copy). Unlike ``pa.array``, this does
+    not import pandas."""
+    if array.dtype == np.bool_:
+        return pa.array(array)
+    array = np.ascontiguousarray(array)
+    kind = pa.from_numpy_dtype(array.dtype)
+    return pa.Array.from_buffers(kind, len(array), [None, pa.py_buffer(array)])
 
 
 def _from_numpy(
@@ -211,13 +222,14 @@ def roles(
             rest = [n for n in names if n not in keys]
             value = rest[-1] if rest else None
         return keys, value
-    tagged = [f for f in schema if f.metadata and ROLE in f.metadata]
-    if tagged and len(tagged) == len(names):
-        def position(f: pa.Field) -> int:
-            return int(f.metadata.get(POSITION, b"0"))
+    if names and is_stored(schema):
 
-        key_fields = sorted((f for f in tagged if f.metadata[ROLE] == b"key"), key=position)
-        value_fields = sorted((f for f in tagged if f.metadata[ROLE] == b"value"), key=position)
+        def of_role(role: bytes) -> list[pa.Field]:
+            fields = [f for f in schema if f.metadata[ROLE] == role]
+            return sorted(fields, key=lambda f: int(f.metadata.get(POSITION, b"0")))
+
+        key_fields = of_role(b"key")
+        value_fields = of_role(b"value")
         if value is None and len(value_fields) > 1:
             raise ValueError(
                 f"the result has {len(value_fields)} value columns; choose one with value="
@@ -230,6 +242,11 @@ def roles(
     if ndim is not None and len(names) == ndim:
         return list(names), None
     return list(names[:-1]), (names[-1] if names else None)
+
+
+def is_stored(schema: pa.Schema) -> bool:
+    """Whether ``schema`` is a stored table's (every field has a role)."""
+    return all(f.metadata and ROLE in f.metadata for f in schema)
 
 
 def coordinates(

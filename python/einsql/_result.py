@@ -137,7 +137,10 @@ class Result:
         coords, full_shape = _convert.coordinates(table, key_names, shape)
         data = _convert.values_of(table, value_name)
         out = np.zeros(full_shape, dtype=data.dtype)
-        if coords:
+        if coords and value_name is not None and _convert.is_stored(table.schema):
+            # A stored table with a value column has one row per key.
+            out[tuple(coords)] = data
+        elif coords:
             np.add.at(out, tuple(coords), data)
         elif len(data) > 1:
             raise ValueError(
