@@ -22,7 +22,10 @@
 //! values, floats or booleans as keys, and other Arrow types (decimals,
 //! dates, timestamps, binary, nested) are rejected with an error naming the
 //! column. The batches are consumed one at a time by a [`TensorBuilder`], so
-//! readers can stream: memory grows with the tensor, not with the input.
+//! readers can stream: memory grows with the tensor, not with the input. A
+//! value column that arrives in one batch, already of its stored type, is kept
+//! as that batch's array: input that is sorted and duplicate-free (a CSR
+//! matrix handed over from Python) is then stored without a copy.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,7 +37,9 @@ use arrow::datatypes::{
 };
 
 use crate::error::{Error, Result};
-use crate::storage::{ColumnRef, Coo, Dictionary, DimensionSpec, Tensor, ValueData, ValueType};
+use crate::storage::{
+    ColumnRef, Dictionary, DimensionSpec, Tensor, ValueData, ValueSource, ValueType,
+};
 
 /// Field metadata key holding a column's role: `key` or `value`.
 pub const ROLE: &str = "einsql:role";
@@ -434,6 +439,9 @@ pub struct TensorBuilder {
     keys: Vec<Option<KeyData>>,
     /// Per loaded column (in plan order): its values, if it is a value.
     values: Vec<Option<ValueData>>,
+    /// Per loaded column (in plan order): the array of the first batch, if
+    /// it is a value column of its stored type and no other batch came.
+    kept: Vec<Option<ArrayRef>>,
 }
 
 impl TensorBuilder {
@@ -478,12 +486,14 @@ impl TensorBuilder {
                 _ => None,
             })
             .collect();
+        let kept = vec![None; plan.columns.len()];
         TensorBuilder {
             plan,
             origin,
             rows: 0,
             keys,
             values,
+            kept,
         }
     }
 
@@ -507,8 +517,18 @@ impl TensorBuilder {
             check_no_nulls(array).map_err(located)?;
             if let Some(Some(keys)) = self.keys.get_mut(c) {
                 append_key(array, keys).map_err(located)?;
-            } else if let Some(Some(values)) = self.values.get_mut(c) {
-                append_value(array, values).map_err(located)?;
+            } else if let (Some(Some(values)), Some(kept)) =
+                (self.values.get_mut(c), self.kept.get_mut(c))
+            {
+                let stored_type = *array.data_type() == values.value_type().arrow_type();
+                if self.rows == 0 && kept.is_none() && stored_type {
+                    *kept = Some(ArrayRef::clone(array));
+                } else {
+                    if let Some(first) = kept.take() {
+                        append_value(&first, values).map_err(located)?;
+                    }
+                    append_value(array, values).map_err(located)?;
+                }
             }
         }
         self.rows += batch.num_rows() as u64;
@@ -522,6 +542,7 @@ impl TensorBuilder {
             origin,
             mut keys,
             mut values,
+            mut kept,
             ..
         } = self;
         let mut dims = Vec::with_capacity(plan.dims.len());
@@ -556,17 +577,16 @@ impl TensorBuilder {
                 values.get_mut(c).and_then(Option::take),
             ) {
                 place[c] = Some(ColumnRef::Value(v));
-                value_columns.push((column.name.clone(), data));
+                let source = match kept.get_mut(c).and_then(Option::take) {
+                    Some(array) => ValueSource::Array(array),
+                    None => ValueSource::Data(data),
+                };
+                value_columns.push((column.name.clone(), source));
             }
         }
         let column_order = place.into_iter().flatten().collect();
-        Tensor::from_coo(Coo {
-            dims,
-            coords,
-            values: value_columns,
-            column_order: Some(column_order),
-        })
-        .map_err(|e| origin.locate(e))
+        Tensor::from_columns(dims, coords, value_columns, Some(column_order))
+            .map_err(|e| origin.locate(e))
     }
 }
 

@@ -13,5 +13,5 @@ pub mod tensor;
 
 pub use tensor::{
     ColumnRef, Coo, Dictionary, Dimension, DimensionSpec, MULTIPLICITY, Tensor, ValueColumn,
-    ValueData, ValueType,
+    ValueData, ValueSource, ValueType,
 };

@@ -14,8 +14,10 @@
 //! entry, as in SQL a row whose value is 0 is still a row.
 //!
 //! Every path that creates a tensor (file readers, `INSERT`, query results)
-//! goes through [`Coo`] and [`Tensor::from_coo`], which validates coordinates,
-//! sorts and combines duplicates with exact arithmetic. The statistics are
+//! goes through [`Tensor::from_coo`] or [`Tensor::from_columns`], which
+//! validate coordinates, sort and combine duplicates with exact arithmetic;
+//! `from_columns` keeps Arrow value columns as they are (no copy) when the
+//! entries are already sorted and distinct. The statistics are
 //! computed on first use (most query results are never estimated). Fibertree indexes over other dimension orders are built on
 //! demand by [`Tensor::index`] and cached with the tensor.
 
@@ -206,6 +208,88 @@ impl ValueData {
     }
 }
 
+/// The values of one column handed to [`Tensor::from_columns`].
+#[derive(Clone, Debug)]
+pub enum ValueSource {
+    /// Values in memory, as [`Coo::values`] holds them.
+    Data(ValueData),
+    /// A non-null Arrow array of a stored type (`Float64`, `Int64` or
+    /// `Boolean`). It is stored as it is, sharing its buffers, when the
+    /// entries need no sorting; otherwise its values are copied.
+    Array(ArrayRef),
+}
+
+impl ValueSource {
+    fn len(&self) -> usize {
+        match self {
+            ValueSource::Data(data) => data.len(),
+            ValueSource::Array(array) => array.len(),
+        }
+    }
+
+    /// The type of the values (of an array checked by [`ValueSource::check`]).
+    fn value_type(&self) -> ValueType {
+        match self {
+            ValueSource::Data(data) => data.value_type(),
+            ValueSource::Array(array) => match array.data_type() {
+                DataType::Float64 => ValueType::Float64,
+                DataType::Boolean => ValueType::Boolean,
+                _ => ValueType::Int64,
+            },
+        }
+    }
+
+    /// An error unless an array is of a stored type and holds no NULL.
+    fn check(&self, name: &str) -> Result<()> {
+        let ValueSource::Array(array) = self else {
+            return Ok(());
+        };
+        let ty = array.data_type();
+        if !matches!(ty, DataType::Float64 | DataType::Int64 | DataType::Boolean) {
+            return Err(Error::Type(format!(
+                "value column '{name}' has type {ty}; stored values are Float64, Int64 or Boolean"
+            )));
+        }
+        if array.logical_null_count() > 0 {
+            return Err(Error::Invalid(format!(
+                "value column '{name}' holds NULL; values must not be NULL"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The values in memory (an array's are copied).
+    fn into_data(self) -> ValueData {
+        match self {
+            ValueSource::Data(data) => data,
+            ValueSource::Array(array) => value_data(&array),
+        }
+    }
+
+    /// The stored column: an array keeps its buffers and loses its
+    /// validity bitmap (it marks no NULL), as stored columns have none.
+    fn into_array(self) -> ArrayRef {
+        match self {
+            ValueSource::Data(ValueData::Boolean(v)) => Arc::new(BooleanArray::from(v)),
+            ValueSource::Data(ValueData::Int64(v)) => Arc::new(Int64Array::from(v)),
+            ValueSource::Data(ValueData::Float64(v)) => Arc::new(Float64Array::from(v)),
+            ValueSource::Array(array) if array.nulls().is_none() => array,
+            ValueSource::Array(array) => {
+                let any = array.as_any();
+                if let Some(a) = any.downcast_ref::<Float64Array>() {
+                    Arc::new(Float64Array::new(a.values().clone(), None))
+                } else if let Some(a) = any.downcast_ref::<Int64Array>() {
+                    Arc::new(Int64Array::new(a.values().clone(), None))
+                } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+                    Arc::new(BooleanArray::new(a.values().clone(), None))
+                } else {
+                    array
+                }
+            }
+        }
+    }
+}
+
 /// A column of a table as users see it, in declaration order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ColumnRef {
@@ -254,7 +338,29 @@ impl Tensor {
     /// beyond a dimension's dictionary, and integer overflow when combining
     /// duplicates.
     pub fn from_coo(coo: Coo) -> Result<Tensor> {
-        Tensor::build(coo, false)
+        Tensor::build(coo.into(), false)
+    }
+
+    /// [`Tensor::from_coo`] with value columns that may be Arrow arrays
+    /// ([`ValueSource::Array`]): when the entries are strictly increasing
+    /// (sorted and duplicate-free), such arrays become the stored columns
+    /// without a copy. Also an error: an array of another type, or one
+    /// holding NULL.
+    pub fn from_columns(
+        dims: Vec<DimensionSpec>,
+        coords: Vec<Vec<i64>>,
+        values: Vec<(String, ValueSource)>,
+        column_order: Option<Vec<ColumnRef>>,
+    ) -> Result<Tensor> {
+        Tensor::build(
+            Columns {
+                specs: dims,
+                coords,
+                values,
+                column_order,
+            },
+            false,
+        )
     }
 
     /// [`Tensor::from_coo`] for entries the caller knows to be strictly
@@ -266,17 +372,17 @@ impl Tensor {
             increasing(&coo.coords, coo.coords.first().map_or(0, Vec::len)),
             "entries said to be increasing are not"
         );
-        Tensor::build(coo, true)
+        Tensor::build(coo.into(), true)
     }
 
-    /// [`Tensor::from_coo`]; `known_increasing` skips the order check.
-    fn build(coo: Coo, known_increasing: bool) -> Result<Tensor> {
-        let Coo {
-            dims: specs,
+    /// [`Tensor::from_columns`]; `known_increasing` skips the order check.
+    fn build(columns: Columns, known_increasing: bool) -> Result<Tensor> {
+        let Columns {
+            specs,
             coords,
             values,
             column_order,
-        } = coo;
+        } = columns;
         if coords.len() != specs.len() {
             return Err(Error::Invalid(format!(
                 "{} coordinate columns given for {} dimensions",
@@ -290,6 +396,9 @@ impl Tensor {
             .or_else(|| values.first().map(|(_, v)| v.len()))
             .unwrap_or(0);
         check_names(&specs, &values)?;
+        for (name, source) in &values {
+            source.check(name)?;
+        }
         for (spec, column) in specs.iter().zip(&coords) {
             if column.len() != rows {
                 return Err(Error::Invalid(format!(
@@ -323,9 +432,9 @@ impl Tensor {
         let value_columns: Vec<ValueColumn> = values
             .iter()
             .filter(|(name, _)| name != MULTIPLICITY)
-            .map(|(name, data)| ValueColumn {
+            .map(|(name, source)| ValueColumn {
                 name: name.clone(),
-                ty: data.value_type(),
+                ty: source.value_type(),
             })
             .collect();
         let column_order = match column_order {
@@ -628,6 +737,30 @@ impl Tensor {
     }
 }
 
+/// The parts of a tensor being built: [`Coo`] with value columns that may
+/// be arrays.
+struct Columns {
+    specs: Vec<DimensionSpec>,
+    coords: Vec<Vec<i64>>,
+    values: Vec<(String, ValueSource)>,
+    column_order: Option<Vec<ColumnRef>>,
+}
+
+impl From<Coo> for Columns {
+    fn from(coo: Coo) -> Columns {
+        Columns {
+            specs: coo.dims,
+            coords: coo.coords,
+            values: coo
+                .values
+                .into_iter()
+                .map(|(name, data)| (name, ValueSource::Data(data)))
+                .collect(),
+            column_order: coo.column_order,
+        }
+    }
+}
+
 /// The values of a non-null `Int64` column.
 fn int64_values(array: &ArrayRef) -> &[i64] {
     array
@@ -671,12 +804,20 @@ fn expansion_indices(multiplicities: &[i64]) -> Result<Vec<u32>> {
     Ok(indices)
 }
 
-fn check_names(specs: &[DimensionSpec], values: &[(String, ValueData)]) -> Result<()> {
-    if let [(name, data)] = values
+fn check_names(specs: &[DimensionSpec], values: &[(String, ValueSource)]) -> Result<()> {
+    if let [(name, source)] = values
         && name == MULTIPLICITY
     {
-        return match data {
-            ValueData::Int64(m) if m.iter().all(|&c| c >= 1) => check_names(specs, &[]),
+        let multiplicities = match source {
+            ValueSource::Data(ValueData::Int64(m)) => Some(m.as_slice()),
+            ValueSource::Data(_) => None,
+            ValueSource::Array(array) => array
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .map(|a| a.values().as_ref()),
+        };
+        return match multiplicities {
+            Some(m) if m.iter().all(|&c| c >= 1) => check_names(specs, &[]),
             _ => Err(Error::Invalid(
                 "bag multiplicities must be integers of at least 1".to_string(),
             )),
@@ -847,19 +988,22 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Vec<usi
     }
 }
 
-/// Value columns with their names, as [`Coo::values`] holds them.
-type NamedValues = Vec<(String, ValueData)>;
+/// Value columns with their names, as [`Tensor::from_columns`] takes them.
+type NamedValues = Vec<(String, ValueSource)>;
 
 /// Applies `order` and combines runs of equal coordinates; bags get their
 /// multiplicity column here.
 fn combine_duplicates(
     coords: Vec<Vec<i64>>,
-    values: Vec<(String, ValueData)>,
+    values: NamedValues,
     rows: usize,
     order: Option<&[usize]>,
 ) -> Result<(Vec<Vec<i64>>, NamedValues)> {
     let values = if values.is_empty() {
-        vec![(MULTIPLICITY.to_string(), ValueData::Int64(vec![1; rows]))]
+        vec![(
+            MULTIPLICITY.to_string(),
+            ValueSource::Data(ValueData::Int64(vec![1; rows])),
+        )]
     } else {
         values
     };
@@ -882,8 +1026,8 @@ fn combine_duplicates(
         .collect();
     let values = values
         .into_iter()
-        .map(|(name, data)| {
-            let combined = match data {
+        .map(|(name, source)| {
+            let combined = match source.into_data() {
                 ValueData::Boolean(v) => {
                     ValueData::Boolean(runs.iter().map(|run| run.iter().any(|&r| v[r])).collect())
                 }
@@ -906,7 +1050,7 @@ fn combine_duplicates(
                         .collect::<Result<_>>()?,
                 ),
             };
-            Ok((name, combined))
+            Ok((name, ValueSource::Data(combined)))
         })
         .collect::<Result<_>>()?;
     Ok((coords, values))
@@ -915,7 +1059,7 @@ fn combine_duplicates(
 fn build_batch(
     dims: &[Dimension],
     coords: Vec<Vec<i64>>,
-    values: Vec<(String, ValueData)>,
+    values: NamedValues,
 ) -> Result<RecordBatch> {
     let rows = coords
         .first()
@@ -930,13 +1074,9 @@ fn build_batch(
         .into_iter()
         .map(|c| Arc::new(Int64Array::from(c)) as ArrayRef)
         .collect();
-    for (name, data) in values {
-        fields.push(Field::new(&name, data.value_type().arrow_type(), false));
-        columns.push(match data {
-            ValueData::Boolean(v) => Arc::new(BooleanArray::from(v)) as ArrayRef,
-            ValueData::Int64(v) => Arc::new(Int64Array::from(v)),
-            ValueData::Float64(v) => Arc::new(Float64Array::from(v)),
-        });
+    for (name, source) in values {
+        fields.push(Field::new(&name, source.value_type().arrow_type(), false));
+        columns.push(source.into_array());
     }
     Ok(RecordBatch::try_new_with_options(
         Arc::new(Schema::new(fields)),
@@ -1076,6 +1216,46 @@ mod tests {
             value_data(&tensor.annotation_columns()[1]),
             ValueData::Boolean(vec![false, true])
         );
+    }
+
+    #[test]
+    fn arrays_of_increasing_entries_are_stored_without_a_copy() {
+        let dims = || vec![DimensionSpec::new("i", Some(4))];
+        let values: ArrayRef = Arc::new(Float64Array::from(vec![0.5, 2.0, 0.25]));
+        let address = |array: &ArrayRef| array.to_data().buffers()[0].as_ptr();
+        let kept = Tensor::from_columns(
+            dims(),
+            vec![vec![0, 1, 3]],
+            vec![("x".into(), ValueSource::Array(Arc::clone(&values)))],
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            address(&kept.annotation_columns()[0]),
+            address(&values),
+            "sorted entries keep the array"
+        );
+        let sorted = Tensor::from_columns(
+            dims(),
+            vec![vec![3, 0, 0]],
+            vec![("x".into(), ValueSource::Array(Arc::clone(&values)))],
+            None,
+        )
+        .unwrap();
+        assert_eq!(sorted.coords(0), &[0, 3]);
+        assert_eq!(
+            value_data(&sorted.annotation_columns()[0]),
+            ValueData::Float64(vec![2.25, 0.5])
+        );
+        let strings: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
+        let error = Tensor::from_columns(
+            dims(),
+            vec![vec![0]],
+            vec![("s".into(), ValueSource::Array(strings))],
+            None,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("value column 's' has type Utf8"));
     }
 
     #[test]
