@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use crate::bound::{BoundStatement, Relation};
 use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::progress::{Interrupt, NoProgress, ProgressSink};
@@ -155,8 +156,14 @@ impl Database {
     /// table is written to the directory before this returns. For loaders
     /// that build tensors directly (e.g. from [`crate::io::graph`]).
     pub fn create_table_from_tensor(&self, name: &str, tensor: Tensor) -> Result<()> {
-        let mut catalog = self.catalog.write().unwrap_or_else(PoisonError::into_inner);
-        catalog.put(name, Arc::new(tensor), false)
+        let session = Session::new(&self.catalog, &self.settings, &self.monitor, None);
+        session.run(BoundStatement::CreateTable {
+            name: name.to_string(),
+            source: Relation::Tensor(Arc::new(tensor)),
+            if_not_exists: false,
+            or_replace: false,
+        })?;
+        Ok(())
     }
 
     /// The table called `name`.
