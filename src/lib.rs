@@ -14,6 +14,7 @@
 //!   cost-based optimizer.
 //! - [`reference`]: the reference evaluator of the IR, the test oracle.
 //! - [`subgraph`]: subgraph-counting graph files as SQL and einsum queries.
+//! - [`emit`]: optimized plans as SQL for DuckDB, DataFusion and Spark.
 //! - [`exec`]: the planner and the worst-case-optimal-join executor that
 //!   runs IR programs over fibertree cursors.
 //! - [`Database`]: the public API that ties them together.
@@ -41,6 +42,7 @@ pub use error::{Error, Result};
 pub mod sql;
 
 pub mod einsum;
+pub mod emit;
 pub mod ir;
 pub mod optimizer;
 pub mod profile;

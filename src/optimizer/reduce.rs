@@ -65,6 +65,12 @@ pub struct Reduction {
     /// The entries the target's constants select (all of them without
     /// constants).
     pub of: usize,
+    /// The reduced input itself, as in the program before the reduction
+    /// (what [`crate::emit`] restricts with a semi-join).
+    pub target: Input,
+    /// The filters' inputs, each with one variable of `target`, in the
+    /// order of `filters`.
+    pub filter_inputs: Vec<Input>,
 }
 
 /// A stored input read through its terms, identified by the tensor object
@@ -480,6 +486,12 @@ impl Reducer {
                             .collect(),
                         kept: reduced.kept,
                         of: reduced.of,
+                        target: input.clone(),
+                        filter_inputs: by_term
+                            .iter()
+                            .flat_map(|fs| fs.iter())
+                            .map(|f| f.input.clone())
+                            .collect(),
                     });
                     Made {
                         tensor: TensorRef {
