@@ -327,13 +327,14 @@ fn subgraph_queries_lite_give_einsql_counts_on_duckdb_and_datafusion() {
             let text = to_einsum(&query, "count").expect("expressible");
             let label = format!("{name}/{}", file.file_name().unwrap_or_default().display());
             let emit = |dialect| explain_sql(&db, &text, dialect);
-            let (sql_duckdb, sql_datafusion) = match (emit(Dialect::DuckDb), emit(Dialect::DataFusion)) {
-                (Ok(a), Ok(b)) => (a, b),
-                (Err(e), _) | (_, Err(e)) => {
-                    failures.push(format!("{label}: {e}"));
-                    continue;
-                }
-            };
+            let (sql_duckdb, sql_datafusion) =
+                match (emit(Dialect::DuckDb), emit(Dialect::DataFusion)) {
+                    (Ok(a), Ok(b)) => (a, b),
+                    (Err(e), _) | (_, Err(e)) => {
+                        failures.push(format!("{label}: {e}"));
+                        continue;
+                    }
+                };
             db.execute(&text).expect("einsql counts");
             let result = db.execute("SELECT v FROM count").expect("count");
             let count = result.batches[0]
@@ -355,7 +356,13 @@ fn subgraph_queries_lite_give_einsql_counts_on_duckdb_and_datafusion() {
             });
         }
         failures.extend(run_peer(&python, "duckdb", dir.path(), &tables, &duckdb));
-        failures.extend(run_peer(&python, "datafusion", dir.path(), &tables, &datafusion));
+        failures.extend(run_peer(
+            &python,
+            "datafusion",
+            dir.path(),
+            &tables,
+            &datafusion,
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -1,7 +1,6 @@
 //! What differs between the SQL engines the emitter writes for: identifier
-//! quoting and reserved words, literals, function names, the aggregate
-//! that tests for any non-zero value, integer sums, ranges of coordinates
-//! and join hints.
+//! quoting and reserved words, literals, integer sums and ranges of
+//! coordinates (join hints are in [`super::relation`]).
 //!
 //! Integer semantics differ and are documented per dialect:
 //!
@@ -109,26 +108,6 @@ impl Dialect {
         }
     }
 
-    /// The function that computes `op` of its arguments, for the
-    /// operators written as calls in every dialect.
-    pub fn function(self, name: &str) -> &'static str {
-        match name {
-            "exp" => "exp",
-            "ln" => "ln",
-            "log" => "log10",
-            "sqrt" => "sqrt",
-            "abs" => "abs",
-            "power" => "power",
-            "greatest" => "greatest",
-            _ => "least",
-        }
-    }
-
-    /// Whether any of the booleans `arg` is true, as an aggregate.
-    pub fn any(self, arg: &str) -> String {
-        format!("bool_or({arg})")
-    }
-
     /// A sum of integers as a `BIGINT` (see the module documentation).
     pub fn integer_sum(self, sum: String) -> String {
         match self {
@@ -154,10 +133,9 @@ impl fmt::Display for Dialect {
     }
 }
 
-/// Words that are quoted as identifiers in every dialect: the union of the
-/// reserved words of DuckDB, DataFusion (sqlparser's) and Spark's ANSI mode
-/// that may plausibly name a table or column, plus `v`-like names are not
-/// reserved. Quoting a word that is not reserved is harmless.
+/// Words quoted as identifiers in every dialect: the reserved words of
+/// DuckDB, DataFusion (sqlparser's) and Spark's ANSI mode that may name a
+/// table or column. Quoting a word that is not reserved is harmless.
 const RESERVED: &[&str] = &[
     "all",
     "and",
@@ -263,7 +241,10 @@ mod tests {
 
     #[test]
     fn literals_keep_their_type() {
-        assert_eq!(Dialect::DuckDb.literal(Value::Float(0.5)), "CAST(0.5 AS DOUBLE)");
+        assert_eq!(
+            Dialect::DuckDb.literal(Value::Float(0.5)),
+            "CAST(0.5 AS DOUBLE)"
+        );
         assert_eq!(Dialect::Spark.literal(Value::Int(-3)), "-3");
         assert_eq!(
             Dialect::DataFusion.literal(Value::Float(f64::NEG_INFINITY)),

@@ -151,15 +151,16 @@ fn plan_ctes(optimized: &Optimized, dialect: Dialect) -> Result<(Vec<String>, Wr
             )));
         }
         let relation = writer.relation(&query.expr)?;
-        let domains = query
-            .indices
-            .iter()
-            .map(|i| {
-                writer.domains.get(i).copied().ok_or_else(|| {
-                    Error::Invalid(format!("index '{i}' does not index any tensor"))
+        let domains =
+            query
+                .indices
+                .iter()
+                .map(|i| {
+                    writer.domains.get(i).copied().ok_or_else(|| {
+                        Error::Invalid(format!("index '{i}' does not index any tensor"))
+                    })
                 })
-            })
-            .collect::<Result<Vec<Domain>>>()?;
+                .collect::<Result<Vec<Domain>>>()?;
         let columns: Vec<String> = query.indices.iter().map(|i| dialect.ident(i)).collect();
         let body = if query.indices.is_empty() {
             if matches!(query.expr, crate::ir::Expr::Agg { .. }) {
@@ -177,11 +178,7 @@ fn plan_ctes(optimized: &Optimized, dialect: Dialect) -> Result<(Vec<String>, Wr
         } else if relation.vars == query.indices {
             relation.sql
         } else {
-            format!(
-                "SELECT {}, v FROM ({}) r",
-                columns.join(", "),
-                relation.sql
-            )
+            format!("SELECT {}, v FROM ({}) r", columns.join(", "), relation.sql)
         };
         let mut name = query.name.clone();
         while taken.contains(&name.to_lowercase()) {

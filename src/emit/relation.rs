@@ -325,7 +325,7 @@ impl<'a> Writer<'a> {
         let mut items: Vec<String> = columns.to_vec();
         items.push(format!("{value} AS v"));
         sql.push_str(&items.join(", "));
-        sql.push_str(&self.from_where(block));
+        sql.push_str(&self.tables_clause(block));
         if !group.is_empty() {
             sql.push_str(&format!(" GROUP BY {}", group.join(", ")));
         }
@@ -333,7 +333,7 @@ impl<'a> Writer<'a> {
     }
 
     /// ` FROM ... JOIN ... WHERE ...` of `block`.
-    pub(super) fn from_where(&self, block: &Block) -> String {
+    pub(super) fn tables_clause(&self, block: &Block) -> String {
         let mut sql = String::new();
         for (n, item) in block.from.iter().enumerate() {
             let source = if item.source == item.alias {
@@ -351,10 +351,9 @@ impl<'a> Writer<'a> {
                     sql.push_str(&format!(" JOIN {source} ON {}", item.on.join(" AND ")))
                 }
                 (Join::Left, true) => sql.push_str(&format!(" LEFT JOIN {source} ON TRUE")),
-                (Join::Left, false) => sql.push_str(&format!(
-                    " LEFT JOIN {source} ON {}",
-                    item.on.join(" AND ")
-                )),
+                (Join::Left, false) => {
+                    sql.push_str(&format!(" LEFT JOIN {source} ON {}", item.on.join(" AND ")))
+                }
             }
         }
         let mut conditions = block.conditions.clone();
@@ -436,11 +435,12 @@ impl<'a> Writer<'a> {
                 .map(|n| n.to_string())
                 .map_err(|_| too_large("an aggregate over more than 2^63 assignments"))
         };
-        // How many assignments of each group have no row.
-        let missing = if copies == 1 {
-            format!("({} - COUNT(*))", int(total)?)
-        } else {
-            format!("({} - COUNT(*) * {})", int(total)?, int(copies)?)
+        // How many assignments of each group have no row; `None` when
+        // there are more than 2^63 (some always have none).
+        let missing = match (i64::try_from(total), copies) {
+            (Err(_), _) => None,
+            (Ok(total), 1) => Some(format!("({total} - COUNT(*))")),
+            (Ok(total), copies) => Some(format!("({total} - COUNT(*) * {})", int(copies)?)),
         };
         let x = &value.sql;
         let times = |sum: String| -> Result<String> {
@@ -459,6 +459,9 @@ impl<'a> Writer<'a> {
                 };
                 let mut sum = times(format!("SUM({term})"))?;
                 if !lifted.is_zero() {
+                    let missing = missing.ok_or_else(|| {
+                        too_large("a sum of a non-zero fill over more than 2^63 assignments")
+                    })?;
                     sum = format!(
                         "{sum} + {} * {missing}",
                         self.dialect.literal(lifted.cast(ty))
@@ -472,10 +475,10 @@ impl<'a> Writer<'a> {
             }
             AggOp::Any => {
                 let any = format!("bool_or({})", truth(&value));
-                if lifted.is_zero() {
-                    any
-                } else {
-                    format!("({any} OR {missing} > 0)")
+                match (lifted.is_zero(), missing) {
+                    (true, _) => any,
+                    (false, None) => "TRUE".to_string(),
+                    (false, Some(missing)) => format!("({any} OR {missing} > 0)"),
                 }
             }
             AggOp::Max | AggOp::Min => {
@@ -485,10 +488,13 @@ impl<'a> Writer<'a> {
                 } else {
                     "least"
                 };
-                format!(
-                    "CASE WHEN {missing} > 0 THEN {pick}({name}({x}), {}) ELSE {name}({x}) END",
-                    self.dialect.literal(lifted.cast(ty))
-                )
+                let fill = self.dialect.literal(lifted.cast(ty));
+                match missing {
+                    Some(missing) => format!(
+                        "CASE WHEN {missing} > 0 THEN {pick}({name}({x}), {fill}) ELSE {name}({x}) END"
+                    ),
+                    None => format!("{pick}({name}({x}), {fill})"),
+                }
             }
         };
         let agg_fill = self.fill(expr)?;
@@ -660,13 +666,7 @@ impl<'a> Writer<'a> {
             }
             let on: Vec<String> = vars
                 .iter()
-                .map(|v| {
-                    format!(
-                        "{} = {alias}.{}",
-                        key(v, &parts[..n]),
-                        self.ident(v)
-                    )
-                })
+                .map(|v| format!("{} = {alias}.{}", key(v, &parts[..n]), self.ident(v)))
                 .collect();
             let on = if on.is_empty() {
                 "TRUE".to_string()
@@ -717,10 +717,7 @@ impl<'a> Writer<'a> {
         Ok(Scalar::value(
             match join {
                 Join::Inner => value,
-                Join::Left => format!(
-                    "COALESCE({value}, {})",
-                    self.dialect.literal(relation.fill)
-                ),
+                Join::Left => format!("COALESCE({value}, {})", self.dialect.literal(relation.fill)),
             },
             relation.ty,
         ))
@@ -753,7 +750,10 @@ impl<'a> Writer<'a> {
         Ok(Scalar::value(
             match join {
                 Join::Inner => value,
-                Join::Left => format!("COALESCE({value}, {})", self.dialect.literal(Value::zero(result.ty))),
+                Join::Left => format!(
+                    "COALESCE({value}, {})",
+                    self.dialect.literal(Value::zero(result.ty))
+                ),
             },
             result.ty,
         ))
@@ -849,7 +849,10 @@ impl<'a> Writer<'a> {
         Ok(Scalar::value(
             match join {
                 Join::Inner => value,
-                Join::Left => format!("COALESCE({value}, {})", self.dialect.literal(Value::zero(ty))),
+                Join::Left => format!(
+                    "COALESCE({value}, {})",
+                    self.dialect.literal(Value::zero(ty))
+                ),
             },
             ty,
         ))
@@ -936,11 +939,8 @@ impl<'a> Writer<'a> {
         let sql = match op {
             Mul => {
                 // Factors of 1 (a keyed table's row count) drop out.
-                let factors: Vec<String> = args
-                    .iter()
-                    .filter(|a| a.sql != "1")
-                    .map(number)
-                    .collect();
+                let factors: Vec<String> =
+                    args.iter().filter(|a| a.sql != "1").map(number).collect();
                 match &factors[..] {
                     [] => "1".to_string(),
                     [one] => one.clone(),
@@ -952,7 +952,8 @@ impl<'a> Writer<'a> {
             Neg => format!("(- {})", number(&args[0])),
             Eq | Ne | Lt | Le | Gt | Ge => {
                 let mixed = args.iter().any(|a| a.ty != args[0].ty);
-                let f: &dyn Fn(&Scalar) -> String = if mixed { &number } else { &|a| a.sql.clone() };
+                let f: &dyn Fn(&Scalar) -> String =
+                    if mixed { &number } else { &|a| a.sql.clone() };
                 infix(op.symbol().unwrap_or("="), f)
             }
             And => infix("AND", &truth),
@@ -1018,11 +1019,7 @@ fn has_table(expr: &Expr) -> bool {
 
 /// The estimated rows of a block: its largest factor's (NaN if unknown).
 fn block_estimate(block: &Block) -> f64 {
-    block
-        .from
-        .iter()
-        .map(|f| f.rows)
-        .fold(f64::NAN, f64::max)
+    block.from.iter().map(|f| f.rows).fold(f64::NAN, f64::max)
 }
 
 fn dense(var: &str) -> Error {

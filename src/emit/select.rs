@@ -104,7 +104,11 @@ pub enum OrderSource {
 ///
 /// Errors: the optimizer's; [`Error::NotSupported`] for a `SELECT`
 /// without aggregates and for plans whose SQL would not be exact.
-pub fn emit_select(plan: &Assembly, options: &OptimizerOptions, dialect: Dialect) -> Result<String> {
+pub fn emit_select(
+    plan: &Assembly,
+    options: &OptimizerOptions,
+    dialect: Dialect,
+) -> Result<String> {
     let optimized = crate::optimizer::optimize(&plan.program, options)?;
     let (ctes, mut writer) = plan_ctes(&optimized, dialect)?;
     writer.domains.clear();
@@ -113,13 +117,9 @@ pub fn emit_select(plan: &Assembly, options: &OptimizerOptions, dialect: Dialect
     }
     let mut block = Block::default();
     let count = match &plan.rows {
-        Rows::Entries {
-            repeat: true,
-            ..
-        } => {
+        Rows::Entries { repeat: true, .. } => {
             return Err(Error::NotSupported(
-                "SQL for a SELECT without aggregates (its rows repeat by multiplicity)"
-                    .to_string(),
+                "SQL for a SELECT without aggregates (its rows repeat by multiplicity)".to_string(),
             ));
         }
         Rows::Entries { query, vars, .. } => {
@@ -128,15 +128,10 @@ pub fn emit_select(plan: &Assembly, options: &OptimizerOptions, dialect: Dialect
             block.conditions.push(nonzero(&rows.sql, rows.ty));
             None
         }
-        Rows::One { count: Some(query) } => {
-            Some(read(&mut writer, &mut block, query)?)
-        }
+        Rows::One { count: Some(query) } => Some(read(&mut writer, &mut block, query)?),
         Rows::One { count: None } => None,
     };
-    let item_sql = |writer: &mut Writer<'_>,
-                        block: &mut Block,
-                        item: &Item|
-     -> Result<String> {
+    let item_sql = |writer: &mut Writer<'_>, block: &mut Block, item: &Item| -> Result<String> {
         Ok(match item {
             Item::Pointwise {
                 text: Some(text), ..
@@ -148,7 +143,10 @@ pub fn emit_select(plan: &Assembly, options: &OptimizerOptions, dialect: Dialect
                 let value = read(writer, block, query)?;
                 match (&count, nullable) {
                     (Some(count), true) => {
-                        format!("CASE WHEN {} = 0 THEN NULL ELSE {} END", count.sql, value.sql)
+                        format!(
+                            "CASE WHEN {} = 0 THEN NULL ELSE {} END",
+                            count.sql, value.sql
+                        )
                     }
                     _ => value.sql,
                 }
@@ -178,7 +176,7 @@ pub fn emit_select(plan: &Assembly, options: &OptimizerOptions, dialect: Dialect
     let mut sql = format!(
         "SELECT {distinct}{}{}",
         columns.join(", "),
-        writer.from_where(&block)
+        writer.tables_clause(&block)
     );
     if !order.is_empty() {
         sql.push_str(&format!(" ORDER BY {}", order.join(", ")));
