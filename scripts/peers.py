@@ -176,6 +176,7 @@ def spark_runner(job):
         .config("spark.driver.memory", job.get("memory_limit", "4g").lower().replace("gb", "g"))
         .config("spark.sql.shuffle.partitions", str(threads))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -366,3 +366,82 @@ fn subgraph_queries_lite_give_einsql_counts_on_duckdb_and_datafusion() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The assembly of a grouped SQL query with string keys, as the SQL
+/// front-end lowers `SELECT region, SUM(amount) AS total, COUNT(*) AS n
+/// FROM sales GROUP BY region ORDER BY total DESC`: the groups of `#rows`,
+/// each column read off its query or the row.
+#[test]
+fn grouped_select_with_string_keys_assembles_its_rows() {
+    use einsql::emit::{Assembly, Item, OrderKey, OrderSource, Rows, emit_select};
+    use einsql::ir::Expr;
+    use einsql::optimizer::OptimizerOptions;
+    use einsql::storage::catalog::Catalog;
+
+    let db = Database::open_in_memory();
+    db.execute_all(
+        "CREATE TABLE sales (region VARCHAR, product VARCHAR, amount DOUBLE, \
+         PRIMARY KEY (region, product));
+         INSERT INTO sales VALUES ('north', 'apple', 3.0), ('north', 'pear', 1.5), \
+         ('south', 'apple', 2.0), ('east', 'pear', 10.0);",
+    )
+    .expect("tables");
+    let mut catalog = Catalog::in_memory();
+    catalog
+        .put("sales", db.table("sales").expect("sales"), false)
+        .expect("catalog");
+    let program = einsql::einsum::compile(
+        "\"#rows\"[region] = SUM(product) sales.*[region, product];
+         total[region] = SUM(product) sales.amount[region, product];",
+        &catalog,
+    )
+    .expect("program");
+    let assembly = Assembly {
+        program,
+        rows: Rows::Entries {
+            query: "#rows".to_string(),
+            vars: vec!["region".to_string()],
+            repeat: false,
+        },
+        columns: vec![
+            (
+                "region".to_string(),
+                Item::Pointwise {
+                    expr: Expr::Index("region".to_string()),
+                    text: None,
+                },
+            ),
+            (
+                "total".to_string(),
+                Item::Result {
+                    query: "total".to_string(),
+                    nullable: false,
+                },
+            ),
+            (
+                "n".to_string(),
+                Item::Result {
+                    query: "#rows".to_string(),
+                    nullable: false,
+                },
+            ),
+        ],
+        having: None,
+        order: vec![OrderKey {
+            source: OrderSource::Column(1),
+            descending: true,
+            nulls_first: false,
+        }],
+        distinct: false,
+        limit: Some(10),
+        offset: 0,
+    };
+    let sql = emit_select(&assembly, &OptimizerOptions::default(), Dialect::DuckDb).expect("emits");
+    let expected = "WITH
+\"#rows\" AS (SELECT t1.region AS region, CAST(SUM(1) AS BIGINT) AS v FROM sales t1 GROUP BY t1.region),
+total AS (SELECT t2.region AS region, SUM(t2.amount) AS v FROM sales t2 GROUP BY t2.region)
+SELECT t3.region AS region, COALESCE(t4.v, CAST(0.0 AS DOUBLE)) AS total, COALESCE(t5.v, 0) AS n \
+FROM \"#rows\" t3 LEFT JOIN total t4 ON t3.region = t4.region LEFT JOIN \"#rows\" t5 ON t3.region = t5.region \
+WHERE t3.v <> 0 ORDER BY 2 DESC NULLS LAST LIMIT 10";
+    assert_eq!(sql, expected);
+}

@@ -7,9 +7,10 @@
 //! - **DuckDB** raises an error on `BIGINT` overflow in `+`, `-` and `*`,
 //!   and sums `BIGINT` into `HUGEINT`; the emitted `CAST(SUM(...) AS
 //!   BIGINT)` raises an error where the sum does not fit, as einsql does.
-//! - **DataFusion** sums `BIGINT` into `BIGINT`; its arithmetic overflow
-//!   behaviour is that of the version run (see `docs/benchmarks-scaleout.md`
-//!   for what the peer tests observed).
+//! - **DataFusion** sums `BIGINT` into `BIGINT` and wraps around on
+//!   overflow, silently, in `+`, `*` and `SUM` (observed with the Python
+//!   package 55.0.0: `SUM` of 2^62 and 2^62 gives -2^63): where einsql
+//!   reports an overflow, DataFusion's answer is wrong.
 //! - **Spark** with `spark.sql.ansi.enabled = false` (the default before
 //!   Spark 4) wraps `BIGINT` arithmetic and sums around silently; with ANSI
 //!   mode on (the default from Spark 4) it raises an error, as einsql does.

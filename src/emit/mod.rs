@@ -24,9 +24,9 @@
 //!
 //! The statement-level entries: [`emit_program`] takes a bound IR program
 //! and optimizer options (what the einsum front-end produces),
-//! [`emit_select`] a lowered SQL `SELECT` (it adds the assembly of the
-//! result's rows), and [`explain_sql`] a statement's text against a
-//! [`Database`].
+//! [`emit_select`] a lowered SQL `SELECT` as an [`Assembly`] (it adds the
+//! assembly of the result's rows), and [`explain_sql`] an einsum
+//! statement's text against a [`Database`].
 
 pub mod dialect;
 pub mod relation;
@@ -80,12 +80,14 @@ pub fn emit_program(
     emit_sql(&optimized, dialect)
 }
 
-/// The SQL of one statement of `db` (an einsum statement or a SQL
-/// `SELECT`), optimized with the database's settings, in `dialect`.
-/// Nothing runs and nothing is stored.
+/// The SQL of one einsum statement against the tables of `db`, optimized
+/// with the database's settings, in `dialect`. Nothing runs and nothing is
+/// stored. (A SQL `SELECT` goes through [`emit_select`], which needs the
+/// SQL front-end's lowering: the database's `EXPLAIN (FORMAT sql)` path.)
 ///
-/// Errors: a text that is not exactly one einsum statement or one
-/// `SELECT`; the front-ends' errors; [`emit_sql`]'s.
+/// Errors: a text that is not exactly one einsum statement
+/// ([`Error::NotSupported`] for SQL); the front-end's errors;
+/// [`emit_sql`]'s.
 pub fn explain_sql(db: &Database, statement: &str, dialect: Dialect) -> Result<String> {
     let mut catalog = Catalog::in_memory();
     for name in db.table_names() {
@@ -107,7 +109,8 @@ pub fn explain_sql(db: &Database, statement: &str, dialect: Dialect) -> Result<S
         return emit_program(&program, &options, dialect);
     }
     Err(Error::NotSupported(
-        "SQL for a SQL statement through this call (lower it and call emit_select)".to_string(),
+        "SQL for a SQL statement through emit::explain_sql (use EXPLAIN (FORMAT sql) ...)"
+            .to_string(),
     ))
 }
 
