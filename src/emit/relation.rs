@@ -566,12 +566,23 @@ impl<'a> Writer<'a> {
             .iter()
             .all(|v| block.column(v).is_some());
         if annihilating.iter().any(|a| *a) {
-            // The support is within the join of the annihilating factors.
+            // The support is within the join of the annihilating factors,
+            // joined in an order where each shares an index with those
+            // before it when one does (no cross join an engine that keeps
+            // the written order would run, as Spark without statistics).
             let raw = raw_bags && op == ScalarOp::Mul;
-            for (n, arg) in args.iter().enumerate() {
-                if annihilating[n] && has_table(arg) {
-                    values[n] = Some(self.inline(arg, block, raw)?);
-                }
+            let mut pending: Vec<usize> = (0..args.len())
+                .filter(|&n| annihilating[n] && has_table(&args[n]))
+                .collect();
+            while !pending.is_empty() {
+                let connected = pending.iter().position(|&n| {
+                    args[n]
+                        .free_indices()
+                        .iter()
+                        .any(|v| block.column(v).is_some())
+                });
+                let n = pending.remove(connected.unwrap_or(0));
+                values[n] = Some(self.inline(&args[n], block, raw)?);
             }
         } else if !all_bound {
             let tables: Vec<usize> = (0..args.len()).filter(|&n| has_table(&args[n])).collect();
