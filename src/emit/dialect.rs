@@ -11,11 +11,11 @@
 //!   overflow, silently, in `+`, `*` and `SUM` (observed with the Python
 //!   package 55.0.0: `SUM` of 2^62 and 2^62 gives -2^63): where einsql
 //!   reports an overflow, DataFusion's answer is wrong.
-//! - **Spark** with `spark.sql.ansi.enabled = false` (the default before
-//!   Spark 4) wraps `BIGINT` arithmetic and sums around silently; with ANSI
-//!   mode on (the default from Spark 4) it raises an error, as einsql does.
-//!   `scripts/run-on spark` runs with Spark's default and records the
-//!   setting.
+//! - **Spark** 4 (ANSI mode, its default) raises `ARITHMETIC_OVERFLOW`
+//!   in `+`, `*` and `SUM`, as einsql does; with
+//!   `spark.sql.ansi.enabled = false` (the default before Spark 4) it wraps
+//!   around silently (observed with pyspark 4.3.0: `SUM` of 2^62 and 2^62
+//!   gives -2^63 without ANSI, an error with it).
 
 use std::fmt;
 
