@@ -40,7 +40,7 @@ pub use select::{Assembly, Item, OrderKey, OrderSource, Rows, emit_select};
 use crate::Database;
 use crate::error::{Error, Result};
 use crate::ir::{IndexTerm, Program};
-use crate::optimizer::{Optimized, OptimizerOptions, Reduction};
+use crate::optimizer::{KeyConstant, Optimized, OptimizerOptions, Reduction};
 use crate::storage::ValueType;
 use crate::storage::catalog::Catalog;
 use relation::{Computed, DENSE_LIMIT, Domain, Writer};
@@ -215,8 +215,8 @@ fn table_names(optimized: &Optimized) -> HashSet<String> {
     }
     for reduction in &optimized.reductions {
         names.insert(reduction.target.tensor.name.to_lowercase());
-        for filter in &reduction.filter_inputs {
-            names.insert(filter.tensor.name.to_lowercase());
+        for filter in &reduction.filter_columns {
+            names.insert(filter.table.to_lowercase());
         }
     }
     names
@@ -235,30 +235,29 @@ fn semi_join(reduction: &Reduction, dialect: Dialect) -> Result<String> {
                 conditions.push(format!("{column} = {}", constant(dim, *c, dialect)?))
             }
             IndexTerm::Var(var) => {
-                for filter in &reduction.filter_inputs {
-                    let ftensor = &filter.tensor.tensor;
-                    let mut selected = None;
-                    let mut filter_conditions = Vec::new();
-                    for (fterm, fdim) in filter.indices.iter().zip(ftensor.dims()) {
-                        match fterm {
-                            IndexTerm::Var(v) if v == var => {
-                                selected = Some(dialect.ident(&fdim.name))
-                            }
-                            IndexTerm::Var(_) => {}
-                            IndexTerm::Const(c) => filter_conditions.push(format!(
-                                "{} = {}",
-                                dialect.ident(&fdim.name),
-                                constant(fdim, *c, dialect)?
-                            )),
-                        }
-                    }
-                    let Some(selected) = selected else { continue };
+                for filter in reduction
+                    .filter_columns
+                    .iter()
+                    .filter(|f| f.variable == *var)
+                {
                     let mut sub = format!(
-                        "SELECT {selected} FROM {}",
-                        dialect.ident(&filter.tensor.name)
+                        "SELECT {} FROM {}",
+                        dialect.ident(&filter.column),
+                        dialect.ident(&filter.table)
                     );
-                    if !filter_conditions.is_empty() {
-                        sub.push_str(&format!(" WHERE {}", filter_conditions.join(" AND ")));
+                    let selected: Vec<String> = filter
+                        .constants
+                        .iter()
+                        .map(|(column, key)| {
+                            let key = match key {
+                                KeyConstant::Coordinate(c) => c.to_string(),
+                                KeyConstant::String(s) => dialect.string(s),
+                            };
+                            format!("{} = {key}", dialect.ident(column))
+                        })
+                        .collect();
+                    if !selected.is_empty() {
+                        sub.push_str(&format!(" WHERE {}", selected.join(" AND ")));
                     }
                     conditions.push(format!("{column} IN ({sub})"));
                 }

@@ -82,7 +82,7 @@ pub use estimate::{
     AliasSource, Aliases, Leaf, SparsityEstimator, estimate_expr, estimate_nnz, estimate_with_fill,
 };
 pub use logical::Search;
-pub use reduce::Reduction;
+pub use reduce::{FilterColumn, KeyConstant, Reduction};
 pub use uniform::{UniformEstimator, UniformStats};
 
 use crate::error::Result;
