@@ -10,7 +10,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::bound::{BoundStatement, Relation};
 use crate::catalog::Catalog;
-use crate::error::Result;
+use crate::emit::{Dialect, emit_program};
+use crate::error::{Error, Result};
 use crate::progress::{Interrupt, NoProgress, ProgressSink};
 use crate::session::{Profile, ProfileLog, QueryResult, Session, Settings, parse_script};
 use crate::storage::Tensor;
@@ -164,6 +165,33 @@ impl Database {
             or_replace: false,
         })?;
         Ok(())
+    }
+
+    /// The optimized plan of the one einsum statement `text` as SQL for
+    /// another engine (see [`crate::emit`]), with this database's tables
+    /// and settings. Nothing runs and nothing is stored.
+    ///
+    /// Errors: a text that is not one statement; a SQL statement
+    /// ([`Error::NotSupported`](crate::Error::NotSupported): only tensor
+    /// index notation is emitted yet); binding errors; the emitter's.
+    pub fn explain_sql(&self, text: &str, dialect: Dialect) -> Result<String> {
+        let session = Session::new(&self.catalog, &self.settings, &self.monitor, None);
+        let statements = parse_script(text)?;
+        let [statement] = statements.as_slice() else {
+            return Err(Error::NotSupported(format!(
+                "SQL for {} statements at once (one einsum statement)",
+                statements.len()
+            )));
+        };
+        match session.bind(statement)? {
+            BoundStatement::Assign(program) => {
+                emit_program(&program, &self.settings.optimizer_options(), dialect)
+            }
+            other => Err(Error::NotSupported(format!(
+                "SQL for {} statements (only tensor index notation is emitted yet)",
+                other.kind()
+            ))),
+        }
     }
 
     /// The table called `name`.

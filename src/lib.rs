@@ -18,6 +18,7 @@
 //! - [`reference`]: the reference evaluator of the IR, the test oracle.
 //! - [`optimizer`]: the cost-based optimizer (sparsity estimation, logical
 //!   and physical planning).
+//! - [`emit`]: optimized plans as SQL for DuckDB, DataFusion and Spark.
 //! - [`bound`]: bound statements, what the front-ends hand the session.
 //! - [`sql`]: the SQL front-end (statements bound against the catalog).
 //! - [`einsum`]: the tensor-index-notation front-end (statements to IR).
@@ -44,6 +45,7 @@ pub mod catalog;
 mod database;
 pub mod durable;
 pub mod einsum;
+pub mod emit;
 pub mod error;
 pub mod exec;
 pub mod io;

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["ir"],
     &["exec", "reference"],
     &["optimizer"],
-    &["bound"],
+    &["bound", "emit"],
     &["sql", "einsum"],
     &["session"],
     &["database"],

@@ -95,7 +95,7 @@ pub use estimate::{
 };
 pub use logical::Search;
 pub use phase::{Phase, PhaseSet, PhaseTime};
-pub use reduce::Reduction;
+pub use reduce::{FilterColumn, KeyConstant, Reduction};
 pub use uniform::{UniformEstimator, UniformStats};
 
 use crate::error::Result;

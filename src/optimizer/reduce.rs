@@ -64,6 +64,63 @@ pub struct Reduction {
     /// The entries the target's constants select (all of them without
     /// constants).
     pub of: usize,
+    /// The reduced input itself, as in the program before the reduction
+    /// (what [`crate::emit`] restricts with a semi-join).
+    pub target: Input,
+    /// The filters' columns, in the order of `filters` (described, not
+    /// held: a reduction keeps no filter tensor alive).
+    pub filter_columns: Vec<FilterColumn>,
+}
+
+/// The column of a filter table that selects coordinates of a variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FilterColumn {
+    /// The filter's table.
+    pub table: String,
+    /// The variable it filters.
+    pub variable: String,
+    /// The table's column that holds the variable's coordinates.
+    pub column: String,
+    /// The filter's constant terms: column and key (its string for a
+    /// string key).
+    pub constants: Vec<(String, KeyConstant)>,
+}
+
+/// A constant coordinate of a key column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyConstant {
+    /// An integer coordinate.
+    Coordinate(i64),
+    /// The string a dictionary-coded coordinate stands for.
+    String(String),
+}
+
+impl FilterColumn {
+    /// The description of `input`'s column for `variable`, if it has one.
+    fn of(input: &Input, variable: &str) -> Option<FilterColumn> {
+        let dims = input.tensor.tensor.dims();
+        let mut column = None;
+        let mut constants = Vec::new();
+        for (term, dim) in input.indices.iter().zip(dims) {
+            match term {
+                IndexTerm::Var(v) if v == variable => column = Some(dim.name.clone()),
+                IndexTerm::Var(_) => {}
+                IndexTerm::Const(c) => {
+                    let key = match &dim.dictionary {
+                        Some(d) => KeyConstant::String(d.string(*c)?.to_string()),
+                        None => KeyConstant::Coordinate(*c),
+                    };
+                    constants.push((dim.name.clone(), key));
+                }
+            }
+        }
+        Some(FilterColumn {
+            table: input.tensor.name.clone(),
+            variable: variable.to_string(),
+            column: column?,
+            constants,
+        })
+    }
 }
 
 /// A stored input read through its terms, identified by the tensor object
@@ -525,6 +582,13 @@ impl Reducer {
                             .collect(),
                         kept: reduced.kept,
                         of: reduced.of,
+                        target: input.clone(),
+                        filter_columns: by_term
+                            .iter()
+                            .zip(vars.iter())
+                            .flat_map(|(fs, v)| fs.iter().map(move |f| (f, v)))
+                            .filter_map(|(f, v)| FilterColumn::of(f.input, (*v)?))
+                            .collect(),
                     });
                     Made {
                         tensor: TensorRef {

@@ -91,7 +91,7 @@ fn target_columns(table: &Tensor, columns: &[String]) -> Result<Vec<ColumnRef>> 
         let target = all
             .iter()
             .copied()
-            .find(|&c| table.column_name(c).eq_ignore_ascii_case(&name))
+            .find(|&c| table.column_name(c).eq_ignore_ascii_case(name))
             .ok_or_else(|| {
                 Error::unknown("Column", name, all.iter().map(|&c| table.column_name(c)))
             })?;
