@@ -145,7 +145,7 @@ impl Database {
     }
 
     fn execute_logged(&self, text: &str, log: Option<&ProfileLog>) -> Result<Vec<QueryResult>> {
-        let session = Session::new(&self.catalog, &self.settings, &self.monitor, log);
+        let session = self.session(log);
         parse_script(text)?
             .iter()
             .map(|statement| session.execute(statement))
@@ -157,7 +157,7 @@ impl Database {
     /// table is written to the directory before this returns. For loaders
     /// that build tensors directly (e.g. from [`crate::io::graph`]).
     pub fn create_table_from_tensor(&self, name: &str, tensor: Tensor) -> Result<()> {
-        let session = Session::new(&self.catalog, &self.settings, &self.monitor, None);
+        let session = self.session(None);
         session.run(BoundStatement::CreateTable {
             name: name.to_string(),
             source: Relation::Tensor(Arc::new(tensor)),
@@ -175,7 +175,7 @@ impl Database {
     /// ([`Error::NotSupported`](crate::Error::NotSupported): only tensor
     /// index notation is emitted yet); binding errors; the emitter's.
     pub fn explain_sql(&self, text: &str, dialect: Dialect) -> Result<String> {
-        let session = Session::new(&self.catalog, &self.settings, &self.monitor, None);
+        let session = self.session(None);
         let statements = parse_script(text)?;
         let [statement] = statements.as_slice() else {
             return Err(Error::NotSupported(format!(
@@ -207,6 +207,12 @@ impl Database {
     /// Whether changes are kept in a directory.
     pub fn is_persistent(&self) -> bool {
         self.read_catalog().is_persistent()
+    }
+
+    /// A session over this database's catalog and settings, recording
+    /// evaluated programs in `log` if given.
+    fn session<'a>(&'a self, log: Option<&'a ProfileLog>) -> Session<'a> {
+        Session::new(&self.catalog, &self.settings, &self.monitor, log)
     }
 
     fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Catalog> {
