@@ -11,14 +11,15 @@
 //! - `DATA`: an einsql database directory (opened, never changed: its
 //!   tables are copied into memory), or a subgraph data graph (`*.graph`,
 //!   stored as the bags `edges` and `labels`).
-//! - `STATEMENT`: one einsum statement, or a subgraph query graph
+//! - `STATEMENT`: one einsum statement or SQL query, or a subgraph query graph
 //!   (`*.graph`, counted into `count`), or `@FILE` with either, or a
 //!   folder of query graphs (one case each, with einsql's counts).
 //! - `--naive`: run the naive SQL of a subgraph query (one join of every
 //!   edge and label row, `subgraph::to_sql`) instead of the emitted plan.
 //!
 //! `OUT_DIR/job.json` then lists the tables, the SQL and the expected
-//! answer (`OUT_DIR/expected.parquet`).
+//! answer (`OUT_DIR/expected.parquet`: a query's rows, written with `COPY
+//! (query) TO`, which refuses NULLs; an einsum statement's stored result).
 
 use std::path::{Path, PathBuf};
 
@@ -97,7 +98,7 @@ fn main() -> Result<()> {
             }
             None => statement.clone(),
         };
-        let (einsum, naive_sql) = if text.trim_end().ends_with(".graph") {
+        let (text, naive_sql) = if text.trim_end().ends_with(".graph") {
             let query = QueryGraph::read(text.trim())?;
             (to_einsum(&query, "count")?, Some(to_sql(&query)?))
         } else {
@@ -110,27 +111,36 @@ fn main() -> Result<()> {
                     "--naive needs a subgraph query graph".to_string(),
                 ));
             }
-            (false, _) => db.explain_sql(&einsum, dialect)?,
+            (false, _) => db.explain_sql(&text, dialect)?,
         };
         std::fs::write(out.join("query.sql"), format!("{sql};\n"))
             .map_err(|e| Error::io(out.join("query.sql"), e))?;
-        // einsql's answer: the statement's stored result.
+        // einsql's answer: a query's rows, or the statement's stored result.
+        let expected = out.join("expected.parquet");
         let started = std::time::Instant::now();
-        db.execute(&einsum)?;
+        let copy = if is_query(&text)? {
+            format!(
+                "COPY ({}) TO '{}'",
+                text.trim().trim_end_matches(';'),
+                expected.display()
+            )
+        } else {
+            db.execute(&text)?;
+            let name = text
+                .split(['[', '=', ' '])
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            format!("COPY \"{name}\" TO '{}'", expected.display())
+        };
+        db.execute(&copy)?;
         eprintln!(
-            "einsql: {:.6} s (executor, in memory)",
+            "einsql: {:.6} s (executor and COPY, in memory)",
             started.elapsed().as_secs_f64()
         );
-        let name = einsum
-            .split(['[', '=', ' '])
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_string();
-        let expected = out.join("expected.parquet");
-        db.execute(&format!("COPY \"{name}\" TO '{}'", expected.display()))?;
         cases.push(serde_json::json!({
-            "name": einsum.trim(), "sql": sql, "expected": expected.display().to_string()
+            "name": text.trim(), "sql": sql, "expected": expected.display().to_string()
         }));
     }
     let job = serde_json::json!({
@@ -145,4 +155,14 @@ fn main() -> Result<()> {
     std::fs::write(out.join("job.json"), job.to_string())
         .map_err(|e| Error::io(out.join("job.json"), e))?;
     Ok(())
+}
+
+/// Whether `text` is one SQL statement (a query) rather than tensor index
+/// notation.
+fn is_query(text: &str) -> Result<bool> {
+    let statements = einsql::session::parse_script(text)?;
+    Ok(matches!(
+        statements.as_slice(),
+        [einsql::session::Statement::Sql(_)]
+    ))
 }

@@ -15,9 +15,11 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 
+use crate::emit::Dialect;
 use crate::error::Result;
 use crate::io::{FileFormat, FileLoad};
 use crate::ir::Program;
+use crate::optimizer::OptimizerOptions;
 use crate::storage::Tensor;
 
 /// One statement, bound.
@@ -146,6 +148,15 @@ pub trait Assemble: Send + Sync {
     fn tensor(&self, results: &Results) -> Result<Tensor>;
     /// How the rows are assembled, as `EXPLAIN` lines.
     fn describe(&self) -> Vec<String>;
+    /// The query as SQL for another engine ([`crate::emit`]): `program`
+    /// (the query's) optimized with `options`, then the assembly of the
+    /// rows as the last `SELECT`.
+    fn sql(
+        &self,
+        program: &Program,
+        options: &OptimizerOptions,
+        dialect: Dialect,
+    ) -> Result<String>;
 }
 
 /// New rows for a table.

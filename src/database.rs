@@ -10,9 +10,10 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::bound::{BoundStatement, Relation};
 use crate::catalog::Catalog;
-use crate::emit::{Dialect, emit_program};
+use crate::emit::Dialect;
 use crate::error::{Error, Result};
 use crate::progress::{Interrupt, NoProgress, ProgressSink};
+use crate::session::explain::emitted_sql;
 use crate::session::{Profile, ProfileLog, QueryResult, Session, Settings, parse_script};
 use crate::storage::Tensor;
 
@@ -167,31 +168,25 @@ impl Database {
         Ok(())
     }
 
-    /// The optimized plan of the one einsum statement `text` as SQL for
-    /// another engine (see [`crate::emit`]), with this database's tables
-    /// and settings. Nothing runs and nothing is stored.
+    /// The optimized plan of the one statement `text` (a query or an
+    /// einsum statement) as SQL for another engine (see [`crate::emit`]),
+    /// with this database's tables and settings: what `EXPLAIN (FORMAT
+    /// sql, DIALECT d) text` shows, as one string. Nothing is stored.
     ///
-    /// Errors: a text that is not one statement; a SQL statement
-    /// ([`Error::NotSupported`](crate::Error::NotSupported): only tensor
-    /// index notation is emitted yet); binding errors; the emitter's.
+    /// Errors: a text that is not one statement; statements other than
+    /// queries and tensor index notation
+    /// ([`Error::NotSupported`](crate::Error::NotSupported)); binding
+    /// errors; the emitter's.
     pub fn explain_sql(&self, text: &str, dialect: Dialect) -> Result<String> {
         let session = self.session(None);
         let statements = parse_script(text)?;
         let [statement] = statements.as_slice() else {
             return Err(Error::NotSupported(format!(
-                "SQL for {} statements at once (one einsum statement)",
+                "SQL for {} statements at once (one statement)",
                 statements.len()
             )));
         };
-        match session.bind(statement)? {
-            BoundStatement::Assign(program) => {
-                emit_program(&program, &self.settings.optimizer_options(), dialect)
-            }
-            other => Err(Error::NotSupported(format!(
-                "SQL for {} statements (only tensor index notation is emitted yet)",
-                other.kind()
-            ))),
-        }
+        emitted_sql(&session, session.bind(statement)?, dialect)
     }
 
     /// The table called `name`.

@@ -148,25 +148,68 @@ fn emitted_sql_matches_the_golden_files() {
 /// The Python with the peer engines, or `None` after saying why the peer
 /// test skips.
 fn peers_python() -> Option<PathBuf> {
+    python_with(&["duckdb", "datafusion"])
+}
+
+/// The Python of `$EINSQL_PEERS_PYTHON` if it imports `packages`, or
+/// `None` after saying why the test skips.
+fn python_with(packages: &[&str]) -> Option<PathBuf> {
     let Some(python) = std::env::var_os("EINSQL_PEERS_PYTHON") else {
         eprintln!(
-            "skipping: EINSQL_PEERS_PYTHON is not set (scripts/peers-venv makes a Python with \
-             duckdb and datafusion)"
+            "skipping: EINSQL_PEERS_PYTHON is not set (scripts/peers-venv [--spark] makes a \
+             Python with {})",
+            packages.join(", ")
         );
         return None;
     };
     let ok = Command::new(&python)
-        .args(["-c", "import duckdb, datafusion"])
+        .args(["-c", &format!("import {}", packages.join(", "))])
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
         eprintln!(
-            "skipping: {} cannot import duckdb and datafusion",
-            PathBuf::from(&python).display()
+            "skipping: {} cannot import {}",
+            PathBuf::from(&python).display(),
+            packages.join(", ")
         );
         return None;
     }
     Some(PathBuf::from(python))
+}
+
+/// Whether a golden statement is a SQL query (else tensor index notation).
+fn is_query(statement: &str) -> bool {
+    let head = statement.trim_start().get(..6).unwrap_or_default();
+    head.eq_ignore_ascii_case("select") || head.eq_ignore_ascii_case("with ")
+}
+
+/// The rows of a query's result as JSON arrays (NULL as `null`).
+fn rows_json(result: &einsql::QueryResult) -> serde_json::Value {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{DataType, Float64Type, Int64Type};
+    let mut rows = Vec::new();
+    for batch in &result.batches {
+        for row in 0..batch.num_rows() {
+            let cells: Vec<serde_json::Value> = batch
+                .columns()
+                .iter()
+                .map(|column| {
+                    if column.is_null(row) {
+                        return serde_json::Value::Null;
+                    }
+                    match column.data_type() {
+                        DataType::Int64 => column.as_primitive::<Int64Type>().value(row).into(),
+                        DataType::Float64 => column.as_primitive::<Float64Type>().value(row).into(),
+                        DataType::Boolean => column.as_boolean().value(row).into(),
+                        DataType::Utf8 => column.as_string::<i32>().value(row).into(),
+                        other => panic!("a result column of type {other}"),
+                    }
+                })
+                .collect();
+            rows.push(serde_json::Value::Array(cells));
+        }
+    }
+    serde_json::Value::Array(rows)
 }
 
 /// One statement to check on a peer.
@@ -244,15 +287,32 @@ fn golden_examples_give_einsql_answers_on_duckdb_and_datafusion() {
     let Some(python) = peers_python() else {
         return;
     };
+    check_golden_examples(&python, &[Dialect::DuckDb, Dialect::DataFusion]);
+}
+
+/// Spark local mode takes seconds to start: run with `--ignored` and a
+/// `$EINSQL_PEERS_PYTHON` from `scripts/peers-venv --spark`.
+#[test]
+#[ignore]
+fn golden_examples_give_einsql_answers_on_spark() {
+    let Some(python) = python_with(&["pyspark"]) else {
+        return;
+    };
+    check_golden_examples(&python, &[Dialect::Spark]);
+}
+
+/// Runs the SQL of every golden example on each of `dialects` (the engine
+/// of that name) and compares the answers with einsql's.
+fn check_golden_examples(python: &Path, dialects: &[Dialect]) {
     let mut failures = Vec::new();
     for path in golden_files() {
         let text = std::fs::read_to_string(&path).expect("golden file");
         let dir = tempfile::tempdir().expect("temporary folder");
         let db = Database::open_in_memory();
-        let mut by_engine: Vec<(&str, Dialect, Vec<Case>)> = vec![
-            ("duckdb", Dialect::DuckDb, Vec::new()),
-            ("datafusion", Dialect::DataFusion, Vec::new()),
-        ];
+        let mut by_engine: Vec<(&str, Dialect, Vec<Case>)> = dialects
+            .iter()
+            .map(|d| (d.name(), *d, Vec::new()))
+            .collect();
         let mut statements = Vec::new();
         for block in parse(&text) {
             match block {
@@ -273,26 +333,32 @@ fn golden_examples_give_einsql_answers_on_duckdb_and_datafusion() {
                 .iter()
                 .map(|(_, dialect, _)| db.explain_sql(statement, *dialect).expect("emits"))
                 .collect();
-            // einsql's answer: the statement's stored result.
-            db.execute(statement).expect("einsql runs it");
-            let name = statement
-                .split(['[', '=', ' '])
-                .next()
-                .unwrap_or_default()
-                .trim();
-            let expected = dir.path().join(format!("expected-{n}.parquet"));
-            db.execute(&format!("COPY \"{name}\" TO '{}'", expected.display()))
-                .expect("COPY result");
+            // einsql's answer: a query's rows, or an einsum statement's
+            // stored result.
+            let expected = if is_query(statement) {
+                rows_json(&db.execute(statement).expect("einsql runs it"))
+            } else {
+                let path = dir.path().join(format!("expected-{n}.parquet"));
+                db.execute(statement).expect("einsql runs it");
+                let name = statement
+                    .split(['[', '=', ' '])
+                    .next()
+                    .unwrap_or_default()
+                    .trim();
+                db.execute(&format!("COPY \"{name}\" TO '{}'", path.display()))
+                    .expect("COPY result");
+                serde_json::Value::from(path.display().to_string())
+            };
             for ((_, _, cases), sql) in by_engine.iter_mut().zip(sqls) {
                 cases.push(Case {
                     name: format!("{}: {statement}", path.display()),
                     sql,
-                    expected: serde_json::Value::from(expected.display().to_string()),
+                    expected: expected.clone(),
                 });
             }
         }
         for (engine, _, cases) in &by_engine {
-            failures.extend(run_peer(&python, engine, dir.path(), &tables, cases));
+            failures.extend(run_peer(python, engine, dir.path(), &tables, cases));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -368,83 +434,4 @@ fn subgraph_queries_lite_give_einsql_counts_on_duckdb_and_datafusion() {
         ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// The assembly of a grouped SQL query with string keys, as the SQL
-/// front-end lowers `SELECT region, SUM(amount) AS total, COUNT(*) AS n
-/// FROM sales GROUP BY region ORDER BY total DESC`: the groups of `#rows`,
-/// each column read off its query or the row.
-#[test]
-fn grouped_select_with_string_keys_assembles_its_rows() {
-    use einsql::catalog::Catalog;
-    use einsql::emit::{Assembly, Item, OrderKey, OrderSource, Rows, emit_select};
-    use einsql::ir::Expr;
-    use einsql::optimizer::OptimizerOptions;
-
-    let db = Database::open_in_memory();
-    db.execute_all(
-        "CREATE TABLE sales (region VARCHAR, product VARCHAR, amount DOUBLE, \
-         PRIMARY KEY (region, product));
-         INSERT INTO sales VALUES ('north', 'apple', 3.0), ('north', 'pear', 1.5), \
-         ('south', 'apple', 2.0), ('east', 'pear', 10.0);",
-    )
-    .expect("tables");
-    let mut catalog = Catalog::in_memory();
-    catalog
-        .put("sales", db.table("sales").expect("sales"), false)
-        .expect("catalog");
-    let program = einsql::einsum::compile(
-        "\"#rows\"[region] = SUM(product) sales.*[region, product];
-         total[region] = SUM(product) sales.amount[region, product];",
-        &catalog,
-    )
-    .expect("program");
-    let assembly = Assembly {
-        program,
-        rows: Rows::Entries {
-            query: "#rows".to_string(),
-            vars: vec!["region".to_string()],
-            repeat: false,
-        },
-        columns: vec![
-            (
-                "region".to_string(),
-                Item::Pointwise {
-                    expr: Expr::Index("region".to_string()),
-                    text: None,
-                },
-            ),
-            (
-                "total".to_string(),
-                Item::Result {
-                    query: "total".to_string(),
-                    nullable: false,
-                },
-            ),
-            (
-                "n".to_string(),
-                Item::Result {
-                    query: "#rows".to_string(),
-                    nullable: false,
-                },
-            ),
-        ],
-        having: None,
-        order: vec![OrderKey {
-            source: OrderSource::Column(1),
-            descending: true,
-            nulls_first: false,
-        }],
-        distinct: false,
-        limit: Some(10),
-        offset: 0,
-    };
-    let sql = emit_select(&assembly, &OptimizerOptions::default(), Dialect::DuckDb).expect("emits");
-    let expected = "WITH
-\"#rows\" AS (SELECT t1.region AS region, CAST(SUM(1) AS BIGINT) AS v FROM sales t1 GROUP BY t1.region),
-total AS (SELECT t2.region AS region, SUM(t2.amount) AS v FROM sales t2 GROUP BY t2.region)
-SELECT t3.region AS region, COALESCE(t4.v, CAST(0.0 AS DOUBLE)) AS total, COALESCE(t5.v, 0) AS n \
-FROM \"#rows\" t3 LEFT JOIN total t4 ON t3.region = t4.region LEFT JOIN \"#rows\" t5 ON t3.region = t5.region \
-WHERE t3.v <> 0 ORDER BY 2 DESC NULLS LAST LIMIT 10";
-    assert_eq!(sql, expected);
 }

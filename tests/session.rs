@@ -8,9 +8,10 @@ use std::sync::RwLock;
 use arrow::array::{Array, Float64Array};
 use einsql::bound::{BoundStatement, Relation};
 use einsql::catalog::Catalog;
+use einsql::emit::Dialect;
 use einsql::ir::Program;
 use einsql::progress::NoProgress;
-use einsql::session::{Session, Settings, Statement, explain, parse_script};
+use einsql::session::{ExplainFormat, Session, Settings, Statement, explain, parse_script};
 
 /// A catalog with `a` and `x`, made through a session.
 fn catalog(settings: &Settings) -> RwLock<Catalog> {
@@ -159,22 +160,74 @@ fn binding_leaves_the_catalog_alone() {
 
 #[test]
 fn explain_wraps_either_language() {
-    for (text, analyze) in [
-        ("EXPLAIN SELECT 1", false),
-        ("EXPLAIN ANALYZE SELECT 1", true),
-        ("EXPLAIN y[i] = SUM(j) a[i,j];", false),
-        ("EXPLAIN ANALYZE y[i] = SUM(j) a[i,j];", true),
+    let sql = |d| ExplainFormat::Sql(d);
+    for (text, analyze, format) in [
+        ("EXPLAIN SELECT 1", false, ExplainFormat::Text),
+        ("EXPLAIN ANALYZE SELECT 1", true, ExplainFormat::Text),
+        ("EXPLAIN y[i] = SUM(j) a[i,j];", false, ExplainFormat::Text),
+        (
+            "EXPLAIN ANALYZE y[i] = SUM(j) a[i,j];",
+            true,
+            ExplainFormat::Text,
+        ),
+        ("EXPLAIN (ANALYZE) SELECT 1", true, ExplainFormat::Text),
+        (
+            "EXPLAIN (ANALYZE false) SELECT 1",
+            false,
+            ExplainFormat::Text,
+        ),
+        ("EXPLAIN (FORMAT sql) SELECT 1", false, sql(Dialect::DuckDb)),
+        (
+            "EXPLAIN (FORMAT 'sql', DIALECT 'DataFusion') SELECT 1",
+            false,
+            sql(Dialect::DataFusion),
+        ),
+        (
+            "EXPLAIN (FORMAT sql, DIALECT spark) y[i] = SUM(j) a[i,j];",
+            false,
+            sql(Dialect::Spark),
+        ),
+        (
+            "EXPLAIN (format text, analyze) y[i] = SUM(j) a[i,j];",
+            true,
+            ExplainFormat::Text,
+        ),
     ] {
         match statement(text) {
             Statement::Explain {
                 analyze: a,
+                format: f,
                 statement,
             } => {
-                assert_eq!(a, analyze, "{text}");
+                assert_eq!((a, f), (analyze, format), "{text}");
                 assert!(!matches!(*statement, Statement::Explain { .. }), "{text}");
             }
             other => panic!("{text} parsed as {other:?}"),
         }
+    }
+}
+
+#[test]
+fn explain_options_are_checked() {
+    for (text, error) in [
+        (
+            "EXPLAIN (FORMAT sql, DIALECT oracle) SELECT 1",
+            "unknown SQL dialect 'oracle'",
+        ),
+        (
+            "EXPLAIN (FROMAT sql) y[i] = SUM(j) a[i,j];",
+            "did you mean 'FORMAT'?",
+        ),
+        (
+            "EXPLAIN (FORMAT sql extra) y[i] = SUM(j) a[i,j];",
+            "write a name and at most one value",
+        ),
+        ("EXPLAIN (ANALYZE maybe) SELECT 1", "takes true or false"),
+        ("EXPLAIN (FORMAT) SELECT 1", "needs a value"),
+        ("EXPLAIN (DIALECT) SELECT 1", "needs a value"),
+    ] {
+        let message = parse_script(text).unwrap_err().to_string();
+        assert!(message.contains(error), "{text}: {message}");
     }
 }
 

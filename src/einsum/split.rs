@@ -6,7 +6,8 @@
 //! statement. A statement is einsum when, after leading whitespace and
 //! comments, it starts with a name followed by `[` or by `=` (not `==`):
 //! `C[i,k] = ...` or `t = ...`. No SQL statement starts that way.
-//! `EXPLAIN` before an einsum statement asks for its plan.
+//! `EXPLAIN`, `EXPLAIN ANALYZE` or `EXPLAIN (options)` before an einsum
+//! statement asks for its plan.
 //!
 //! The shell uses the same scanner ([`scan`], [`is_blank`]) to tell a
 //! complete statement from one still being typed.
@@ -20,12 +21,19 @@ pub struct Piece {
     pub range: Range<usize>,
     /// Whether it is an einsum statement (else SQL).
     pub is_einsum: bool,
-    /// Whether an einsum statement was preceded by `EXPLAIN` (which the
-    /// range leaves out).
-    pub explain: bool,
-    /// Whether it is `EXPLAIN ANALYZE`: the statement runs (its result is
-    /// not stored) and the plan shows what each step produced and took.
+    /// The `EXPLAIN` before an einsum statement, which the range leaves
+    /// out. (SQL keeps its `EXPLAIN` for the SQL parser.)
+    pub explain: Option<Explain>,
+}
+
+/// The `EXPLAIN` before an einsum statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Explain {
+    /// `EXPLAIN ANALYZE`: the statement runs (its result is not stored)
+    /// and the plan shows what each step produced and took.
     pub analyze: bool,
+    /// The bytes between the parentheses of `EXPLAIN (options)`, if given.
+    pub options: Option<Range<usize>>,
 }
 
 /// The statements of `text`, skipping empty ones (only whitespace and
@@ -143,21 +151,19 @@ fn push_piece(text: &str, range: Range<usize>, pieces: &mut Vec<Piece>) {
         return;
     }
     let end = range.end.min(text.len());
-    if let Some((statement, analyze)) = explained(rest)
-        && is_einsum(statement)
+    if let Some((statement, explain)) = explained(text, end - rest.len()..end)
+        && is_einsum(&text[statement.clone()])
     {
         pieces.push(Piece {
             is_einsum: true,
-            explain: true,
-            analyze,
-            range: end - statement.len()..end,
+            explain: Some(explain),
+            range: statement,
         });
         return;
     }
     pieces.push(Piece {
         is_einsum: is_einsum(rest),
-        explain: false,
-        analyze: false,
+        explain: None,
         range: range.start..end,
     });
 }
@@ -176,22 +182,43 @@ fn skip_blank(mut text: &str) -> &str {
     }
 }
 
-/// The statement after a leading `EXPLAIN` or `EXPLAIN ANALYZE`, if `text`
-/// has one, and whether it is analyzed.
-fn explained(text: &str) -> Option<(&str, bool)> {
-    let rest = keyword(text, "explain")?;
-    Some(match keyword(rest, "analyze") {
-        Some(statement) => (statement, true),
-        None => (rest, false),
-    })
+/// The statement after a leading `EXPLAIN`, `EXPLAIN ANALYZE` or
+/// `EXPLAIN (options)` in the bytes `range` of `text`, if they have one,
+/// and what the prefix asks. Ranges are bytes of `text`.
+fn explained(text: &str, range: Range<usize>) -> Option<(Range<usize>, Explain)> {
+    let body = &text[range.clone()];
+    let at = |rest: &str| range.end - rest.len();
+    let rest = keyword(body, "explain")?;
+    if let Some(statement) = keyword(rest, "analyze") {
+        let explain = Explain {
+            analyze: true,
+            options: None,
+        };
+        return Some((at(statement)..range.end, explain));
+    }
+    if let Some(inside) = rest.strip_prefix('(') {
+        let close = inside.find(')')?;
+        let statement = skip_blank(&inside[close + 1..]);
+        let explain = Explain {
+            analyze: false,
+            options: Some(at(inside)..at(inside) + close),
+        };
+        return Some((at(statement)..range.end, explain));
+    }
+    let explain = Explain {
+        analyze: false,
+        options: None,
+    };
+    Some((at(rest)..range.end, explain))
 }
 
-/// `text` after the keyword `word` (case-insensitive, followed by a blank
-/// or a comment), with the blanks skipped.
+/// `text` after the keyword `word` (case-insensitive, followed by a blank,
+/// a comment or `(`), with the blanks skipped.
 fn keyword<'a>(text: &'a str, word: &str) -> Option<&'a str> {
     let head = text.get(..word.len())?;
     let rest = &text[word.len()..];
-    let separated = rest.starts_with(|c: char| c.is_whitespace()) || rest.starts_with("/*");
+    let separated =
+        rest.starts_with(|c: char| c.is_whitespace() || c == '(') || rest.starts_with("/*");
     (head.eq_ignore_ascii_case(word) && separated).then(|| skip_blank(rest))
 }
 
@@ -254,5 +281,36 @@ mod tests {
         for einsum in ["t = 1", "C [i] = A[i]", "\"my table\"[i] = A[i]"] {
             assert!(is_einsum(einsum), "{einsum}");
         }
+    }
+
+    #[test]
+    fn explain_prefixes_of_einsum_statements() {
+        let text = "EXPLAIN C[i] = A[i]; explain analyze C[i] = A[i];\n\
+                    EXPLAIN (FORMAT sql, DIALECT spark) C[i] = A[i]; EXPLAIN (FORMAT sql) SELECT 1";
+        let pieces = split_statements(text);
+        // Each piece: its text, and the EXPLAIN's analyze and options.
+        type Shown<'a> = (&'a str, Option<(bool, Option<&'a str>)>);
+        let shown: Vec<Shown> = pieces
+            .iter()
+            .map(|p| {
+                let explain = p
+                    .explain
+                    .as_ref()
+                    .map(|e| (e.analyze, e.options.as_ref().map(|o| &text[o.clone()])));
+                (text[p.range.clone()].trim(), explain)
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("C[i] = A[i]", Some((false, None))),
+                ("C[i] = A[i]", Some((true, None))),
+                (
+                    "C[i] = A[i]",
+                    Some((false, Some("FORMAT sql, DIALECT spark")))
+                ),
+                ("EXPLAIN (FORMAT sql) SELECT 1", None),
+            ]
+        );
     }
 }

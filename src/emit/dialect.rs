@@ -16,6 +16,12 @@
 //!   `spark.sql.ansi.enabled = false` (the default before Spark 4) it wraps
 //!   around silently (observed with pyspark 4.3.0: `SUM` of 2^62 and 2^62
 //!   gives -2^63 without ANSI, an error with it).
+//!
+//! Division: einsql's `0 / b` is 0 for every `b` (the sparse convention),
+//! which the emitted SQL writes out; a non-zero value divided by 0 is an
+//! error in einsql and in Spark's ANSI mode (`DIVIDE_BY_ZERO`), and
+//! infinite, as IEEE has it, in DuckDB and DataFusion (observed with
+//! DuckDB 2.0.1 and DataFusion 55.0.0: `1.0 / 0` gives `inf`).
 
 use std::fmt;
 
@@ -125,6 +131,21 @@ impl Dialect {
             Dialect::DataFusion => format!("(SELECT value AS {column} FROM range(0, {size}))"),
             Dialect::Spark => format!("(SELECT id AS {column} FROM range(0, {size}))"),
         }
+    }
+
+    /// The rows of the table `source` (columns `columns` and the count
+    /// `value`), each repeated `value` times: a join listing's rows by
+    /// multiplicity. The repetition's number is in a column `#n`.
+    pub fn repeat(self, source: &str, columns: &[String], value: &str) -> String {
+        let n = self.ident("#n");
+        let mut kept = columns.to_vec();
+        kept.push(value.to_string());
+        let kept = kept.join(", ");
+        let generator = match self {
+            Dialect::DuckDb | Dialect::DataFusion => format!("unnest(range({value}))"),
+            Dialect::Spark => format!("explode(sequence(1, {value}))"),
+        };
+        format!("SELECT {kept}, {generator} AS {n} FROM {source} WHERE {value} > 0")
     }
 }
 

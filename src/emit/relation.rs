@@ -959,7 +959,15 @@ impl<'a> Writer<'a> {
                 }
             }
             Add | Sub => infix(op.symbol().unwrap_or("+"), &number),
-            Div => format!("({} / {})", double(&args[0]), number(&args[1])),
+            Div => {
+                // einsql's 0 / b is 0 for every b, 0 included.
+                let a = double(&args[0]);
+                format!(
+                    "CASE WHEN {a} = 0 THEN {} ELSE ({a} / {}) END",
+                    self.dialect.literal(Value::Float(0.0)),
+                    number(&args[1])
+                )
+            }
             Neg => format!("(- {})", number(&args[0])),
             Eq | Ne | Lt | Le | Gt | Ge => {
                 let mixed = args.iter().any(|a| a.ty != args[0].ty);

@@ -1,13 +1,15 @@
-//! A lowered SQL `SELECT` ([`Assembly`]) as SQL for another engine: the CTEs
-//! of its optimized program, then the assembly of its rows as the last
-//! `SELECT` (one row per group of the rows query whose count is not 0, or
-//! exactly one row; each column read from its query's result at the row's
-//! coordinates or computed on the row; `HAVING`, `DISTINCT`, `ORDER BY`,
-//! `LIMIT`, `OFFSET`).
+//! A lowered SQL `SELECT` as SQL for another engine: the CTEs of its
+//! optimized program, then the assembly of its rows ([`Assembly`]) as the
+//! last `SELECT`: one row per group of the rows query whose count is not
+//! 0, one row per unit of multiplicity of a join's rows (a row generator
+//! of the dialect, [`Dialect::repeat`]), or exactly one row; each column
+//! read from its query's result at the row's coordinates or computed on
+//! the row; `HAVING`, `DISTINCT`, `ORDER BY`, `LIMIT`, `OFFSET`.
 //!
-//! A `SELECT` without aggregates lists its join's rows repeated by their
-//! multiplicity, which needs a row generator per dialect; it is refused
-//! with [`Error::NotSupported`].
+//! The SQL front-end describes its lowered `SELECT` in these terms
+//! (`sql::query::plan::Plan` implements [`crate::bound::Assemble::sql`]).
+
+use std::collections::HashMap;
 
 use super::relation::{Block, Join, Scalar, Writer};
 use super::{Dialect, nonzero, plan_ctes, with};
@@ -15,13 +17,10 @@ use crate::error::{Error, Result};
 use crate::ir::{Expr, IndexTerm, Program};
 use crate::optimizer::OptimizerOptions;
 
-/// How a lowered `SELECT` turns its program's results into rows: the
-/// SQL front-end's plan (`sql::query::plan::Plan`) as the emitter reads
-/// it.
+/// How a lowered `SELECT` turns its program's results into rows, as the
+/// emitter reads it.
 #[derive(Clone, Debug)]
 pub struct Assembly {
-    /// The program.
-    pub program: Program,
     /// Where the rows come from.
     pub rows: Rows,
     /// The visible columns: name and how to compute it.
@@ -99,39 +98,67 @@ pub enum OrderSource {
     Item(Item),
 }
 
-/// The SQL of `plan` in `dialect`, its program optimized with `options`:
-/// what `EXPLAIN (FORMAT sql, DIALECT d) SELECT ...` shows.
+/// The SQL of a `SELECT` lowered to `program` and `plan` in `dialect`,
+/// the program optimized with `options`: what `EXPLAIN (FORMAT sql,
+/// DIALECT d) SELECT ...` shows.
 ///
-/// Errors: the optimizer's; [`Error::NotSupported`] for a `SELECT`
-/// without aggregates and for plans whose SQL would not be exact.
+/// Errors: the optimizer's; [`Error::NotSupported`] for plans whose SQL
+/// would not be exact.
 pub fn emit_select(
+    program: &Program,
     plan: &Assembly,
     options: &OptimizerOptions,
     dialect: Dialect,
 ) -> Result<String> {
-    let optimized = crate::optimizer::optimize(&plan.program, options)?;
-    let (ctes, mut writer) = plan_ctes(&optimized, dialect)?;
+    let optimized = crate::optimizer::optimize(program, options)?;
+    let (mut ctes, mut writer) = plan_ctes(&optimized, dialect)?;
     writer.domains.clear();
-    for query in &plan.program.queries {
+    for query in &program.queries {
         writer.collect_domains(&query.expr)?;
     }
     let mut block = Block::default();
+    // The results joined so far, by query: each is joined once.
+    let mut joined: HashMap<String, Scalar> = HashMap::new();
+    // Distinct rows need no repetition.
+    let repeat = matches!(plan.rows, Rows::Entries { repeat: true, .. }) && !plan.distinct;
     let count = match &plan.rows {
-        Rows::Entries { repeat: true, .. } => {
-            return Err(Error::NotSupported(
-                "SQL for a SELECT without aggregates (its rows repeat by multiplicity)".to_string(),
+        Rows::Entries { query, vars, .. } if repeat => {
+            // The join's rows, each as many times as its multiplicity.
+            let counted = writer.result(query)?;
+            let columns: Vec<String> = counted.columns.iter().map(|c| dialect.ident(c)).collect();
+            let mut name = format!("{query}#each");
+            while writer.results.contains_key(&name) {
+                name.push('#');
+            }
+            let cte = dialect.ident(&name);
+            ctes.push(format!(
+                "{cte} AS ({})",
+                dialect.repeat(&counted.cte, &columns, &counted.value)
             ));
+            let mut each = counted.clone();
+            each.cte = cte;
+            writer.results.insert(name.clone(), each);
+            let terms: Vec<IndexTerm> = vars.iter().map(|v| IndexTerm::Var(v.clone())).collect();
+            writer.join_alias(&name, &terms, &mut block, Join::Inner)?;
+            None
         }
         Rows::Entries { query, vars, .. } => {
             let terms: Vec<IndexTerm> = vars.iter().map(|v| IndexTerm::Var(v.clone())).collect();
             let rows = writer.join_alias(query, &terms, &mut block, Join::Inner)?;
             block.conditions.push(nonzero(&rows.sql, rows.ty));
+            joined.insert(query.clone(), rows);
             None
         }
-        Rows::One { count: Some(query) } => Some(read(&mut writer, &mut block, query)?),
+        Rows::One { count: Some(query) } => {
+            Some(read(&mut writer, &mut block, &mut joined, query)?)
+        }
         Rows::One { count: None } => None,
     };
-    let item_sql = |writer: &mut Writer<'_>, block: &mut Block, item: &Item| -> Result<String> {
+    let item_sql = |writer: &mut Writer<'_>,
+                    block: &mut Block,
+                    joined: &mut HashMap<String, Scalar>,
+                    item: &Item|
+     -> Result<String> {
         Ok(match item {
             Item::Pointwise {
                 text: Some(text), ..
@@ -140,7 +167,7 @@ pub fn emit_select(
             Item::Result {
                 query, nullable, ..
             } => {
-                let value = read(writer, block, query)?;
+                let value = read(writer, block, joined, query)?;
                 match (&count, nullable) {
                     (Some(count), true) => {
                         format!(
@@ -155,18 +182,18 @@ pub fn emit_select(
     };
     let mut columns = Vec::new();
     for (name, item) in &plan.columns {
-        let sql = item_sql(&mut writer, &mut block, item)?;
+        let sql = item_sql(&mut writer, &mut block, &mut joined, item)?;
         columns.push(format!("{sql} AS {}", dialect.ident(name)));
     }
     if let Some(having) = &plan.having {
-        let sql = item_sql(&mut writer, &mut block, having)?;
+        let sql = item_sql(&mut writer, &mut block, &mut joined, having)?;
         block.conditions.push(sql);
     }
     let mut order = Vec::new();
     for key in &plan.order {
         let sql = match &key.source {
             OrderSource::Column(n) => (n + 1).to_string(),
-            OrderSource::Item(item) => item_sql(&mut writer, &mut block, item)?,
+            OrderSource::Item(item) => item_sql(&mut writer, &mut block, &mut joined, item)?,
         };
         let direction = if key.descending { "DESC" } else { "ASC" };
         let nulls = if key.nulls_first { "FIRST" } else { "LAST" };
@@ -192,8 +219,16 @@ pub fn emit_select(
 
 /// The value of the program's query `query` on the block's rows: its
 /// result joined on the variables the row binds (one row for a scalar),
-/// 0 where it has no entry.
-fn read(writer: &mut Writer<'_>, block: &mut Block, query: &str) -> Result<Scalar> {
+/// 0 where it has no entry. A result in `joined` is not joined again.
+fn read(
+    writer: &mut Writer<'_>,
+    block: &mut Block,
+    joined: &mut HashMap<String, Scalar>,
+    query: &str,
+) -> Result<Scalar> {
+    if let Some(value) = joined.get(query) {
+        return Ok(value.clone());
+    }
     let columns = writer.result(query)?.columns.clone();
     let terms: Vec<IndexTerm> = columns.iter().map(|v| IndexTerm::Var(v.clone())).collect();
     if columns.iter().any(|c| block.column(c).is_none()) {
@@ -206,5 +241,7 @@ fn read(writer: &mut Writer<'_>, block: &mut Block, query: &str) -> Result<Scala
     } else {
         Join::Left
     };
-    writer.join_alias(query, &terms, block, join)
+    let value = writer.join_alias(query, &terms, block, join)?;
+    joined.insert(query.to_string(), value.clone());
+    Ok(value)
 }

@@ -11,7 +11,9 @@
 //! are assembled. Nothing is evaluated, except the `WITH` tables and `FROM`
 //! sub-queries that binding evaluates. `EXPLAIN ANALYZE` runs the
 //! statement's program without storing anything and shows every program it
-//! evaluated with the entries and time of each step.
+//! evaluated with the entries and time of each step. `EXPLAIN (FORMAT
+//! sql, DIALECT d)` shows the optimized plan as SQL for another engine
+//! instead ([`emitted_sql`]).
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +21,7 @@ use super::profile::{ProfileLog, ProgramRun};
 use super::result::QueryResult;
 use super::{Session, count, entries};
 use crate::bound::{BoundStatement, Relation};
+use crate::emit::{self, Dialect};
 use crate::error::{Error, Result};
 use crate::ir::Program;
 use crate::optimizer::{Optimized, OptimizerOptions};
@@ -86,6 +89,40 @@ pub fn explain(session: &Session<'_>, bound: BoundStatement, analyze: bool) -> R
         }
     };
     plan_result(lines)
+}
+
+/// `EXPLAIN (FORMAT sql, DIALECT dialect)` of `bound`: its optimized plan
+/// as SQL for another engine ([`crate::emit`]), with the session's
+/// optimizer settings. A query that lists a stored table is `SELECT *` of
+/// it.
+///
+/// Errors: statements other than queries and tensor index notation, a
+/// query that reads a file, and the emitter's.
+pub fn emitted_sql(
+    session: &Session<'_>,
+    bound: BoundStatement,
+    dialect: Dialect,
+) -> Result<String> {
+    let options = session.settings().optimizer_options();
+    match bound {
+        BoundStatement::Assign(program) => emit::emit_program(&program, &options, dialect),
+        BoundStatement::Query(Relation::Program(query)) => {
+            query.assembly.sql(&query.program, &options, dialect)
+        }
+        BoundStatement::Query(Relation::Table(name)) => {
+            Ok(format!("SELECT * FROM {}", dialect.ident(&name)))
+        }
+        BoundStatement::Query(Relation::File { call, .. }) => Err(Error::NotSupported(format!(
+            "SQL for a query that reads the file {call} (load it into a table first)"
+        ))),
+        BoundStatement::Query(Relation::Tensor(_)) => {
+            Err(Error::NotSupported("SQL for a VALUES list".to_string()))
+        }
+        other => Err(Error::NotSupported(format!(
+            "EXPLAIN (FORMAT sql) of {} statements (queries and tensor index notation only)",
+            other.kind()
+        ))),
+    }
 }
 
 /// `Scan <table>` or `Load <call>`: the plan of a relation read as it is.

@@ -23,7 +23,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use profile::{Profile, ProfileLog, ProgramRun};
 pub use result::QueryResult;
 pub use settings::Settings;
-pub use statement::{Statement, parse_script};
+pub use statement::{ExplainFormat, Statement, parse_script};
 
 use crate::bound::{BoundStatement, Relation};
 use crate::catalog::Catalog;
@@ -77,9 +77,19 @@ impl<'a> Session<'a> {
     pub fn execute(&self, statement: &Statement) -> Result<QueryResult> {
         check_cancelled(self.progress)?;
         match statement {
-            Statement::Explain { analyze, statement } => {
+            Statement::Explain {
+                analyze,
+                format,
+                statement,
+            } => {
                 let bound = self.bind(statement)?;
-                explain::explain(self, bound, *analyze)
+                match format {
+                    ExplainFormat::Text => explain::explain(self, bound, *analyze),
+                    ExplainFormat::Sql(dialect) => {
+                        let sql = explain::emitted_sql(self, bound, *dialect)?;
+                        QueryResult::text_column("sql", sql.lines().map(str::to_string).collect())
+                    }
+                }
             }
             other => self.run(self.bind(other)?),
         }

@@ -20,9 +20,11 @@ use super::expr::SqlType;
 use super::plan::{self, Item, OrderSource, Plan, Rows};
 use super::{Ctes, Source, simple_source};
 use crate::bound::{Assemble, Results};
+use crate::emit::{self, Dialect};
 use crate::error::{Error, Result};
 use crate::ir::column_values;
-use crate::ir::{Annotation, Expr, IndexTerm, Input, Value};
+use crate::ir::{Annotation, Expr, IndexTerm, Input, Program, Value};
+use crate::optimizer::OptimizerOptions;
 use crate::sql::Context;
 use crate::storage::{ColumnRef, Coo, DimensionSpec, Tensor, ValueData, ValueType};
 
@@ -88,6 +90,15 @@ impl Assemble for Plan {
 
     fn describe(&self) -> Vec<String> {
         Plan::describe(self)
+    }
+
+    fn sql(
+        &self,
+        program: &Program,
+        options: &OptimizerOptions,
+        dialect: Dialect,
+    ) -> Result<String> {
+        emit::emit_select(program, &self.assembly()?, options, dialect)
     }
 }
 

@@ -22,9 +22,12 @@ use super::expr::{Lowerer, SqlType, Typed, has_aggregate, has_nullable_aggregate
 use super::scope::{Column, Constant, Scope};
 use super::{Ctes, body_select};
 use crate::bound::Literal;
+use crate::emit;
 use crate::error::{Error, Result};
 use crate::ir::{Expr, Program, Query as IrQuery, TensorRef};
 use crate::sql::Context;
+
+pub use crate::emit::Rows;
 
 /// The name of the query whose entries are the result's rows.
 pub const ROWS: &str = "#rows";
@@ -47,21 +50,11 @@ pub struct Plan {
     pub limit: Option<usize>,
     /// `OFFSET`.
     pub offset: usize,
-}
-
-/// Where the result's rows come from.
-pub enum Rows {
-    /// One row per entry of the query `query` over `vars`, repeated by its
-    /// value when `repeat` (a join's multiplicities), once otherwise (the
-    /// groups of an aggregate).
-    Entries {
-        query: String,
-        vars: Vec<String>,
-        repeat: bool,
-    },
-    /// Exactly one row (an aggregate without `GROUP BY`); `count` names the
-    /// query that tells whether any row matched, when a column needs it.
-    One { count: Option<String> },
+    /// The `FROM` items that are not stored tables read as they are (a
+    /// `WITH` table, a sub-query, a table function, renamed columns), as
+    /// written: binding evaluated or changed them, so another engine
+    /// cannot read them by name.
+    pub derived: Vec<String>,
 }
 
 /// A visible result column.
@@ -130,12 +123,25 @@ pub fn plan(
     }
 
     let mut scope = Scope::default();
+    let mut derived = Vec::new();
     let mut conditions: Vec<&SqlExpr> = Vec::new();
     let mut usings: Vec<(usize, String)> = Vec::new();
     for TableWithJoins { relation, joins } in &select.from {
-        add_relation(context, &mut scope, relation, ctes, run_subquery)?;
+        derived.extend(add_relation(
+            context,
+            &mut scope,
+            relation,
+            ctes,
+            run_subquery,
+        )?);
         for join in joins {
-            add_relation(context, &mut scope, &join.relation, ctes, run_subquery)?;
+            derived.extend(add_relation(
+                context,
+                &mut scope,
+                &join.relation,
+                ctes,
+                run_subquery,
+            )?);
             let right = scope.occurrences.len() - 1;
             let constraint = match &join.join_operator {
                 JoinOperator::Join(c) | JoinOperator::Inner(c) | JoinOperator::CrossJoin(c) => c,
@@ -331,10 +337,63 @@ pub fn plan(
         distinct: select.distinct.is_some(),
         limit,
         offset,
+        derived,
     })
 }
 
 impl Plan {
+    /// The assembly of the rows as the SQL emitter reads it.
+    ///
+    /// Errors: [`Error::NotSupported`] for a query that reads
+    /// [`Plan::derived`] items.
+    pub fn assembly(&self) -> Result<emit::Assembly> {
+        if let Some(item) = self.derived.first() {
+            return Err(Error::NotSupported(format!(
+                "SQL for a query that reads {item} (another engine reads only the stored \
+                 tables, by their names and columns)"
+            )));
+        }
+        let item = |item: &Item| match item {
+            Item::Pointwise { expr, ty } => emit::Item::Pointwise {
+                expr: expr.clone(),
+                text: match ty {
+                    SqlType::Text(text) => Some(text.clone()),
+                    SqlType::Value(_) | SqlType::Key(_) => None,
+                },
+            },
+            Item::Result {
+                query, nullable, ..
+            } => emit::Item::Result {
+                query: query.clone(),
+                nullable: *nullable,
+            },
+        };
+        Ok(emit::Assembly {
+            rows: self.rows.clone(),
+            columns: self
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), item(&c.item)))
+                .collect(),
+            having: self.having.as_ref().map(item),
+            order: self
+                .order
+                .iter()
+                .map(|key| emit::OrderKey {
+                    source: match &key.source {
+                        OrderSource::Column(n) => emit::OrderSource::Column(*n),
+                        OrderSource::Item(i) => emit::OrderSource::Item(item(i)),
+                    },
+                    descending: key.descending,
+                    nulls_first: key.nulls_first,
+                })
+                .collect(),
+            distinct: self.distinct,
+            limit: self.limit,
+            offset: self.offset,
+        })
+    }
+
     /// How the rows come out of the program, for `EXPLAIN`.
     pub fn describe(&self) -> Vec<String> {
         let mut lines = vec!["Result:".to_string()];
@@ -593,14 +652,16 @@ fn literal_position(expr: &SqlExpr) -> Option<usize> {
 }
 
 /// Adds a `FROM` item to the scope.
+/// Adds a `FROM` item to `scope`; says what it is when it is not a stored
+/// table read as it is ([`Plan::derived`]).
 fn add_relation(
     context: Context<'_>,
     scope: &mut Scope,
     relation: &TableFactor,
     ctes: &Ctes,
     run_subquery: &dyn Fn(&Query, &Ctes) -> Result<Arc<crate::storage::Tensor>>,
-) -> Result<()> {
-    let (name, tensor, alias) = match relation {
+) -> Result<Option<String>> {
+    let (name, tensor, alias, evaluated) = match relation {
         TableFactor::Table {
             name,
             alias,
@@ -609,12 +670,14 @@ fn add_relation(
         } => {
             let table = super::super::table_name(name)?;
             let tensor = ctes.table(context, &table)?;
+            let with_table = ctes.get(&table).is_some();
             let stored = context
                 .catalog()
                 .names()
                 .find(|n| n.eq_ignore_ascii_case(&table))
                 .map_or(table, str::to_string);
-            (stored, tensor, alias)
+            let kind = with_table.then_some("the WITH table");
+            (stored, tensor, alias, kind)
         }
         TableFactor::Table {
             name,
@@ -628,18 +691,19 @@ fn add_relation(
             } else {
                 Arc::new(crate::sql::table_function::load(context, name, args)?)
             };
-            (function, tensor, alias)
+            (function, tensor, alias, Some("the table function"))
         }
         TableFactor::Derived {
             subquery, alias, ..
         } => {
             let tensor = run_subquery(subquery, ctes)?;
-            ("subquery".to_string(), tensor, alias)
+            ("subquery".to_string(), tensor, alias, Some("the sub-query"))
         }
         other => return Err(Error::NotSupported(format!("FROM {other}"))),
     };
+    let renamed = alias.as_ref().is_some_and(|a| !a.columns.is_empty());
     let tensor = match alias {
-        Some(alias) if !alias.columns.is_empty() => {
+        Some(alias) if renamed => {
             let names: Vec<String> = alias.columns.iter().map(|c| c.name.value.clone()).collect();
             Arc::new(tensor.with_column_names(&names)?)
         }
@@ -648,7 +712,12 @@ fn add_relation(
     let shown = alias
         .as_ref()
         .map_or(name.clone(), |a| a.name.value.clone());
-    scope.add(&shown, TensorRef { name, tensor })
+    scope.add(&shown, TensorRef { name, tensor })?;
+    Ok(match (evaluated, renamed) {
+        (Some(kind), _) => Some(format!("{kind} {relation}")),
+        (None, true) => Some(format!("{relation}, whose columns are renamed")),
+        (None, false) => None,
+    })
 }
 
 fn join_name(operator: &JoinOperator) -> String {
