@@ -16,6 +16,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 
 use crate::error::Result;
+use crate::exec::FirstRows;
 use crate::io::{FileFormat, FileLoad};
 use crate::ir::Program;
 use crate::storage::Tensor;
@@ -144,6 +145,12 @@ pub trait Assemble: Send + Sync {
     fn batches(&self, results: &Results) -> Result<(SchemaRef, Vec<RecordBatch>)>;
     /// The rows as a tensor (for `CREATE TABLE AS`, `COPY` and sub-queries).
     fn tensor(&self, results: &Results) -> Result<Tensor>;
+    /// The first rows of one of the program's outputs, when they are all
+    /// the rows need (a join listing under `LIMIT`): the session then lets
+    /// the executor stop that query early. `None`: every result whole.
+    fn first_rows(&self) -> Option<FirstRows> {
+        None
+    }
     /// How the rows are assembled, as `EXPLAIN` lines.
     fn describe(&self) -> Vec<String>;
 }

@@ -24,7 +24,7 @@ use crate::ir::{Annotation, ScalarOp, Value};
 use crate::storage::fibertree::{Fiber, FiberTree, LeafValues};
 
 use super::accumulate::{Accumulator, AccumulatorPool, Entries, Slot};
-use super::control::{CHECK_EVERY, Control};
+use super::control::{CHECK_EVERY, Control, RowBudget, rows_of};
 use super::plan::{Driver, Node, OutputFormat, PhysicalQuery, Term};
 
 /// The values of an input by leaf position.
@@ -255,6 +255,9 @@ pub(crate) struct Kernel<'a> {
     pub suffix: Vec<usize>,
     pub suffix_sizes: Vec<u64>,
     pub accumulator: OutputFormat,
+    /// The rows the query may write before it stops (see [`RowBudget`]);
+    /// set only when its loops write every output level in order.
+    pub budget: Option<&'a RowBudget>,
 }
 
 impl<'a> Kernel<'a> {
@@ -352,6 +355,7 @@ impl<'a> Kernel<'a> {
             suffix,
             suffix_sizes,
             accumulator,
+            budget: None,
         })
     }
 
@@ -454,6 +458,9 @@ pub(crate) struct Worker<'k, 'a> {
     out: Entries<Slot>,
     steps: usize,
     reserved: u64,
+    /// Set when the row budget ran out: the loop nest unwinds with an
+    /// error that [`Worker::run`] drops.
+    full: bool,
 }
 
 /// The output coordinates of an entry: the bound coordinates of the
@@ -519,6 +526,7 @@ impl<'k, 'a> Worker<'k, 'a> {
             out: Entries::new(k.query.output.len()),
             steps: 0,
             reserved,
+            full: false,
         })
     }
 
@@ -539,7 +547,11 @@ impl<'k, 'a> Worker<'k, 'a> {
                 self.accumulate(slot)?;
             }
         } else {
-            self.walk(0)?;
+            match self.walk(0) {
+                // The row budget ran out: the entries so far are the result.
+                Err(_) if self.full => return Ok(self.out.take()),
+                walked => walked?,
+            }
         }
         if k.prefix == 0 {
             self.flush()?;
@@ -816,6 +828,17 @@ impl<'k, 'a> Worker<'k, 'a> {
             Ok(())
         })?;
         let added = (self.out.len() - before) as u64;
-        self.charge(entry_bytes(k.query.output.len()) * added)
+        self.charge(entry_bytes(k.query.output.len()) * added)?;
+        if let Some(budget) = k.budget {
+            let rows = self.out.values[before..]
+                .iter()
+                .map(|slot| rows_of(slot.acc.unwrap_or(k.body_fill)))
+                .sum();
+            if budget.take(rows) {
+                self.full = true;
+                return Err(Error::Cancelled);
+            }
+        }
+        Ok(())
     }
 }

@@ -28,6 +28,7 @@ pub use statement::{Statement, parse_script};
 use crate::bound::{BoundStatement, Relation};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
+use crate::exec::FirstRows;
 use crate::ir::Program;
 use crate::progress::{ProgressSink, check_cancelled};
 use crate::sql;
@@ -216,7 +217,7 @@ impl<'a> Session<'a> {
     fn rows(&self, relation: &Relation) -> Result<QueryResult> {
         match relation {
             Relation::Program(query) => {
-                let results = self.evaluate(&query.program)?;
+                let results = self.evaluate_first(&query.program, query.assembly.first_rows())?;
                 let (schema, batches) = query.assembly.batches(&results)?;
                 Ok(QueryResult::rows(schema, batches))
             }
@@ -232,7 +233,7 @@ impl<'a> Session<'a> {
     fn tensor(&self, relation: Relation) -> Result<Arc<Tensor>> {
         match relation {
             Relation::Program(query) => {
-                let results = self.evaluate(&query.program)?;
+                let results = self.evaluate_first(&query.program, query.assembly.first_rows())?;
                 Ok(Arc::new(query.assembly.tensor(&results)?))
             }
             other => self.stored(&other),
@@ -255,6 +256,17 @@ impl<'a> Session<'a> {
     /// results by query name.
     pub fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
         self.settings.evaluate(program, self.progress, self.log)
+    }
+
+    /// [`Session::evaluate`] for a caller that needs only the first rows
+    /// of one output (see [`Settings::evaluate_first`]).
+    fn evaluate_first(
+        &self,
+        program: &Program,
+        first: Option<FirstRows>,
+    ) -> Result<Vec<(String, Arc<Tensor>)>> {
+        self.settings
+            .evaluate_first(program, first.as_ref(), self.progress, self.log)
     }
 
     /// The settings statements run with.

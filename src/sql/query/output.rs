@@ -21,6 +21,7 @@ use super::plan::{self, Item, OrderSource, Plan, Rows};
 use super::{Ctes, Source, simple_source};
 use crate::bound::{Assemble, Results};
 use crate::error::{Error, Result};
+use crate::exec::FirstRows;
 use crate::ir::column_values;
 use crate::ir::{Annotation, Expr, IndexTerm, Input, Value};
 use crate::sql::Context;
@@ -84,6 +85,26 @@ impl Assemble for Plan {
 
     fn tensor(&self, results: &Results) -> Result<Tensor> {
         assemble(self, results)?.into_tensor()
+    }
+
+    /// A join listing under `LIMIT`, without `DISTINCT` or `ORDER BY`,
+    /// needs the first `OFFSET + LIMIT` rows of `#rows` in the order of its
+    /// indices (the row variables), the order [`assemble`] lists rows in.
+    fn first_rows(&self) -> Option<FirstRows> {
+        let limit = self.limit?;
+        match &self.rows {
+            Rows::Entries {
+                query,
+                repeat: true,
+                ..
+            } if !self.distinct && self.order.is_empty() && self.having.is_none() => {
+                Some(FirstRows {
+                    query: query.clone(),
+                    rows: u64::try_from(self.offset.saturating_add(limit)).unwrap_or(u64::MAX),
+                })
+            }
+            _ => None,
+        }
     }
 
     fn describe(&self) -> Vec<String> {
