@@ -25,7 +25,7 @@ pub use result::QueryResult;
 pub use settings::Settings;
 pub use statement::{Statement, parse_script};
 
-use crate::bound::{BoundStatement, Relation};
+use crate::bound::{BoundStatement, Relation, RowStream};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::exec::FirstRows;
@@ -213,17 +213,36 @@ impl<'a> Session<'a> {
         }))
     }
 
+    /// Binds and runs one statement, unless a stop was requested, and
+    /// hands out its rows as a stream: a query's program is evaluated
+    /// first, its rows are assembled batch by batch as they are taken (see
+    /// [`RowStream`]); any other statement runs whole.
+    pub fn stream(&self, statement: &Statement) -> Result<RowStream> {
+        check_cancelled(self.progress)?;
+        if let Statement::Explain { .. } = statement {
+            return self.execute(statement).map(RowStream::from);
+        }
+        match self.bind(statement)? {
+            BoundStatement::Query(relation) => self.row_stream(&relation),
+            bound => self.run(bound).map(RowStream::from),
+        }
+    }
+
     /// The rows of a relation.
     fn rows(&self, relation: &Relation) -> Result<QueryResult> {
+        QueryResult::collect(self.row_stream(relation)?)
+    }
+
+    /// The rows of a relation as a stream.
+    fn row_stream(&self, relation: &Relation) -> Result<RowStream> {
         match relation {
             Relation::Program(query) => {
                 let results = self.evaluate_first(&query.program, query.assembly.first_rows())?;
-                let (schema, batches) = query.assembly.batches(&results)?;
-                Ok(QueryResult::rows(schema, batches))
+                query.assembly.stream(&results)
             }
             other => {
                 let batch = self.stored(other)?.to_record_batch()?;
-                Ok(QueryResult::rows(batch.schema(), vec![batch]))
+                Ok(RowStream::ready(batch.schema(), vec![batch], None))
             }
         }
     }
