@@ -173,6 +173,13 @@ fn the_executor_stops_once_it_has_the_rows() {
         assert_eq!(run.entries, 5, "{run:?}");
         assert_eq!(limited.chunks_run, 1, "{run:?}");
         assert!(limited.chunks >= 10, "{run:?}");
+        let (_, profile) = db.execute_profiled(&format!("{paths} LIMIT 5")).unwrap();
+        let plan = profile.plan();
+        assert!(
+            plan.contains("#rows: 5 entries (estimated ")
+                && plan.contains("stopped at its first 5 rows (1 of "),
+            "{plan}"
+        );
 
         let (listed, run) = rows_run(&db, &format!("{paths} LIMIT 10 OFFSET 100000"));
         assert_eq!(listed.len(), 10);
