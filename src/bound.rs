@@ -181,7 +181,11 @@ impl RowStream {
     }
 
     /// Rows that are already made, and a statement's message.
-    pub fn ready(schema: SchemaRef, batches: Vec<RecordBatch>, message: Option<String>) -> Self {
+    pub fn ready(
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+        message: Option<String>,
+    ) -> RowStream {
         RowStream {
             schema,
             message,

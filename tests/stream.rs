@@ -1,5 +1,6 @@
 //! `Database::stream`: a statement's rows as batches made when they are
-//! taken, with the same rows as `Database::execute`.
+//! taken (a stored table's in slices), with the same rows as
+//! `Database::execute`.
 
 use arrow::array::{Array, Int64Array, RecordBatch};
 use einsql::{Database, Error};
@@ -62,6 +63,18 @@ fn sorted_results_and_statements_without_rows_stream_too() {
     let xs = first_column(&sorted);
     assert_eq!(xs.first(), Some(&19_994));
     assert_eq!(xs.len(), 10_000);
+
+    // A stored table as it is comes in slices of the same size.
+    let stored: Vec<RecordBatch> = db
+        .stream("SELECT * FROM t")
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        stored.iter().map(RecordBatch::num_rows).collect::<Vec<_>>(),
+        [8192, 8192, 3616]
+    );
+    assert_eq!(first_column(&stored), (0..20_000).collect::<Vec<i64>>());
 
     let empty: Vec<RecordBatch> = db
         .stream("SELECT x FROM t WHERE x < 0")

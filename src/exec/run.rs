@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -173,15 +174,15 @@ fn run_query(
 /// How many chunks a query's outermost loop was split into (set by the
 /// path that runs it).
 #[derive(Default)]
-pub(crate) struct Chunks(std::sync::atomic::AtomicUsize);
+pub(crate) struct Chunks(AtomicUsize);
 
 impl Chunks {
     pub(crate) fn set(&self, n: usize) {
-        self.0.store(n, std::sync::atomic::Ordering::Relaxed);
+        self.0.store(n, Ordering::Relaxed);
     }
 
     fn get(&self) -> usize {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.load(Ordering::Relaxed)
     }
 }
 

@@ -34,6 +34,10 @@ use crate::progress::{ProgressSink, check_cancelled};
 use crate::sql;
 use crate::storage::Tensor;
 
+/// How many rows each batch of a stored table's rows holds when they are
+/// handed out (the last one fewer).
+const STORED_BATCH_ROWS: usize = 8192;
+
 /// What statements run against: the database's catalog and settings, where
 /// progress goes, and (for `EXPLAIN ANALYZE` and profiles) where evaluated
 /// programs are recorded.
@@ -241,8 +245,19 @@ impl<'a> Session<'a> {
                 query.assembly.stream(&results)
             }
             other => {
+                // A stored table or a file as it is: its one batch, handed
+                // out in slices of the assembly's batch size (no copy).
                 let batch = self.stored(other)?.to_record_batch()?;
-                Ok(RowStream::ready(batch.schema(), vec![batch], None))
+                let slices = (0..batch.num_rows().max(1))
+                    .step_by(STORED_BATCH_ROWS)
+                    .map(|offset| {
+                        batch.slice(
+                            offset,
+                            STORED_BATCH_ROWS.min(batch.num_rows().saturating_sub(offset)),
+                        )
+                    })
+                    .collect();
+                Ok(RowStream::ready(batch.schema(), slices, None))
             }
         }
     }

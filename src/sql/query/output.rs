@@ -511,7 +511,7 @@ fn stream(plan: &Plan, results: &Results) -> Result<RowStream> {
 }
 
 /// How many rows a batch of a result holds (the last one fewer).
-pub const BATCH_ROWS: usize = 8192;
+const BATCH_ROWS: usize = 8192;
 
 /// A result's rows converted to Arrow batches of [`BATCH_ROWS`] as they
 /// are taken; at least one batch, empty when there is no row.
