@@ -10,6 +10,8 @@
 //! and raises a stop flag that the others poll with the cancellation flag,
 //! so a plan stops promptly and reports the first real error.
 //!
+//! A worker's charges end with it, except for the entries it hands on:
+//! those stay charged ([`Held`]) until the query's result is stored.
 //! A [`RowBudget`] stops one query early: the rows a caller needs of it
 //! (a `LIMIT`), taken by its workers in chunk order.
 
@@ -97,6 +99,35 @@ impl<'a> Control<'a> {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
                 Some(used.saturating_sub(bytes))
             });
+    }
+}
+
+/// The bytes charged for the entries a query's workers hand on: they
+/// stay charged after the worker that wrote them ends, while its chunk's
+/// entries are merged and stored, and are released when the query's
+/// result is stored (or it fails), as this is dropped.
+pub(crate) struct Held<'c> {
+    control: &'c Control<'c>,
+    bytes: AtomicU64,
+}
+
+impl<'c> Held<'c> {
+    pub(crate) fn new(control: &'c Control<'c>) -> Held<'c> {
+        Held {
+            control,
+            bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// Keeps `bytes` charged until this is dropped.
+    pub(crate) fn keep(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.control.release(self.bytes.load(Ordering::Relaxed));
     }
 }
 
@@ -237,6 +268,18 @@ mod tests {
         assert_eq!(rows_of(Value::Int(-2)), 0);
         assert_eq!(rows_of(Value::Float(0.5)), 1);
         assert_eq!(rows_of(Value::Bool(false)), 0);
+    }
+
+    #[test]
+    fn held_bytes_stay_charged_until_dropped() {
+        let control = Control::new(&NoProgress, 1000);
+        {
+            let held = Held::new(&control);
+            assert!(control.reserve(700).is_ok());
+            held.keep(700);
+            assert!(control.reserve(400).is_err());
+        }
+        assert!(control.reserve(900).is_ok());
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::ir::{Annotation, ScalarOp, Value};
 use crate::storage::fibertree::{Fiber, FiberTree, LeafValues};
 
 use super::accumulate::{Accumulator, AccumulatorPool, Entries, Slot};
-use super::control::{CHECK_EVERY, Control, RowBudget, rows_of};
+use super::control::{CHECK_EVERY, Control, Held, RowBudget, rows_of};
 use super::plan::{Driver, Node, OutputFormat, PhysicalQuery, Term};
 
 /// The values of an input by leaf position.
@@ -258,6 +258,8 @@ pub(crate) struct Kernel<'a> {
     /// The rows the query may write before it stops (see [`RowBudget`]);
     /// set only when its loops write every output level in order.
     pub budget: Option<&'a RowBudget>,
+    /// Where the workers' charges for the entries they hand on go.
+    pub held: Option<&'a Held<'a>>,
 }
 
 impl<'a> Kernel<'a> {
@@ -356,6 +358,7 @@ impl<'a> Kernel<'a> {
             suffix_sizes,
             accumulator,
             budget: None,
+            held: None,
         })
     }
 
@@ -461,6 +464,8 @@ pub(crate) struct Worker<'k, 'a> {
     /// Set when the row budget ran out: the loop nest unwinds with an
     /// error that [`Worker::run`] drops.
     full: bool,
+    /// The bytes charged for the entries in `out`, handed on with them.
+    kept: u64,
 }
 
 /// The output coordinates of an entry: the bound coordinates of the
@@ -527,6 +532,7 @@ impl<'k, 'a> Worker<'k, 'a> {
             steps: 0,
             reserved,
             full: false,
+            kept: 0,
         })
     }
 
@@ -540,6 +546,18 @@ impl<'k, 'a> Worker<'k, 'a> {
     /// output coordinates.
     pub(crate) fn run(mut self, top: Cands) -> Result<Entries<Slot>> {
         self.top = Some(top);
+        self.walk_all()?;
+        // The entries' charges go on with them (see [`Held`]).
+        if let Some(held) = self.k.held {
+            let kept = self.kept.min(self.reserved);
+            held.keep(kept);
+            self.reserved -= kept;
+        }
+        Ok(self.out.take())
+    }
+
+    /// Runs the whole loop nest (or its chunk), writing the entries.
+    fn walk_all(&mut self) -> Result<()> {
         let k = self.k;
         if k.group == 0 {
             let slot = self.group(0)?;
@@ -549,14 +567,14 @@ impl<'k, 'a> Worker<'k, 'a> {
         } else {
             match self.walk(0) {
                 // The row budget ran out: the entries so far are the result.
-                Err(_) if self.full => return Ok(self.out.take()),
+                Err(_) if self.full => return Ok(()),
                 walked => walked?,
             }
         }
         if k.prefix == 0 {
             self.flush()?;
         }
-        Ok(self.out.take())
+        Ok(())
     }
 
     /// The candidate coordinates of loop `depth` in the current state.
@@ -828,7 +846,9 @@ impl<'k, 'a> Worker<'k, 'a> {
             Ok(())
         })?;
         let added = (self.out.len() - before) as u64;
-        self.charge(entry_bytes(k.query.output.len()) * added)?;
+        let bytes = entry_bytes(k.query.output.len()) * added;
+        self.charge(bytes)?;
+        self.kept += bytes;
         if let Some(budget) = k.budget {
             let rows = self.out.values[before..]
                 .iter()

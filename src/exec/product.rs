@@ -551,6 +551,7 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
             reserved,
             pending: 0,
             full: false,
+            kept: 0,
         })
     }
 }
@@ -573,6 +574,9 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     /// Set when the row budget ran out: the loop nest unwinds with an
     /// error that [`ProductWorker::run`] drops.
     full: bool,
+    /// The bytes charged (or pending) for the entries in `out`, handed on
+    /// with them.
+    kept: u64,
     /// Buffers per loop depth.
     scratch: Vec<Scratch<'a>>,
 }
@@ -613,9 +617,24 @@ impl Probe<'_> {
 
 impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     fn run(mut self, scale: T) -> Result<Entries<T>> {
+        self.walk_all(scale)?;
+        // The entries' charges go on with them (see [`Held`]).
+        if let Some(held) = self.shared.kernel.held {
+            let pending = std::mem::take(&mut self.pending);
+            self.shared.control.reserve(pending)?;
+            self.reserved += pending;
+            let kept = self.kept.min(self.reserved);
+            held.keep(kept);
+            self.reserved -= kept;
+        }
+        Ok(self.out.take())
+    }
+
+    /// Runs the whole loop nest (or its chunk), writing the entries.
+    fn walk_all(&mut self, scale: T) -> Result<()> {
         let kernel = self.shared.kernel;
         if let Some(result) = self.rows(scale) {
-            return result.map(|()| self.out.take());
+            return result;
         }
         // Only the rows know their order.
         self.out.increasing = false;
@@ -628,14 +647,14 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         } else {
             match self.walk(0, scale) {
                 // The row budget ran out: the entries so far are the result.
-                Err(_) if self.full => return Ok(self.out.take()),
+                Err(_) if self.full => return Ok(()),
                 walked => walked?,
             }
         }
         if kernel.prefix == 0 {
             self.flush()?;
         }
-        Ok(self.out.take())
+        Ok(())
     }
 
     /// The product of the factors completed at loop `depth`, at the
@@ -916,7 +935,9 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
                 }
                 i += 1;
             }
-            self.charge(width * (self.out.len() - before) as u64)?;
+            let bytes = width * (self.out.len() - before) as u64;
+            self.charge(bytes)?;
+            self.kept += bytes;
             first = end;
         }
         Ok(())
@@ -1022,7 +1043,9 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             let coords = &self.coords;
             self.out
                 .push(kernel.query.output.iter().map(|&v| coords[v]), value);
-            self.charge(entry_bytes(kernel.query.output.len()))?;
+            let bytes = entry_bytes(kernel.query.output.len());
+            self.charge(bytes)?;
+            self.kept += bytes;
             if let Some(budget) = kernel.budget
                 && budget.take(value.rows())
             {
@@ -1067,7 +1090,10 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             Ok(())
         })?;
         let added = (self.out.len() - before) as u64;
-        self.charge(entry_bytes(kernel.query.output.len()) * added)
+        let bytes = entry_bytes(kernel.query.output.len()) * added;
+        self.charge(bytes)?;
+        self.kept += bytes;
+        Ok(())
     }
 }
 

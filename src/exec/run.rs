@@ -20,7 +20,7 @@ use crate::storage::fibertree::FiberTree;
 use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
 use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
-use super::control::{Control, RowBudget, within_threads};
+use super::control::{Control, Held, RowBudget, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::product;
@@ -153,8 +153,10 @@ fn run_query(
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    let held = Held::new(control);
     let mut kernel = Kernel::new(query, inputs)?;
     kernel.budget = budget;
+    kernel.held = Some(&held);
     let chunks = Chunks::default();
     let entries = match product::Product::new(&kernel) {
         Some(product) => product.run(&kernel, control, options, &chunks)?,
