@@ -17,6 +17,7 @@ use arrow::datatypes::SchemaRef;
 
 use crate::emit::Dialect;
 use crate::error::Result;
+use crate::exec::FirstRows;
 use crate::io::{FileFormat, FileLoad};
 use crate::ir::Program;
 use crate::optimizer::OptimizerOptions;
@@ -142,10 +143,16 @@ pub type Results = [(String, Arc<Tensor>)];
 
 /// Turns the results of a query's program into its rows.
 pub trait Assemble: Send + Sync {
-    /// The rows as Arrow batches with their schema.
-    fn batches(&self, results: &Results) -> Result<(SchemaRef, Vec<RecordBatch>)>;
+    /// The rows as a stream of Arrow batches, made as they are taken.
+    fn stream(&self, results: &Results) -> Result<RowStream>;
     /// The rows as a tensor (for `CREATE TABLE AS`, `COPY` and sub-queries).
     fn tensor(&self, results: &Results) -> Result<Tensor>;
+    /// The first rows of one of the program's outputs, when they are all
+    /// the rows need (a join listing under `LIMIT`): the session then lets
+    /// the executor stop that query early. `None`: every result whole.
+    fn first_rows(&self) -> Option<FirstRows> {
+        None
+    }
     /// How the rows are assembled, as `EXPLAIN` lines.
     fn describe(&self) -> Vec<String>;
     /// The query as SQL for another engine ([`crate::emit`]): `program`
@@ -157,6 +164,95 @@ pub trait Assemble: Send + Sync {
         options: &OptimizerOptions,
         dialect: Dialect,
     ) -> Result<String>;
+}
+
+/// A statement's rows, handed out batch by batch: each batch is made when
+/// it is taken (a join listing's rows are read off its program's results
+/// as the batches are taken; rows that must be sorted, made distinct or
+/// grouped are computed before the first batch, then converted to Arrow
+/// batch by batch). Statements without rows have an empty stream and a
+/// message.
+pub struct RowStream {
+    schema: SchemaRef,
+    message: Option<String>,
+    batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
+}
+
+impl RowStream {
+    /// Rows of `schema`, made by `batches` as they are taken.
+    pub fn new(
+        schema: SchemaRef,
+        batches: impl Iterator<Item = Result<RecordBatch>> + Send + 'static,
+    ) -> RowStream {
+        RowStream {
+            schema,
+            message: None,
+            batches: Box::new(batches),
+        }
+    }
+
+    /// Rows that are already made, and a statement's message.
+    pub fn ready(
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+        message: Option<String>,
+    ) -> RowStream {
+        RowStream {
+            schema,
+            message,
+            batches: Box::new(batches.into_iter().map(Ok)),
+        }
+    }
+
+    /// The schema of every batch.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    /// What a statement without rows did, e.g. "Created table a (3
+    /// entries)".
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The same stream, ending with [`Error::Cancelled`](crate::Error::Cancelled)
+    /// before the next batch once `stop` says so.
+    pub fn until(self, stop: impl Fn() -> bool + Send + 'static) -> RowStream {
+        let mut batches = self.batches;
+        let mut stopped = false;
+        let checked = std::iter::from_fn(move || {
+            if stopped {
+                return None;
+            }
+            if stop() {
+                stopped = true;
+                return Some(Err(crate::error::Error::Cancelled));
+            }
+            batches.next()
+        });
+        RowStream {
+            schema: self.schema,
+            message: self.message,
+            batches: Box::new(checked),
+        }
+    }
+}
+
+impl Iterator for RowStream {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        self.batches.next()
+    }
+}
+
+impl fmt::Debug for RowStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RowStream")
+            .field("schema", &self.schema)
+            .field("message", &self.message)
+            .finish_non_exhaustive()
+    }
 }
 
 /// New rows for a table.

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::bound::{BoundStatement, Relation};
+use crate::bound::{BoundStatement, Relation, RowStream};
 use crate::catalog::Catalog;
 use crate::emit::Dialect;
 use crate::error::{Error, Result};
@@ -120,6 +120,27 @@ impl Database {
         Ok(results
             .pop()
             .unwrap_or_else(|| QueryResult::message("No statement to run")))
+    }
+
+    /// Executes every statement of `text` in order and hands out the rows
+    /// of the last one as a stream of Arrow batches, each made when it is
+    /// taken (see [`RowStream`] for what is computed before the first
+    /// batch). Stops at the first statement that fails; the statements
+    /// before it have taken effect. An interrupt request ends the stream
+    /// with [`Error::Cancelled`] before its next batch.
+    pub fn stream(&self, text: &str) -> Result<RowStream> {
+        let session = self.session(None);
+        let statements = parse_script(text)?;
+        let Some((last, first)) = statements.split_last() else {
+            return Ok(RowStream::from(QueryResult::message("No statement to run")));
+        };
+        for statement in first {
+            session.execute(statement)?;
+        }
+        let interrupt = self.monitor.interrupt.clone();
+        Ok(session
+            .stream(last)?
+            .until(move || interrupt.is_requested()))
     }
 
     /// Executes every statement of `text` in order and returns all results.

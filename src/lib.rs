@@ -57,6 +57,7 @@ pub mod session;
 pub mod sql;
 pub mod storage;
 
+pub use bound::RowStream;
 pub use database::Database;
 pub use error::{Error, Result};
 pub use progress::Interrupt;

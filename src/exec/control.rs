@@ -9,12 +9,18 @@
 //! fails with [`Error::OutOfMemory`]. A worker that fails records its error
 //! and raises a stop flag that the others poll with the cancellation flag,
 //! so a plan stops promptly and reports the first real error.
+//!
+//! A worker's charges end with it, except for the entries it hands on:
+//! those stay charged ([`Held`]) until the query's result is stored.
+//! A [`RowBudget`] stops one query early: the rows a caller needs of it
+//! (a `LIMIT`), taken by its workers in chunk order.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::error::{Error, Result};
+use crate::ir::Value;
 use crate::progress::ProgressSink;
 use crate::storage::tensor::PARALLEL_ROWS;
 
@@ -96,6 +102,90 @@ impl<'a> Control<'a> {
     }
 }
 
+/// The bytes charged for the entries a query's workers hand on: they
+/// stay charged after the worker that wrote them ends, while its chunk's
+/// entries are merged and stored, and are released when the query's
+/// result is stored (or it fails), as this is dropped.
+pub(crate) struct Held<'c> {
+    control: &'c Control<'c>,
+    bytes: AtomicU64,
+}
+
+impl<'c> Held<'c> {
+    pub(crate) fn new(control: &'c Control<'c>) -> Held<'c> {
+        Held {
+            control,
+            bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// Keeps `bytes` charged until this is dropped.
+    pub(crate) fn keep(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.control.release(self.bytes.load(Ordering::Relaxed));
+    }
+}
+
+/// The rows a query may still write before it stops: each entry it
+/// writes takes its row count (its value, a multiplicity). The workers of
+/// the query run their chunks one after another, in order, so the entries
+/// written before the budget ran out are the query's first ones.
+pub(crate) struct RowBudget {
+    left: AtomicU64,
+    /// How many chunks of the outermost loop ran.
+    chunks: AtomicUsize,
+}
+
+impl RowBudget {
+    pub(crate) fn new(rows: u64) -> RowBudget {
+        RowBudget {
+            left: AtomicU64::new(rows),
+            chunks: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes `rows` from the budget; whether it is then used up.
+    pub(crate) fn take(&self, rows: u64) -> bool {
+        let before = self
+            .left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                Some(left.saturating_sub(rows))
+            })
+            .unwrap_or(0);
+        before <= rows
+    }
+
+    /// Whether no row is left.
+    pub(crate) fn used_up(&self) -> bool {
+        self.left.load(Ordering::Relaxed) == 0
+    }
+
+    /// Counts a chunk of the outermost loop that runs.
+    pub(crate) fn chunk(&self) {
+        self.chunks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many chunks ran.
+    pub(crate) fn chunks_run(&self) -> usize {
+        self.chunks.load(Ordering::Relaxed)
+    }
+}
+
+/// The rows an entry of value `value` stands for in a row budget: an
+/// integer its count (none below 0), any other value one row unless it
+/// is zero.
+pub(crate) fn rows_of(value: Value) -> u64 {
+    match value {
+        Value::Int(n) => u64::try_from(n).unwrap_or(0),
+        other => u64::from(!other.is_zero()),
+    }
+}
+
 /// `1.5 GiB`, `512.0 MiB`, `100 bytes`.
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -162,6 +252,33 @@ mod tests {
         assert!(matches!(error, Error::OutOfMemory(_)), "{error}");
         assert!(error.to_string().contains("1000 bytes"), "{error}");
         control.release(600);
+        assert!(control.reserve(900).is_ok());
+    }
+
+    #[test]
+    fn a_row_budget_runs_out_once_its_rows_are_taken() {
+        let budget = RowBudget::new(5);
+        assert!(!budget.take(2));
+        assert!(!budget.used_up());
+        assert!(budget.take(3));
+        assert!(budget.used_up());
+        assert!(budget.take(1));
+        assert!(RowBudget::new(3).take(7));
+        assert_eq!(rows_of(Value::Int(4)), 4);
+        assert_eq!(rows_of(Value::Int(-2)), 0);
+        assert_eq!(rows_of(Value::Float(0.5)), 1);
+        assert_eq!(rows_of(Value::Bool(false)), 0);
+    }
+
+    #[test]
+    fn held_bytes_stay_charged_until_dropped() {
+        let control = Control::new(&NoProgress, 1000);
+        {
+            let held = Held::new(&control);
+            assert!(control.reserve(700).is_ok());
+            held.keep(700);
+            assert!(control.reserve(400).is_err());
+        }
         assert!(control.reserve(900).is_ok());
     }
 

@@ -24,7 +24,7 @@ use crate::ir::{Annotation, ScalarOp, Value};
 use crate::storage::fibertree::{Fiber, FiberTree, LeafValues};
 
 use super::accumulate::{Accumulator, AccumulatorPool, Entries, Slot};
-use super::control::{CHECK_EVERY, Control};
+use super::control::{CHECK_EVERY, Control, Held, RowBudget, rows_of};
 use super::plan::{Driver, Node, OutputFormat, PhysicalQuery, Term};
 
 /// The values of an input by leaf position.
@@ -255,6 +255,11 @@ pub(crate) struct Kernel<'a> {
     pub suffix: Vec<usize>,
     pub suffix_sizes: Vec<u64>,
     pub accumulator: OutputFormat,
+    /// The rows the query may write before it stops (see [`RowBudget`]);
+    /// set only when its loops write every output level in order.
+    pub budget: Option<&'a RowBudget>,
+    /// Where the workers' charges for the entries they hand on go.
+    pub held: Option<&'a Held<'a>>,
 }
 
 impl<'a> Kernel<'a> {
@@ -352,6 +357,8 @@ impl<'a> Kernel<'a> {
             suffix,
             suffix_sizes,
             accumulator,
+            budget: None,
+            held: None,
         })
     }
 
@@ -454,6 +461,11 @@ pub(crate) struct Worker<'k, 'a> {
     out: Entries<Slot>,
     steps: usize,
     reserved: u64,
+    /// Set when the row budget ran out: the loop nest unwinds with an
+    /// error that [`Worker::run`] drops.
+    full: bool,
+    /// The bytes charged for the entries in `out`, handed on with them.
+    kept: u64,
 }
 
 /// The output coordinates of an entry: the bound coordinates of the
@@ -519,6 +531,8 @@ impl<'k, 'a> Worker<'k, 'a> {
             out: Entries::new(k.query.output.len()),
             steps: 0,
             reserved,
+            full: false,
+            kept: 0,
         })
     }
 
@@ -532,6 +546,18 @@ impl<'k, 'a> Worker<'k, 'a> {
     /// output coordinates.
     pub(crate) fn run(mut self, top: Cands) -> Result<Entries<Slot>> {
         self.top = Some(top);
+        self.walk_all()?;
+        // The entries' charges go on with them (see [`Held`]).
+        if let Some(held) = self.k.held {
+            let kept = self.kept.min(self.reserved);
+            held.keep(kept);
+            self.reserved -= kept;
+        }
+        Ok(self.out.take())
+    }
+
+    /// Runs the whole loop nest (or its chunk), writing the entries.
+    fn walk_all(&mut self) -> Result<()> {
         let k = self.k;
         if k.group == 0 {
             let slot = self.group(0)?;
@@ -539,12 +565,16 @@ impl<'k, 'a> Worker<'k, 'a> {
                 self.accumulate(slot)?;
             }
         } else {
-            self.walk(0)?;
+            match self.walk(0) {
+                // The row budget ran out: the entries so far are the result.
+                Err(_) if self.full => return Ok(()),
+                walked => walked?,
+            }
         }
         if k.prefix == 0 {
             self.flush()?;
         }
-        Ok(self.out.take())
+        Ok(())
     }
 
     /// The candidate coordinates of loop `depth` in the current state.
@@ -816,6 +846,19 @@ impl<'k, 'a> Worker<'k, 'a> {
             Ok(())
         })?;
         let added = (self.out.len() - before) as u64;
-        self.charge(entry_bytes(k.query.output.len()) * added)
+        let bytes = entry_bytes(k.query.output.len()) * added;
+        self.charge(bytes)?;
+        self.kept += bytes;
+        if let Some(budget) = k.budget {
+            let rows = self.out.values[before..]
+                .iter()
+                .map(|slot| rows_of(slot.acc.unwrap_or(k.body_fill)))
+                .sum();
+            if budget.take(rows) {
+                self.full = true;
+                return Err(Error::Cancelled);
+            }
+        }
+        Ok(())
     }
 }

@@ -23,6 +23,13 @@
 //! limit ([`Error::OutOfMemory`](crate::Error::OutOfMemory)), and the
 //! progress sink's cancellation flag is polled between chunks and every few
 //! thousand inner iterations.
+//!
+//! A caller that needs only the first rows of an output that does not
+//! aggregate (a SQL join listing under `LIMIT`) says so with [`FirstRows`]
+//! ([`run_first`]): when that query's loops bind its output indices in
+//! order, its chunks run one after another and it stops as soon as its
+//! entries hold that many rows, so it computes its first entries (by
+//! coordinates) and no more.
 
 mod accumulate;
 mod control;
@@ -112,7 +119,7 @@ pub fn run(
     options: &ExecOptions,
     progress: &dyn ProgressSink,
 ) -> Result<Vec<(String, Arc<Tensor>)>> {
-    Ok(run::run_plan(plan, options, progress)?.0)
+    Ok(run::run_plan(plan, options, progress, None)?.0)
 }
 
 /// A program's outputs by name, in order.
@@ -124,7 +131,32 @@ pub fn run_profiled(
     options: &ExecOptions,
     progress: &dyn ProgressSink,
 ) -> Result<(Outputs, Vec<QueryRun>)> {
-    run::run_plan(plan, options, progress)
+    run::run_plan(plan, options, progress, None)
+}
+
+/// [`run_profiled`] for a caller that needs only the first rows of one
+/// output: when `first` names a query that does not aggregate and whose
+/// loops bind its output indices in order (the planner's
+/// [`InOrder`](planner::InOrder) makes them so), that query stops once its
+/// entries, in coordinate order, hold `first.rows` rows; its result is
+/// then those first entries. Any other query runs whole.
+pub fn run_first(
+    plan: &PhysicalPlan,
+    options: &ExecOptions,
+    progress: &dyn ProgressSink,
+    first: Option<&FirstRows>,
+) -> Result<(Outputs, Vec<QueryRun>)> {
+    run::run_plan(plan, options, progress, first)
+}
+
+/// The first rows of one output that a caller needs (a `LIMIT`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FirstRows {
+    /// The output's name.
+    pub query: String,
+    /// How many rows: each entry stands for as many as its value (an
+    /// integer multiplicity; any other non-zero value is one row).
+    pub rows: u64,
 }
 
 /// What one query of a plan produced and took.
@@ -136,4 +168,17 @@ pub struct QueryRun {
     pub entries: usize,
     /// Its wall-clock time, re-indexing its inputs included.
     pub time: Duration,
+    /// When it ran under a row budget ([`FirstRows`]): how far it got.
+    pub limited: Option<Limited>,
+}
+
+/// How far a query that needed only its first rows ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limited {
+    /// The rows it needed.
+    pub rows: u64,
+    /// The chunks of its outermost loop that ran before it had them.
+    pub chunks_run: usize,
+    /// The chunks its outermost loop was split into.
+    pub chunks: usize,
 }

@@ -101,6 +101,56 @@ impl Choose for PlanChoices {
     }
 }
 
+/// A [`Choose`] that makes the loops of the named queries bind their
+/// output indices in output order, for a caller that needs only their
+/// first entries ([`FirstRows`](super::FirstRows)); every other choice,
+/// and every choice for a query that aggregates, is `inner`'s. A loop
+/// order it changes keeps `inner`'s formats, with the default drivers.
+pub struct InOrder<'a> {
+    /// The choices otherwise.
+    pub inner: &'a mut dyn Choose,
+    /// The queries, by name.
+    pub queries: &'a [String],
+}
+
+impl Choose for InOrder<'_> {
+    fn choose(
+        &mut self,
+        position: usize,
+        query: &PhysicalQuery,
+        bound: &[usize],
+    ) -> Result<QueryChoices> {
+        let choices = self.inner.choose(position, query, bound)?;
+        let listed = self.queries.contains(&query.name)
+            && query.aggregate.is_none()
+            && bound.len() == query.output.len()
+            && bound.iter().all(|v| query.output.contains(v));
+        if !listed {
+            return Ok(choices);
+        }
+        let order: Vec<String> = query
+            .output
+            .iter()
+            .map(|&v| query.vars[v].name.clone())
+            .collect();
+        let current = match &choices.loop_order {
+            Some(names) => names.clone(),
+            None => default_order(query, bound)
+                .iter()
+                .map(|&v| query.vars[v].name.clone())
+                .collect(),
+        };
+        if current == order {
+            return Ok(choices);
+        }
+        Ok(QueryChoices {
+            loop_order: Some(order),
+            drivers: Vec::new(),
+            ..choices
+        })
+    }
+}
+
 /// Plans `program` with the default choices.
 pub fn plan(program: &Program) -> Result<PhysicalPlan> {
     plan_with(program, &PlanChoices::default())

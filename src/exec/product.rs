@@ -12,16 +12,16 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::ir::{AggOp, ScalarOp};
+use crate::ir::{AggOp, ScalarOp, Value};
 use crate::storage::ValueType;
 use crate::storage::fibertree::{Cursor, Fiber, Level, LevelFormat};
 
 use super::ExecOptions;
 use super::accumulate::{Accumulate, Accumulator, AccumulatorPool, Entries, Finished};
-use super::control::{CHECK_EVERY, Control};
+use super::control::{CHECK_EVERY, Control, rows_of};
 use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes, output_key};
 use super::plan::Node;
-use super::run::{run_chunks, split, split_sums, top_weights};
+use super::run::{Chunks, run_chunks, split, split_sums, top_weights};
 
 /// A numeric type of the fast path.
 trait Num: Accumulate + PartialEq + Send + Sync + 'static {
@@ -35,6 +35,8 @@ trait Num: Accumulate + PartialEq + Send + Sync + 'static {
     fn repeat(self, n: u128) -> Result<Self>;
     /// Entries in this type, as the run's result.
     fn finished(entries: Entries<Self>) -> Finished;
+    /// The rows an entry of this value stands for in a row budget.
+    fn rows(self) -> u64;
     /// Pushes the entries of rows `first..end` of `rows` (their sums
     /// times `scale`) computed with a shortcut that skips the exact
     /// loop's zero tests (see [`SlotProbes::sum`]; `x` is the only
@@ -72,6 +74,10 @@ impl Num for i64 {
 
     fn finished(entries: Entries<i64>) -> Finished {
         Finished::Int(entries)
+    }
+
+    fn rows(self) -> u64 {
+        rows_of(Value::Int(self))
     }
 
     fn repeat(self, n: u128) -> Result<i64> {
@@ -116,6 +122,10 @@ impl Num for f64 {
 
     fn finished(entries: Entries<f64>) -> Finished {
         Finished::Float(entries)
+    }
+
+    fn rows(self) -> u64 {
+        rows_of(Value::Float(self))
     }
 
     fn repeat(self, n: u128) -> Result<f64> {
@@ -310,11 +320,12 @@ impl Product {
         kernel: &Kernel<'_>,
         control: &Control<'_>,
         options: &ExecOptions,
+        count: &Chunks,
     ) -> Result<Finished> {
         if self.float {
-            self.run_typed::<f64>(kernel, control, options)
+            self.run_typed::<f64>(kernel, control, options, count)
         } else {
-            self.run_typed::<i64>(kernel, control, options)
+            self.run_typed::<i64>(kernel, control, options, count)
         }
     }
 
@@ -323,6 +334,7 @@ impl Product {
         kernel: &Kernel<'_>,
         control: &Control<'_>,
         options: &ExecOptions,
+        count: &Chunks,
     ) -> Result<Finished> {
         let empty = || Ok(T::finished(Entries::new(kernel.query.output.len())));
         let values: Vec<Typed<'_, T>> = kernel.inputs.iter().map(|i| T::typed(i.values)).collect();
@@ -365,19 +377,29 @@ impl Product {
                     top.len(),
                 ),
             };
+            count.set(chunks.len());
             let pos = std::mem::take(&mut root.pos);
             drop(root);
             let chunk = |from: usize, to: usize| match sequential {
                 Some((lo, _)) => Top::Positions(lo + from, lo + to),
                 None => Top::Cands(top.slice(from, to)),
             };
-            if options.threads <= 1 && kernel.prefix > 0 {
+            if (options.threads <= 1 || kernel.budget.is_some()) && kernel.prefix > 0 {
                 // The chunks' entries are concatenated in chunk order:
                 // on one thread, each chunk appends to the entries of
-                // the ones before (no copy to merge them).
+                // the ones before (no copy to merge them). Under a row
+                // budget the chunks run so, until the budget runs out.
                 let mut out = Entries::new(dims);
-                out.reserve(chunks.last().map_or(0, |&(_, to)| to));
+                if kernel.budget.is_none() {
+                    out.reserve(chunks.last().map_or(0, |&(_, to)| to));
+                }
                 for &(from, to) in &chunks {
+                    if let Some(budget) = kernel.budget {
+                        if budget.used_up() {
+                            break;
+                        }
+                        budget.chunk();
+                    }
                     control.check()?;
                     control.tick();
                     out = shared
@@ -528,6 +550,8 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
             scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
             reserved,
             pending: 0,
+            full: false,
+            kept: 0,
         })
     }
 }
@@ -547,6 +571,12 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     reserved: u64,
     /// Bytes written but not yet charged (less than [`CHARGE_BATCH`]).
     pending: u64,
+    /// Set when the row budget ran out: the loop nest unwinds with an
+    /// error that [`ProductWorker::run`] drops.
+    full: bool,
+    /// The bytes charged (or pending) for the entries in `out`, handed on
+    /// with them.
+    kept: u64,
     /// Buffers per loop depth.
     scratch: Vec<Scratch<'a>>,
 }
@@ -587,9 +617,24 @@ impl Probe<'_> {
 
 impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     fn run(mut self, scale: T) -> Result<Entries<T>> {
+        self.walk_all(scale)?;
+        // The entries' charges go on with them (see [`Held`]).
+        if let Some(held) = self.shared.kernel.held {
+            let pending = std::mem::take(&mut self.pending);
+            self.shared.control.reserve(pending)?;
+            self.reserved += pending;
+            let kept = self.kept.min(self.reserved);
+            held.keep(kept);
+            self.reserved -= kept;
+        }
+        Ok(self.out.take())
+    }
+
+    /// Runs the whole loop nest (or its chunk), writing the entries.
+    fn walk_all(&mut self, scale: T) -> Result<()> {
         let kernel = self.shared.kernel;
         if let Some(result) = self.rows(scale) {
-            return result.map(|()| self.out.take());
+            return result;
         }
         // Only the rows know their order.
         self.out.increasing = false;
@@ -600,12 +645,16 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
                 self.add(scale.times(sum)?)?;
             }
         } else {
-            self.walk(0, scale)?;
+            match self.walk(0, scale) {
+                // The row budget ran out: the entries so far are the result.
+                Err(_) if self.full => return Ok(()),
+                walked => walked?,
+            }
         }
         if kernel.prefix == 0 {
             self.flush()?;
         }
-        Ok(self.out.take())
+        Ok(())
     }
 
     /// The product of the factors completed at loop `depth`, at the
@@ -886,7 +935,9 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
                 }
                 i += 1;
             }
-            self.charge(width * (self.out.len() - before) as u64)?;
+            let bytes = width * (self.out.len() - before) as u64;
+            self.charge(bytes)?;
+            self.kept += bytes;
             first = end;
         }
         Ok(())
@@ -992,7 +1043,16 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             let coords = &self.coords;
             self.out
                 .push(kernel.query.output.iter().map(|&v| coords[v]), value);
-            return self.charge(entry_bytes(kernel.query.output.len()));
+            let bytes = entry_bytes(kernel.query.output.len());
+            self.charge(bytes)?;
+            self.kept += bytes;
+            if let Some(budget) = kernel.budget
+                && budget.take(value.rows())
+            {
+                self.full = true;
+                return Err(Error::Cancelled);
+            }
+            return Ok(());
         }
         let new = self
             .acc
@@ -1030,7 +1090,10 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             Ok(())
         })?;
         let added = (self.out.len() - before) as u64;
-        self.charge(entry_bytes(kernel.query.output.len()) * added)
+        let bytes = entry_bytes(kernel.query.output.len()) * added;
+        self.charge(bytes)?;
+        self.kept += bytes;
+        Ok(())
     }
 }
 

@@ -2,10 +2,13 @@
 //! it reads, re-indexing where the plan says so), splits the outermost loop
 //! into chunks of balanced work, runs them on the thread pool, merges their
 //! entries in chunk order, and stores the result as a tensor with the
-//! reference evaluator's conventions.
+//! reference evaluator's conventions. The query a caller needs only the
+//! first rows of ([`FirstRows`]) runs its chunks in order under a
+//! [`RowBudget`] and stops when it has them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -17,11 +20,11 @@ use crate::storage::fibertree::FiberTree;
 use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
 use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
-use super::control::{Control, within_threads};
+use super::control::{Control, Held, RowBudget, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::product;
-use super::{ExecOptions, Outputs, QueryRun};
+use super::{ExecOptions, FirstRows, Limited, Outputs, QueryRun};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
 /// number, so that results do not depend on the thread count.
@@ -40,6 +43,7 @@ pub(crate) fn run_plan(
     plan: &PhysicalPlan,
     options: &ExecOptions,
     progress: &dyn ProgressSink,
+    first: Option<&FirstRows>,
 ) -> Result<(Outputs, Vec<QueryRun>)> {
     let control = Control::new(progress, options.memory_limit);
     let mut results = Results::new();
@@ -48,11 +52,20 @@ pub(crate) fn run_plan(
     for query in &plan.queries {
         control.check()?;
         let start = Instant::now();
-        let (tensor, fill) = run_query(query, &results, &control, options)?;
+        let budget = first
+            .filter(|f| f.query == query.name && in_output_order(query))
+            .map(|f| RowBudget::new(f.rows));
+        let (tensor, fill, chunks) =
+            run_query(query, &results, &control, options, budget.as_ref())?;
         runs.push(QueryRun {
             name: query.name.clone(),
             entries: tensor.nnz(),
             time: start.elapsed(),
+            limited: budget.map(|b| Limited {
+                rows: first.map_or(0, |f| f.rows),
+                chunks_run: b.chunks_run(),
+                chunks,
+            }),
         });
         if query.role == Role::Output {
             outputs.push((query.name.clone(), Arc::clone(&tensor)));
@@ -62,18 +75,35 @@ pub(crate) fn run_plan(
     Ok((outputs, runs))
 }
 
+/// Whether `query` writes its entries in the order of its output indices
+/// without aggregating: its loops bind exactly the output variables, in
+/// order. Then its first entries in loop order are its first by
+/// coordinates, and a row budget may stop it.
+fn in_output_order(query: &PhysicalQuery) -> bool {
+    query.aggregate.is_none()
+        && !query.loops.is_empty()
+        && query
+            .loops
+            .iter()
+            .map(|l| l.var)
+            .eq(query.output.iter().copied())
+}
+
 /// The bytes a fibertree index over `tensor` with `levels` levels takes,
 /// roughly (positions and coordinates per level, a copy of the values).
 fn index_bytes(tensor: &Tensor, levels: usize) -> u64 {
     (tensor.nnz() as u64).saturating_mul(16 * levels as u64 + 16)
 }
 
+/// Runs one query; returns its result, the value of its absent entries
+/// and how many chunks its outermost loop was split into.
 fn run_query(
     query: &PhysicalQuery,
     results: &Results,
     control: &Control<'_>,
     options: &ExecOptions,
-) -> Result<(Arc<Tensor>, Value)> {
+    budget: Option<&RowBudget>,
+) -> Result<(Arc<Tensor>, Value, usize)> {
     let mut opened = Vec::new();
     for access in &query.inputs {
         let (tensor, annotation, fill) = match &access.source {
@@ -123,10 +153,14 @@ fn run_query(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let kernel = Kernel::new(query, inputs)?;
+    let held = Held::new(control);
+    let mut kernel = Kernel::new(query, inputs)?;
+    kernel.budget = budget;
+    kernel.held = Some(&held);
+    let chunks = Chunks::default();
     let entries = match product::Product::new(&kernel) {
-        Some(product) => product.run(&kernel, control, options)?,
-        None => Finished::Values(run_general(&kernel, control, options)?),
+        Some(product) => product.run(&kernel, control, options, &chunks)?,
+        None => Finished::Values(run_general(&kernel, control, options, &chunks)?),
     };
     let tensor = within_threads(options.threads, entries.len(), || {
         store(&kernel, entries, control)
@@ -136,7 +170,22 @@ fn run_query(
         Role::Output => Value::zero(query.ty),
         Role::Intermediate => query.fill,
     };
-    Ok((Arc::new(tensor), fill))
+    Ok((Arc::new(tensor), fill, chunks.get()))
+}
+
+/// How many chunks a query's outermost loop was split into (set by the
+/// path that runs it).
+#[derive(Default)]
+pub(crate) struct Chunks(AtomicUsize);
+
+impl Chunks {
+    pub(crate) fn set(&self, n: usize) {
+        self.0.store(n, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// Runs a kernel on the general path.
@@ -144,6 +193,7 @@ fn run_general(
     kernel: &Kernel<'_>,
     control: &Control<'_>,
     options: &ExecOptions,
+    count: &Chunks,
 ) -> Result<Entries<Value>> {
     let mut root = Worker::new(kernel, control, None)?;
     if !root.feasible() {
@@ -156,10 +206,26 @@ fn run_general(
     let top = root.candidates(0);
     let weights = top_weights(kernel, &root.pos, &root.present, &top);
     let chunks = split(&weights, top.len());
+    count.set(chunks.len());
     let pool = AccumulatorPool::new(kernel.accumulator, kernel.suffix_sizes.clone());
-    let parts = run_chunks(&chunks, options, control, |from, to| {
-        Worker::new(kernel, control, Some(&pool))?.run(top.slice(from, to))
-    })?;
+    let run = |from, to| Worker::new(kernel, control, Some(&pool))?.run(top.slice(from, to));
+    let parts = match kernel.budget {
+        // Under a row budget the chunks run in order until it runs out.
+        Some(budget) => {
+            let mut parts = Vec::new();
+            for &(from, to) in &chunks {
+                if budget.used_up() {
+                    break;
+                }
+                budget.chunk();
+                control.check()?;
+                control.tick();
+                parts.push(run(from, to)?);
+            }
+            parts
+        }
+        None => run_chunks(&chunks, options, control, run)?,
+    };
     let merged = merge(kernel, parts)?;
     finish_all(kernel, merged)
 }

@@ -100,7 +100,7 @@ pub use uniform::{UniformEstimator, UniformStats};
 
 use crate::error::Result;
 use crate::exec::PhysicalPlan;
-use crate::exec::planner::{PlanChoices, plan_by, plan_with};
+use crate::exec::planner::{InOrder, PlanChoices, plan_by};
 use crate::ir::Program;
 use logical::LogicalPlan;
 use physical::PhysicalOptimizer;
@@ -204,21 +204,46 @@ pub struct Optimized {
 /// [`crate::Error::Internal`] when a phase leaves a program that no longer
 /// binds though the given one did ([`check`]).
 pub fn optimize(program: &Program, options: &OptimizerOptions) -> Result<Optimized> {
+    optimize_in_order(program, options, &[])
+}
+
+/// [`optimize`], with the loops of the queries named in `in_order` (those
+/// that do not aggregate) binding their output indices in output order,
+/// whatever the physical phase would choose ([`InOrder`]): the executor
+/// can then stop them after their first entries
+/// ([`run_first`](crate::exec::run_first)). The logical phases are not
+/// affected.
+pub fn optimize_in_order(
+    program: &Program,
+    options: &OptimizerOptions,
+    in_order: &[String],
+) -> Result<Optimized> {
     match (options.search, options.estimator) {
-        (Search::None, _) => as_written(program, options),
-        (_, EstimatorKind::Chain) => with(&ChainEstimator::default(), program, options),
-        (_, EstimatorKind::Uniform) => with(&UniformEstimator, program, options),
+        (Search::None, _) => as_written(program, options, in_order),
+        (_, EstimatorKind::Chain) => with(&ChainEstimator::default(), program, options, in_order),
+        (_, EstimatorKind::Uniform) => with(&UniformEstimator, program, options, in_order),
     }
 }
 
 /// `program` planned as written with the default choices, no phase run.
-fn as_written(program: &Program, options: &OptimizerOptions) -> Result<Optimized> {
+fn as_written(
+    program: &Program,
+    options: &OptimizerOptions,
+    in_order: &[String],
+) -> Result<Optimized> {
     let start = Instant::now();
-    let choices = PlanChoices {
+    let mut choices = PlanChoices {
         eliminate: false,
         ..PlanChoices::default()
     };
-    let plan = plan_with(program, &choices)?;
+    let plan = plan_by(
+        program,
+        &[],
+        &mut InOrder {
+            inner: &mut choices,
+            queries: in_order,
+        },
+    )?;
     Ok(Optimized {
         logical: program.clone(),
         estimates: vec![f64::NAN; program.queries.len()],
@@ -288,6 +313,7 @@ fn with<E: SparsityEstimator>(
     estimator: &E,
     program: &Program,
     options: &OptimizerOptions,
+    in_order: &[String],
 ) -> Result<Optimized> {
     let start = Instant::now();
     let mut phases = Phases {
@@ -355,7 +381,14 @@ fn with<E: SparsityEstimator>(
             None => logical::as_written(estimator, program)?,
         };
         let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats);
-        let plan = plan_by(&logical.program, &logical.intermediates, &mut chooser)?;
+        let plan = plan_by(
+            &logical.program,
+            &logical.intermediates,
+            &mut InOrder {
+                inner: &mut chooser,
+                queries: in_order,
+            },
+        )?;
         phases.ran(Phase::Physical, begin.elapsed());
         (logical, plan)
     } else {
@@ -367,7 +400,10 @@ fn with<E: SparsityEstimator>(
         let plan = plan_by(
             &logical.program,
             &logical.intermediates,
-            &mut PlanChoices::default(),
+            &mut InOrder {
+                inner: &mut PlanChoices::default(),
+                queries: in_order,
+            },
         )?;
         (logical, plan)
     };

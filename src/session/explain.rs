@@ -23,6 +23,7 @@ use super::{Session, count, entries};
 use crate::bound::{BoundStatement, Relation};
 use crate::emit::{self, Dialect};
 use crate::error::{Error, Result};
+use crate::exec::FirstRows;
 use crate::ir::Program;
 use crate::optimizer::{Optimized, OptimizerOptions};
 use crate::storage::{ColumnRef, Tensor};
@@ -70,7 +71,11 @@ pub fn explain(session: &Session<'_>, bound: BoundStatement, analyze: bool) -> R
     };
     let lines = match (&relation, analyze) {
         (Relation::Program(query), false) => {
-            let mut lines = program_lines(&query.program, &session.settings().optimizer_options())?;
+            let mut lines = first_rows_lines(
+                &query.program,
+                &session.settings().optimizer_options(),
+                query.assembly.first_rows(),
+            )?;
             lines.extend(query.assembly.describe());
             lines
         }
@@ -175,8 +180,20 @@ pub fn plan_result(lines: Vec<String>) -> Result<QueryResult> {
 /// The plan of a program: its IR, the inputs it reads, and the optimized
 /// plan under `options`.
 pub fn program_lines(program: &Program, options: &OptimizerOptions) -> Result<Vec<String>> {
+    first_rows_lines(program, options, None)
+}
+
+/// [`program_lines`] of a program whose caller needs only the `first`
+/// rows of one output: that query's loops planned in output order, as
+/// they run ([`crate::optimizer::optimize_in_order`]).
+fn first_rows_lines(
+    program: &Program,
+    options: &OptimizerOptions,
+    first: Option<FirstRows>,
+) -> Result<Vec<String>> {
     let mut lines = program_text_lines(program);
-    let optimized = crate::optimizer::optimize(program, options)?;
+    let in_order: Vec<String> = first.into_iter().map(|f| f.query).collect();
+    let optimized = crate::optimizer::optimize_in_order(program, options, &in_order)?;
     lines.extend(optimized_lines(&optimized));
     Ok(lines)
 }
@@ -261,6 +278,18 @@ pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
         let mut line = format!("  {}: {}", query.name, entries(query.entries));
         if let Some(estimate) = estimate {
             line.push_str(&format!(" ({})", estimated(estimate)));
+        }
+        if let Some(limited) = query.limited {
+            line.push_str(&format!(
+                ", stopped at its first {} ({} of {} chunks run)",
+                count(
+                    usize::try_from(limited.rows).unwrap_or(usize::MAX),
+                    "row",
+                    "rows"
+                ),
+                limited.chunks_run,
+                limited.chunks
+            ));
         }
         if times {
             line.push_str(&format!(", {}", millis(query.time)));

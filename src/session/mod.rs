@@ -25,13 +25,18 @@ pub use result::QueryResult;
 pub use settings::Settings;
 pub use statement::{ExplainFormat, Statement, parse_script};
 
-use crate::bound::{BoundStatement, Relation};
+use crate::bound::{BoundStatement, Relation, RowStream};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
+use crate::exec::FirstRows;
 use crate::ir::Program;
 use crate::progress::{ProgressSink, check_cancelled};
 use crate::sql;
 use crate::storage::Tensor;
+
+/// How many rows each batch of a stored table's rows holds when they are
+/// handed out (the last one fewer).
+const STORED_BATCH_ROWS: usize = 8192;
 
 /// What statements run against: the database's catalog and settings, where
 /// progress goes, and (for `EXPLAIN ANALYZE` and profiles) where evaluated
@@ -222,17 +227,47 @@ impl<'a> Session<'a> {
         }))
     }
 
+    /// Binds and runs one statement, unless a stop was requested, and
+    /// hands out its rows as a stream: a query's program is evaluated
+    /// first, its rows are assembled batch by batch as they are taken (see
+    /// [`RowStream`]); any other statement runs whole.
+    pub fn stream(&self, statement: &Statement) -> Result<RowStream> {
+        check_cancelled(self.progress)?;
+        if let Statement::Explain { .. } = statement {
+            return self.execute(statement).map(RowStream::from);
+        }
+        match self.bind(statement)? {
+            BoundStatement::Query(relation) => self.row_stream(&relation),
+            bound => self.run(bound).map(RowStream::from),
+        }
+    }
+
     /// The rows of a relation.
     fn rows(&self, relation: &Relation) -> Result<QueryResult> {
+        QueryResult::collect(self.row_stream(relation)?)
+    }
+
+    /// The rows of a relation as a stream.
+    fn row_stream(&self, relation: &Relation) -> Result<RowStream> {
         match relation {
             Relation::Program(query) => {
-                let results = self.evaluate(&query.program)?;
-                let (schema, batches) = query.assembly.batches(&results)?;
-                Ok(QueryResult::rows(schema, batches))
+                let results = self.evaluate_first(&query.program, query.assembly.first_rows())?;
+                query.assembly.stream(&results)
             }
             other => {
+                // A stored table or a file as it is: its one batch, handed
+                // out in slices of the assembly's batch size (no copy).
                 let batch = self.stored(other)?.to_record_batch()?;
-                Ok(QueryResult::rows(batch.schema(), vec![batch]))
+                let slices = (0..batch.num_rows().max(1))
+                    .step_by(STORED_BATCH_ROWS)
+                    .map(|offset| {
+                        batch.slice(
+                            offset,
+                            STORED_BATCH_ROWS.min(batch.num_rows().saturating_sub(offset)),
+                        )
+                    })
+                    .collect();
+                Ok(RowStream::ready(batch.schema(), slices, None))
             }
         }
     }
@@ -242,7 +277,7 @@ impl<'a> Session<'a> {
     fn tensor(&self, relation: Relation) -> Result<Arc<Tensor>> {
         match relation {
             Relation::Program(query) => {
-                let results = self.evaluate(&query.program)?;
+                let results = self.evaluate_first(&query.program, query.assembly.first_rows())?;
                 Ok(Arc::new(query.assembly.tensor(&results)?))
             }
             other => self.stored(&other),
@@ -265,6 +300,17 @@ impl<'a> Session<'a> {
     /// results by query name.
     pub fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
         self.settings.evaluate(program, self.progress, self.log)
+    }
+
+    /// [`Session::evaluate`] for a caller that needs only the first rows
+    /// of one output (see [`Settings::evaluate_first`]).
+    fn evaluate_first(
+        &self,
+        program: &Program,
+        first: Option<FirstRows>,
+    ) -> Result<Vec<(String, Arc<Tensor>)>> {
+        self.settings
+            .evaluate_first(program, first.as_ref(), self.progress, self.log)
     }
 
     /// The settings statements run with.

@@ -1,11 +1,13 @@
 //! What a statement returns: rows as Arrow record batches, and a message
-//! for statements that change the database.
+//! for statements that change the database; all at once ([`QueryResult`])
+//! or as a stream ([`RowStream`]).
 
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
+use crate::bound::RowStream;
 use crate::error::Result;
 
 /// The result of one statement: rows (possibly none) and, for statements
@@ -49,8 +51,27 @@ impl QueryResult {
         Ok(QueryResult::rows(schema, vec![batch]))
     }
 
+    /// Every batch of `stream`, taken.
+    pub fn collect(stream: RowStream) -> Result<QueryResult> {
+        let schema = stream.schema();
+        let message = stream.message().map(str::to_string);
+        let batches = stream.collect::<Result<Vec<_>>>()?;
+        Ok(QueryResult {
+            schema,
+            batches,
+            message,
+        })
+    }
+
     /// The total number of rows.
     pub fn num_rows(&self) -> usize {
         self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+impl From<QueryResult> for RowStream {
+    /// The result's batches, already made, as a stream.
+    fn from(result: QueryResult) -> RowStream {
+        RowStream::ready(result.schema, result.batches, result.message)
     }
 }

@@ -37,7 +37,7 @@ use std::time::Instant;
 use super::profile::{ProfileLog, ProgramRun};
 use crate::bound::Literal;
 use crate::error::{Error, Result};
-use crate::exec::{ExecOptions, default_memory_limit, default_threads};
+use crate::exec::{ExecOptions, FirstRows, default_memory_limit, default_threads};
 use crate::ir::Program;
 use crate::optimizer::{EstimatorKind, OptimizerOptions, Phase, PhaseSet, Search};
 use crate::progress::ProgressSink;
@@ -157,6 +157,22 @@ impl Settings {
         progress: &dyn ProgressSink,
         log: Option<&ProfileLog>,
     ) -> Result<Vec<(String, Arc<Tensor>)>> {
+        self.evaluate_first(program, None, progress, log)
+    }
+
+    /// [`Settings::evaluate`] for a caller that needs only the first rows
+    /// of one output (`first`): the executor plans that query's loops in
+    /// output order and stops it once it has them
+    /// ([`crate::exec::run_first`]); that result then holds its first
+    /// entries by coordinates. The reference evaluator computes every
+    /// result whole.
+    pub fn evaluate_first(
+        &self,
+        program: &Program,
+        first: Option<&FirstRows>,
+        progress: &dyn ProgressSink,
+        log: Option<&ProfileLog>,
+    ) -> Result<Vec<(String, Arc<Tensor>)>> {
         if self.uses_reference() {
             let start = Instant::now();
             let results = crate::reference::evaluate_with(program, progress)?;
@@ -169,10 +185,12 @@ impl Settings {
             }
             return Ok(results);
         }
-        let optimized = crate::optimizer::optimize(program, &self.optimizer_options())?;
+        let in_order: Vec<String> = first.iter().map(|f| f.query.clone()).collect();
+        let optimized =
+            crate::optimizer::optimize_in_order(program, &self.optimizer_options(), &in_order)?;
         let start = Instant::now();
         let (results, queries) =
-            crate::exec::run_profiled(&optimized.plan, &self.exec_options(), progress)?;
+            crate::exec::run_first(&optimized.plan, &self.exec_options(), progress, first)?;
         if let Some(log) = log {
             log.record(ProgramRun {
                 optimized: Some(optimized),

@@ -26,7 +26,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use einsql::{Database, Error, QueryResult, Result};
+use einsql::{Database, Error, Result, RowStream};
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
 use rustyline::{CompletionType, Config, Editor};
@@ -427,7 +427,8 @@ impl Shell {
         }
     }
 
-    /// Executes one statement's text and prints its result or error.
+    /// Executes one statement's text and prints its result or error; the
+    /// rows of a query are printed as their batches arrive.
     fn run_statement(&mut self, text: &str, origin: &Origin) -> Flow {
         let prefix = if self.settings.explain {
             "EXPLAIN "
@@ -436,8 +437,7 @@ impl Shell {
         };
         let sql = format!("{prefix}{text}");
         let started = Instant::now();
-        let result = self.execute(&sql);
-        let elapsed = started.elapsed();
+        let result = self.stream(&sql);
         self.refresh_names();
         if interrupt::take() {
             let what = if matches!(result, Err(einsql::Error::Cancelled)) {
@@ -452,8 +452,15 @@ impl Shell {
             return Flow::Stop;
         }
         let flow = match result {
-            Ok(result) => match self.print_result(&result) {
+            Ok(stream) => match self.print_stream(stream) {
                 Ok(()) => Flow::Continue,
+                Err(einsql::Error::Cancelled) if interrupt::take() => {
+                    self.warn(
+                        "Interrupted: the rest of the result was not shown; the statements \
+                         after it were skipped.",
+                    );
+                    return Flow::Stop;
+                }
                 Err(error) => self.output_failed(&error),
             },
             Err(error) => {
@@ -467,44 +474,60 @@ impl Shell {
             }
         };
         if self.settings.timer {
+            let elapsed = started.elapsed();
             self.warn(&format!("Run Time: {:.3} s", elapsed.as_secs_f64()));
         }
         flow
     }
 
-    /// Executes `sql` on the configured threads.
-    fn execute(&self, sql: &str) -> Result<QueryResult> {
+    /// Executes `sql` on the configured threads and hands out the rows of
+    /// its last statement as a stream.
+    fn stream(&self, sql: &str) -> Result<RowStream> {
         match &self.pool {
-            Some(pool) => pool.install(|| self.db.execute(sql)),
-            None => self.db.execute(sql),
+            Some(pool) => pool.install(|| self.db.stream(sql)),
+            None => self.db.stream(sql),
         }
     }
 
     /// Executes a statement that a dot-command built and prints its message.
     fn execute_quietly(&mut self, sql: &str) -> Result<Flow> {
-        let result = self.execute(sql);
+        let result = self.stream(sql);
         self.refresh_names();
-        let result = result?;
-        self.print_result(&result)?;
+        self.print_stream(result?)?;
         Ok(Flow::Continue)
     }
 
     /// Prints a result: its rows (if it has columns or nothing else to
-    /// say), then its message in the modes meant for people.
-    fn print_result(&mut self, result: &QueryResult) -> Result<()> {
+    /// say) as their batches arrive, then its message in the modes meant
+    /// for people.
+    fn print_stream(&mut self, stream: RowStream) -> Result<()> {
         let layout = Layout {
             mode: self.settings.mode,
             max_rows: self.settings.max_rows,
             width: None,
             to_terminal: matches!(self.output, Output::Stdout) && io::stdout().is_terminal(),
         };
-        let show_rows = !result.schema.fields().is_empty() || result.message.is_none();
+        let schema = stream.schema();
+        let message = stream.message().map(str::to_string);
+        let show_rows = !schema.fields().is_empty() || message.is_none();
+        let mut writer = render::RowWriter::new(&schema, &layout);
+        for batch in stream {
+            let batch = batch?;
+            if show_rows {
+                let mut text = Vec::new();
+                writer
+                    .write(&mut text, &batch)
+                    .map_err(|e| Error::io("<output>", e))?;
+                self.write_bytes(&text)?;
+            }
+        }
         let mut text = Vec::new();
         if show_rows {
-            render::write_rows(&mut text, &result.schema, &result.batches, &layout)
+            writer
+                .finish(&mut text)
                 .map_err(|e| Error::io("<output>", e))?;
         }
-        if let Some(message) = &result.message
+        if let Some(message) = &message
             && self.settings.mode.is_for_people()
         {
             text.extend_from_slice(message.as_bytes());

@@ -7,8 +7,13 @@
 //! field. Values are formatted by Arrow's display code, so integers of any
 //! size are printed exactly; NULL is printed as `NULL` (empty in CSV/TSV,
 //! `null` in JSON).
+//!
+//! A [`RowWriter`] takes the batches of a result as they arrive: CSV, TSV,
+//! JSON and line mode print each batch's rows at once; a table and
+//! Markdown size their columns to every row, so they print at the end.
 
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef, UInt64Type};
@@ -87,21 +92,82 @@ pub struct Layout {
     pub to_terminal: bool,
 }
 
-/// Writes the rows of a result (`schema` and `batches`) to `out`.
-pub fn write_rows(
-    out: &mut dyn Write,
-    schema: &SchemaRef,
-    batches: &[RecordBatch],
-    layout: &Layout,
-) -> io::Result<()> {
-    let rows = Rows::new(batches);
-    match layout.mode {
-        Mode::Table => write_table(out, schema, &rows, layout),
-        Mode::Csv => write_delimited(out, schema, &rows, b','),
-        Mode::Tsv => write_delimited(out, schema, &rows, b'\t'),
-        Mode::Json => write_json(out, schema, &rows),
-        Mode::Markdown => write_markdown(out, schema, &rows),
-        Mode::Line => write_lines(out, schema, &rows),
+/// Writes a result's rows as its batches arrive (see the module
+/// documentation): [`RowWriter::write`] per batch, then
+/// [`RowWriter::finish`].
+pub struct RowWriter {
+    schema: SchemaRef,
+    layout: Layout,
+    /// Whether the header (or JSON's opening bracket) is written.
+    started: bool,
+    /// Whether a row is written (JSON and line mode separate rows).
+    wrote_row: bool,
+    /// The batches a table or Markdown prints at the end.
+    kept: Vec<RecordBatch>,
+}
+
+impl RowWriter {
+    /// A writer of rows of `schema` laid out by `layout`.
+    pub fn new(schema: &SchemaRef, layout: &Layout) -> RowWriter {
+        RowWriter {
+            schema: Arc::clone(schema),
+            layout: *layout,
+            started: false,
+            wrote_row: false,
+            kept: Vec::new(),
+        }
+    }
+
+    /// Writes `batch`'s rows, or keeps them for [`RowWriter::finish`].
+    pub fn write(&mut self, out: &mut dyn Write, batch: &RecordBatch) -> io::Result<()> {
+        let rows = Rows::new(std::slice::from_ref(batch));
+        match self.layout.mode {
+            Mode::Table | Mode::Markdown => {
+                self.kept.push(batch.clone());
+                Ok(())
+            }
+            Mode::Csv => {
+                self.start(out)?;
+                write_delimited(out, &rows, b',')
+            }
+            Mode::Tsv => {
+                self.start(out)?;
+                write_delimited(out, &rows, b'\t')
+            }
+            Mode::Json => {
+                self.start(out)?;
+                write_json(out, &self.schema, &rows, &mut self.wrote_row)
+            }
+            Mode::Line => write_lines(out, &self.schema, &rows, &mut self.wrote_row),
+        }
+    }
+
+    /// Writes what comes after the last batch (a table or Markdown: all
+    /// of it).
+    pub fn finish(mut self, out: &mut dyn Write) -> io::Result<()> {
+        match self.layout.mode {
+            Mode::Table => write_table(out, &self.schema, &Rows::new(&self.kept), &self.layout),
+            Mode::Markdown => write_markdown(out, &self.schema, &Rows::new(&self.kept)),
+            Mode::Json => {
+                self.start(out)?;
+                writeln!(out, "]")
+            }
+            Mode::Csv | Mode::Tsv => self.start(out),
+            Mode::Line => Ok(()),
+        }
+    }
+
+    /// Writes the CSV or TSV header, or JSON's opening bracket, once.
+    fn start(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if std::mem::replace(&mut self.started, true) {
+            return Ok(());
+        }
+        match self.layout.mode {
+            Mode::Csv => write_header(out, &self.schema, b','),
+            Mode::Tsv => write_header(out, &self.schema, b'\t'),
+            Mode::Json => write!(out, "["),
+            Mode::Table | Mode::Markdown | Mode::Line => Ok(()),
+        }
     }
 }
 
@@ -279,19 +345,18 @@ fn quote_field(field: &str, delimiter: u8) -> String {
     }
 }
 
-fn write_delimited(
-    out: &mut dyn Write,
-    schema: &SchemaRef,
-    rows: &Rows<'_>,
-    delimiter: u8,
-) -> io::Result<()> {
+fn write_header(out: &mut dyn Write, schema: &SchemaRef, delimiter: u8) -> io::Result<()> {
     let separator = char::from(delimiter).to_string();
     let header: Vec<String> = schema
         .fields()
         .iter()
         .map(|f| quote_field(f.name(), delimiter))
         .collect();
-    writeln!(out, "{}", header.join(&separator))?;
+    writeln!(out, "{}", header.join(&separator))
+}
+
+fn write_delimited(out: &mut dyn Write, rows: &Rows<'_>, delimiter: u8) -> io::Result<()> {
+    let separator = char::from(delimiter).to_string();
     rows.format(0..rows.total, "", |fields| {
         let fields: Vec<String> = fields.iter().map(|f| quote_field(f, delimiter)).collect();
         writeln!(out, "{}", fields.join(&separator))
@@ -324,27 +389,29 @@ fn json_value(array: &ArrayRef, row: usize) -> io::Result<String> {
     serde_json::to_string(&value).map_err(io::Error::other)
 }
 
-fn write_json(out: &mut dyn Write, schema: &SchemaRef, rows: &Rows<'_>) -> io::Result<()> {
+/// The rows of a JSON array, after `wrote_row` rows before them.
+fn write_json(
+    out: &mut dyn Write,
+    schema: &SchemaRef,
+    rows: &Rows<'_>,
+    wrote_row: &mut bool,
+) -> io::Result<()> {
     let keys = schema
         .fields()
         .iter()
         .map(|f| serde_json::to_string(f.name()).map_err(io::Error::other))
         .collect::<io::Result<Vec<String>>>()?;
-    let mut first = true;
-    write!(out, "[")?;
     rows.arrays(|columns, row| {
         let fields = keys
             .iter()
             .zip(columns)
             .map(|(key, column)| Ok(format!("{key}:{}", json_value(column, row)?)))
             .collect::<io::Result<Vec<String>>>()?;
-        if !first {
+        if std::mem::replace(wrote_row, true) {
             writeln!(out, ",")?;
         }
-        first = false;
         write!(out, "{{{}}}", fields.join(","))
-    })?;
-    writeln!(out, "]")
+    })
 }
 
 fn write_markdown(out: &mut dyn Write, schema: &SchemaRef, rows: &Rows<'_>) -> io::Result<()> {
@@ -407,15 +474,19 @@ fn write_markdown(out: &mut dyn Write, schema: &SchemaRef, rows: &Rows<'_>) -> i
     Ok(())
 }
 
-fn write_lines(out: &mut dyn Write, schema: &SchemaRef, rows: &Rows<'_>) -> io::Result<()> {
+/// Line mode's rows, after `wrote_row` rows before them.
+fn write_lines(
+    out: &mut dyn Write,
+    schema: &SchemaRef,
+    rows: &Rows<'_>,
+    wrote_row: &mut bool,
+) -> io::Result<()> {
     let names: Vec<&String> = schema.fields().iter().map(|f| f.name()).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
-    let mut first = true;
     rows.format(0..rows.total, "NULL", |fields| {
-        if !first {
+        if std::mem::replace(wrote_row, true) {
             writeln!(out)?;
         }
-        first = false;
         for (name, value) in names.iter().zip(&fields) {
             writeln!(out, "{name:>width$} = {value}")?;
         }
@@ -425,12 +496,25 @@ fn write_lines(out: &mut dyn Write, schema: &SchemaRef, rows: &Rows<'_>) -> io::
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use arrow::array::{BooleanArray, Float64Array, Int64Array, StringArray};
     use arrow::datatypes::{Field, Schema};
 
     use super::*;
+
+    /// Writes the rows of a result (`schema` and `batches`) to `out`, as
+    /// the shell does.
+    fn write_rows(
+        out: &mut dyn Write,
+        schema: &SchemaRef,
+        batches: &[RecordBatch],
+        layout: &Layout,
+    ) -> io::Result<()> {
+        let mut writer = RowWriter::new(schema, layout);
+        for batch in batches {
+            writer.write(out, batch)?;
+        }
+        writer.finish(out)
+    }
 
     fn sample() -> (SchemaRef, Vec<RecordBatch>) {
         let schema = Arc::new(Schema::new(vec![
@@ -474,6 +558,41 @@ mod tests {
         let mut out = Vec::new();
         write_rows(&mut out, &schema, &batches, &layout).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn streaming_modes_write_each_batch_as_it_arrives() {
+        let (schema, batches) = sample();
+        for (mode, after_first, at_end) in [
+            (
+                Mode::Csv,
+                "k,n,x,b\n\"a,b\",9223372036854775807,0.5,true\n",
+                "",
+            ),
+            (Mode::Json, "[{\"k\":\"a,b\"", "]\n"),
+            (Mode::Line, "k = a,b\n", ""),
+            (Mode::Table, "", "3 rows"),
+        ] {
+            let layout = Layout {
+                mode,
+                max_rows: 0,
+                width: None,
+                to_terminal: false,
+            };
+            let mut writer = RowWriter::new(&schema, &layout);
+            let mut out = Vec::new();
+            writer.write(&mut out, &batches[0]).unwrap();
+            let first = String::from_utf8(out.clone()).unwrap();
+            assert!(first.starts_with(after_first), "{mode:?}: {first}");
+            assert_eq!(first.is_empty(), mode == Mode::Table, "{mode:?}: {first}");
+            for batch in &batches[1..] {
+                writer.write(&mut out, batch).unwrap();
+            }
+            writer.finish(&mut out).unwrap();
+            let all = String::from_utf8(out).unwrap();
+            assert!(all.contains(at_end), "{mode:?}: {all}");
+            assert_eq!(all, render(mode, 0), "{mode:?}");
+        }
     }
 
     #[test]

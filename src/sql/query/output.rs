@@ -19,9 +19,10 @@ use sqlparser::ast::{Query, SetExpr};
 use super::expr::SqlType;
 use super::plan::{self, Item, OrderSource, Plan, Rows};
 use super::{Ctes, Source, simple_source};
-use crate::bound::{Assemble, Results};
+use crate::bound::{Assemble, Results, RowStream};
 use crate::emit::{self, Dialect};
 use crate::error::{Error, Result};
+use crate::exec::FirstRows;
 use crate::ir::column_values;
 use crate::ir::{Annotation, Expr, IndexTerm, Input, Program, Value};
 use crate::optimizer::OptimizerOptions;
@@ -80,12 +81,32 @@ pub fn bind(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Plan> {
 }
 
 impl Assemble for Plan {
-    fn batches(&self, results: &Results) -> Result<(SchemaRef, Vec<RecordBatch>)> {
-        assemble(self, results)?.into_batches()
+    fn stream(&self, results: &Results) -> Result<RowStream> {
+        stream(self, results)
     }
 
     fn tensor(&self, results: &Results) -> Result<Tensor> {
         assemble(self, results)?.into_tensor()
+    }
+
+    /// A join listing under `LIMIT`, without `DISTINCT` or `ORDER BY`,
+    /// needs the first `OFFSET + LIMIT` rows of `#rows` in the order of its
+    /// indices (the row variables), the order [`assemble`] lists rows in.
+    fn first_rows(&self) -> Option<FirstRows> {
+        let limit = self.limit?;
+        match &self.rows {
+            Rows::Entries {
+                query,
+                repeat: true,
+                ..
+            } if !self.distinct && self.order.is_empty() && self.having.is_none() => {
+                Some(FirstRows {
+                    query: query.clone(),
+                    rows: u64::try_from(self.offset.saturating_add(limit)).unwrap_or(u64::MAX),
+                })
+            }
+            _ => None,
+        }
     }
 
     fn describe(&self) -> Vec<String> {
@@ -147,16 +168,64 @@ fn table_of(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Arc<Tens
     }
 }
 
-/// The entries of one annotation of a tensor, by coordinates.
+/// The entries of one annotation of a tensor, found by their coordinates:
+/// a tensor's entries are sorted by coordinates (in dimension order), so
+/// a binary search finds a row's entry without building a table first.
 struct Stored {
-    values: HashMap<Vec<i64>, Value>,
+    tensor: Arc<Tensor>,
+    values: Vec<Value>,
     /// The value of every other coordinate.
     fill: Value,
 }
 
 impl Stored {
+    /// The entries of `annotation` of `tensor`, with the fill value.
+    fn new(tensor: &Arc<Tensor>, annotation: Annotation) -> Result<Stored> {
+        let values: Vec<Value> = match annotation {
+            Annotation::Multiplicity => match tensor.multiplicities() {
+                Some(m) => m.iter().map(|&c| Value::Int(c)).collect(),
+                None => vec![Value::Int(1); tensor.nnz()],
+            },
+            Annotation::Column(c) => {
+                let column = tensor.annotation_columns().get(c).ok_or_else(|| {
+                    Error::Invalid("a result reads a value column its tensor lacks".to_string())
+                })?;
+                column_values(column.as_ref())?
+            }
+        };
+        let fill = match annotation {
+            Annotation::Multiplicity => Value::Int(0),
+            Annotation::Column(c) => {
+                Value::zero(tensor.values().get(c).map_or(ValueType::Int64, |v| v.ty))
+            }
+        };
+        Ok(Stored {
+            tensor: Arc::clone(tensor),
+            values,
+            fill,
+        })
+    }
+
+    /// The value at `key` (one coordinate per dimension).
     fn get(&self, key: &[i64]) -> Value {
-        self.values.get(key).copied().unwrap_or(self.fill)
+        let tensor = self.tensor.as_ref();
+        let compare = |n: usize| {
+            key.iter()
+                .enumerate()
+                .map(|(d, k)| tensor.coords(d).get(n).cmp(&Some(k)))
+                .find(|order| order.is_ne())
+                .unwrap_or(Ordering::Equal)
+        };
+        let (mut lo, mut hi) = (0, self.values.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match compare(mid) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return self.values[mid],
+            }
+        }
+        self.fill
     }
 }
 
@@ -168,18 +237,10 @@ struct Lookup {
 }
 
 impl Lookup {
-    fn new(tensor: &Tensor, indices: &[String], vars: &[String]) -> Result<Lookup> {
-        let positions = indices
-            .iter()
-            .map(|i| {
-                vars.iter().position(|v| v == i).ok_or_else(|| {
-                    Error::Invalid(format!("result index '{i}' is not a row variable"))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+    fn new(tensor: &Arc<Tensor>, indices: &[String], vars: &[String]) -> Result<Lookup> {
         Ok(Lookup {
-            positions,
-            stored: entries(tensor, Annotation::Column(0))?,
+            positions: positions(indices, vars)?,
+            stored: Stored::new(tensor, Annotation::Column(0))?,
         })
     }
 
@@ -189,48 +250,31 @@ impl Lookup {
     }
 }
 
-/// Every stored entry of an annotation of `tensor`, with the fill value.
-fn entries(tensor: &Tensor, annotation: Annotation) -> Result<Stored> {
-    let dims = tensor.dims().len();
-    let values: Vec<Value> = match annotation {
-        Annotation::Multiplicity => match tensor.multiplicities() {
-            Some(m) => m.iter().map(|&c| Value::Int(c)).collect(),
-            None => vec![Value::Int(1); tensor.nnz()],
-        },
-        Annotation::Column(c) => {
-            let column = tensor.annotation_columns().get(c).ok_or_else(|| {
-                Error::Invalid("a result reads a value column its tensor lacks".to_string())
-            })?;
-            column_values(column.as_ref())?
-        }
-    };
-    let fill = match annotation {
-        Annotation::Multiplicity => Value::Int(0),
-        Annotation::Column(c) => {
-            Value::zero(tensor.values().get(c).map_or(ValueType::Int64, |v| v.ty))
-        }
-    };
-    let values = values
-        .into_iter()
-        .enumerate()
-        .map(|(row, v)| ((0..dims).map(|d| tensor.coords(d)[row]).collect(), v))
-        .collect();
-    Ok(Stored { values, fill })
+/// The position of each of `indices` among the row variables `vars`.
+fn positions(indices: &[String], vars: &[String]) -> Result<Vec<usize>> {
+    indices
+        .iter()
+        .map(|i| {
+            vars.iter()
+                .position(|v| v == i)
+                .ok_or_else(|| Error::Invalid(format!("result index '{i}' is not a row variable")))
+        })
+        .collect()
 }
 
 /// Evaluates pointwise items on rows, reading stored tables as needed.
-struct RowEvaluator<'p> {
-    vars: &'p [String],
+struct RowEvaluator {
+    vars: Vec<String>,
     inputs: HashMap<(usize, Annotation), Stored>,
 }
 
-impl RowEvaluator<'_> {
+impl RowEvaluator {
     fn prepare(&mut self, expr: &Expr) -> Result<()> {
         for input in expr.inputs() {
             if let std::collections::hash_map::Entry::Vacant(slot) =
                 self.inputs.entry(input_key(input))
             {
-                slot.insert(entries(&input.tensor.tensor, input.annotation)?);
+                slot.insert(Stored::new(&input.tensor.tensor, input.annotation)?);
             }
         }
         Ok(())
@@ -283,8 +327,90 @@ fn input_key(input: &Input) -> (usize, Annotation) {
     (Arc::as_ptr(&input.tensor.tensor) as usize, input.annotation)
 }
 
-/// Turns the program's results into the rows the plan describes.
-fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTable> {
+/// The keys of a result's rows in order, one coordinate per row variable:
+/// the entries of the rows query in coordinate order (its indices are the
+/// row variables, in order), each repeated by its value or listed once,
+/// or the one row of an aggregate without `GROUP BY`.
+enum RowKeys {
+    Entries {
+        counts: Stored,
+        positions: Vec<usize>,
+        width: usize,
+        repeat: bool,
+        /// The next entry, and how many more times the one before repeats.
+        next: usize,
+        again: u64,
+        row: Vec<i64>,
+    },
+    One {
+        done: bool,
+    },
+}
+
+impl Iterator for RowKeys {
+    type Item = Vec<i64>;
+
+    fn next(&mut self) -> Option<Vec<i64>> {
+        match self {
+            RowKeys::One { done } => (!std::mem::replace(done, true)).then(Vec::new),
+            RowKeys::Entries {
+                counts,
+                positions,
+                width,
+                repeat,
+                next,
+                again,
+                row,
+            } => {
+                while *again == 0 {
+                    let value = *counts.values.get(*next)?;
+                    let n = value.as_i64().unwrap_or(i64::from(!value.is_zero()));
+                    *again = if *repeat {
+                        u64::try_from(n).unwrap_or(0)
+                    } else {
+                        u64::from(n != 0)
+                    };
+                    *row = vec![0; *width];
+                    for (d, &p) in positions.iter().enumerate() {
+                        row[p] = counts.tensor.coords(d)[*next];
+                    }
+                    *next += 1;
+                }
+                *again -= 1;
+                Some(row.clone())
+            }
+        }
+    }
+}
+
+/// What the cells of a row are computed from.
+struct Cells {
+    evaluator: RowEvaluator,
+    lookups: HashMap<String, Lookup>,
+    /// A one-row result without matching rows: its nullable aggregates
+    /// are NULL.
+    empty: bool,
+}
+
+impl Cells {
+    fn cell(&self, item: &Item, row: &[i64]) -> Result<Cell> {
+        let (value, ty) = match item {
+            Item::Pointwise { expr, ty } => (self.evaluator.eval(expr, row)?, ty),
+            Item::Result { nullable: true, .. } if self.empty => return Ok(Cell::Null),
+            Item::Result { query, ty, .. } => {
+                let lookup = self
+                    .lookups
+                    .get(query)
+                    .ok_or_else(|| Error::Invalid(format!("no result '{query}'")))?;
+                (lookup.get(row), ty)
+            }
+        };
+        to_cell(value, ty)
+    }
+}
+
+/// The keys of the plan's rows and what their cells are computed from.
+fn prepare(plan: &Plan, results: &Results) -> Result<(RowKeys, Cells)> {
     let result = |name: &str| {
         results
             .iter()
@@ -292,33 +418,23 @@ fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTabl
             .map(|(_, t)| t)
             .ok_or_else(|| Error::Invalid(format!("the program has no result '{name}'")))
     };
-    let (vars, row_keys, empty): (Vec<String>, Vec<Vec<i64>>, bool) = match &plan.rows {
+    let (vars, keys, empty) = match &plan.rows {
         Rows::Entries {
             query,
             vars,
             repeat,
         } => {
-            let names = vars.clone();
-            let tensor = result(query)?;
-            let counts = Lookup::new(tensor, &indices_of(plan, query), &names)?;
-            let mut keys = Vec::new();
-            let mut entries: Vec<(Vec<i64>, Value)> = Vec::new();
-            for (key, value) in &counts.stored.values {
-                let mut row = vec![0; names.len()];
-                for (&p, &c) in counts.positions.iter().zip(key) {
-                    row[p] = c;
-                }
-                entries.push((row, *value));
-            }
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            for (row, value) in entries {
-                let n = value.as_i64().unwrap_or(i64::from(!value.is_zero()));
-                let times = if *repeat { n.max(0) } else { i64::from(n != 0) };
-                for _ in 0..times {
-                    keys.push(row.clone());
-                }
-            }
-            (names, keys, false)
+            let counts = Lookup::new(result(query)?, &indices_of(plan, query), vars)?;
+            let keys = RowKeys::Entries {
+                counts: counts.stored,
+                positions: counts.positions,
+                width: vars.len(),
+                repeat: *repeat,
+                next: 0,
+                again: 0,
+                row: Vec::new(),
+            };
+            (vars.clone(), keys, false)
         }
         Rows::One { count } => {
             let empty = match count {
@@ -331,16 +447,15 @@ fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTabl
                     .is_none_or(Value::is_zero),
                 None => false,
             };
-            (Vec::new(), vec![Vec::new()], empty)
+            (Vec::new(), RowKeys::One { done: false }, empty)
         }
     };
-
     let mut evaluator = RowEvaluator {
-        vars: &vars,
+        vars,
         inputs: HashMap::new(),
     };
     let mut lookups: HashMap<String, Lookup> = HashMap::new();
-    let items: Vec<&Item> = plan
+    let items = plan
         .columns
         .iter()
         .map(|c| &c.item)
@@ -348,51 +463,127 @@ fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTabl
         .chain(plan.order.iter().filter_map(|o| match &o.source {
             OrderSource::Item(item) => Some(item),
             OrderSource::Column(_) => None,
-        }))
-        .collect();
-    for item in &items {
+        }));
+    for item in items {
         match item {
             Item::Pointwise { expr, .. } => evaluator.prepare(expr)?,
             Item::Result { query, .. } => {
                 if !lookups.contains_key(query) {
-                    let lookup = Lookup::new(result(query)?, &indices_of(plan, query), &vars)?;
+                    let lookup =
+                        Lookup::new(result(query)?, &indices_of(plan, query), &evaluator.vars)?;
                     lookups.insert(query.clone(), lookup);
                 }
             }
         }
     }
-    let cell = |item: &Item, row: &[i64]| -> Result<Cell> {
-        let (value, ty) = match item {
-            Item::Pointwise { expr, ty } => (evaluator.eval(expr, row)?, ty),
-            Item::Result { nullable: true, .. } if empty => return Ok(Cell::Null),
-            Item::Result { query, ty, .. } => {
-                let lookup = lookups
-                    .get(query)
-                    .ok_or_else(|| Error::Invalid(format!("no result '{query}'")))?;
-                (lookup.get(row), ty)
-            }
-        };
-        to_cell(value, ty)
-    };
+    Ok((
+        keys,
+        Cells {
+            evaluator,
+            lookups,
+            empty,
+        },
+    ))
+}
 
+/// Whether the plan's rows can be listed as they are read off the
+/// results: a join listing without `HAVING`, `DISTINCT` or `ORDER BY`.
+fn lists_in_order(plan: &Plan) -> bool {
+    matches!(plan.rows, Rows::Entries { repeat: true, .. })
+        && plan.having.is_none()
+        && !plan.distinct
+        && plan.order.is_empty()
+}
+
+/// The plan's rows as a stream: a join listing row by row as the batches
+/// are taken, any other result computed whole first.
+fn stream(plan: &Plan, results: &Results) -> Result<RowStream> {
+    let columns = result_columns(plan);
+    let schema = schema_of(&columns);
+    let rows: Box<dyn Iterator<Item = Result<Vec<Cell>>> + Send> = if lists_in_order(plan) {
+        let (keys, cells) = prepare(plan, results)?;
+        let items: Vec<Item> = plan.columns.iter().map(|c| c.item.clone()).collect();
+        Box::new(
+            keys.skip(plan.offset)
+                .take(plan.limit.unwrap_or(usize::MAX))
+                .map(move |row| items.iter().map(|item| cells.cell(item, &row)).collect()),
+        )
+    } else {
+        Box::new(assemble(plan, results)?.rows.into_iter().map(Ok))
+    };
+    let batches = Batches {
+        rows,
+        columns,
+        schema: Arc::clone(&schema),
+        started: false,
+        done: false,
+    };
+    Ok(RowStream::new(schema, batches))
+}
+
+/// How many rows a batch of a result holds (the last one fewer).
+const BATCH_ROWS: usize = 8192;
+
+/// A result's rows converted to Arrow batches of [`BATCH_ROWS`] as they
+/// are taken; at least one batch, empty when there is no row.
+struct Batches {
+    rows: Box<dyn Iterator<Item = Result<Vec<Cell>>> + Send>,
+    columns: Vec<ResultColumn>,
+    schema: SchemaRef,
+    started: bool,
+    done: bool,
+}
+
+impl Iterator for Batches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        if self.done {
+            return None;
+        }
+        let mut rows = Vec::new();
+        while rows.len() < BATCH_ROWS {
+            match self.rows.next() {
+                Some(Ok(row)) => rows.push(row),
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                None => {
+                    self.done = true;
+                    break;
+                }
+            }
+        }
+        if rows.is_empty() && std::mem::replace(&mut self.started, true) {
+            return None;
+        }
+        self.started = true;
+        Some(record_batch(&self.schema, &self.columns, &rows))
+    }
+}
+
+/// Turns the program's results into the rows the plan describes.
+fn assemble(plan: &Plan, results: &Results) -> Result<ResultTable> {
+    let (keys, cells) = prepare(plan, results)?;
     let mut rows: Vec<(Vec<Cell>, Vec<Cell>)> = Vec::new();
-    for row in &row_keys {
+    for row in keys {
         if let Some(having) = &plan.having
-            && !matches!(cell(having, row)?, Cell::Bool(true))
+            && !matches!(cells.cell(having, &row)?, Cell::Bool(true))
         {
             continue;
         }
         let visible = plan
             .columns
             .iter()
-            .map(|c| cell(&c.item, row))
+            .map(|c| cells.cell(&c.item, &row))
             .collect::<Result<Vec<_>>>()?;
         let order = plan
             .order
             .iter()
             .map(|o| match &o.source {
                 OrderSource::Column(n) => Ok(visible[*n].clone()),
-                OrderSource::Item(item) => cell(item, row),
+                OrderSource::Item(item) => cells.cell(item, &row),
             })
             .collect::<Result<Vec<_>>>()?;
         rows.push((visible, order));
@@ -418,8 +609,15 @@ fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTabl
         .take(plan.limit.unwrap_or(usize::MAX))
         .map(|(visible, _)| visible)
         .collect();
-    let columns = plan
-        .columns
+    Ok(ResultTable {
+        columns: result_columns(plan),
+        rows,
+    })
+}
+
+/// The plan's visible columns with their names and types.
+fn result_columns(plan: &Plan) -> Vec<ResultColumn> {
+    plan.columns
         .iter()
         .map(|c| ResultColumn {
             name: c.name.clone(),
@@ -428,8 +626,7 @@ fn assemble(plan: &Plan, results: &[(String, Arc<Tensor>)]) -> Result<ResultTabl
             },
             key_size: c.key_size,
         })
-        .collect();
-    Ok(ResultTable { columns, rows })
+        .collect()
 }
 
 fn indices_of(plan: &Plan, query: &str) -> Vec<String> {
@@ -512,56 +709,69 @@ fn number(cell: &Cell) -> f64 {
     }
 }
 
-impl ResultTable {
-    /// The rows as one Arrow batch.
-    pub fn into_batches(self) -> Result<(SchemaRef, Vec<RecordBatch>)> {
-        let mut fields = Vec::new();
-        let mut arrays: Vec<ArrayRef> = Vec::new();
-        for (n, column) in self.columns.iter().enumerate() {
-            let cells = self.rows.iter().map(|r| &r[n]);
-            let (ty, array): (DataType, ArrayRef) = match &column.ty {
-                SqlType::Key(_) | SqlType::Text(_) => (
-                    DataType::Utf8,
-                    Arc::new(StringArray::from_iter(cells.map(|c| match c {
-                        Cell::Str(s) => Some(s.clone()),
-                        _ => None,
-                    }))),
-                ),
-                SqlType::Value(ValueType::Boolean) => (
-                    DataType::Boolean,
-                    Arc::new(BooleanArray::from_iter(cells.map(|c| match c {
-                        Cell::Bool(b) => Some(*b),
-                        _ => None,
-                    }))),
-                ),
-                SqlType::Value(ValueType::Int64) => (
-                    DataType::Int64,
-                    Arc::new(Int64Array::from_iter(cells.map(|c| match c {
-                        Cell::Int(i) => Some(*i),
-                        _ => None,
-                    }))),
-                ),
-                SqlType::Value(ValueType::Float64) => (
-                    DataType::Float64,
-                    Arc::new(Float64Array::from_iter(cells.map(|c| match c {
-                        Cell::Float(f) => Some(*f),
-                        Cell::Int(i) => Some(*i as f64),
-                        _ => None,
-                    }))),
-                ),
+/// The Arrow schema of a result's columns (string keys as strings).
+fn schema_of(columns: &[ResultColumn]) -> SchemaRef {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|column| {
+            let ty = match &column.ty {
+                SqlType::Key(_) | SqlType::Text(_) => DataType::Utf8,
+                SqlType::Value(ValueType::Boolean) => DataType::Boolean,
+                SqlType::Value(ValueType::Int64) => DataType::Int64,
+                SqlType::Value(ValueType::Float64) => DataType::Float64,
             };
-            fields.push(Field::new(&column.name, ty, true));
-            arrays.push(array);
-        }
-        let schema = Arc::new(Schema::new(fields));
-        let batch = if arrays.is_empty() {
-            RecordBatch::new_empty(Arc::clone(&schema))
-        } else {
-            RecordBatch::try_new(Arc::clone(&schema), arrays)?
-        };
-        Ok((schema, vec![batch]))
-    }
+            Field::new(&column.name, ty, true)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
 
+/// `rows` of `columns` as one Arrow batch of `schema` ([`schema_of`]).
+fn record_batch(
+    schema: &SchemaRef,
+    columns: &[ResultColumn],
+    rows: &[Vec<Cell>],
+) -> Result<RecordBatch> {
+    let mut arrays: Vec<ArrayRef> = Vec::new();
+    for (n, column) in columns.iter().enumerate() {
+        let cells = rows.iter().map(|r| &r[n]);
+        let array: ArrayRef = match &column.ty {
+            SqlType::Key(_) | SqlType::Text(_) => {
+                Arc::new(StringArray::from_iter(cells.map(|c| match c {
+                    Cell::Str(s) => Some(s.clone()),
+                    _ => None,
+                })))
+            }
+            SqlType::Value(ValueType::Boolean) => {
+                Arc::new(BooleanArray::from_iter(cells.map(|c| match c {
+                    Cell::Bool(b) => Some(*b),
+                    _ => None,
+                })))
+            }
+            SqlType::Value(ValueType::Int64) => {
+                Arc::new(Int64Array::from_iter(cells.map(|c| match c {
+                    Cell::Int(i) => Some(*i),
+                    _ => None,
+                })))
+            }
+            SqlType::Value(ValueType::Float64) => {
+                Arc::new(Float64Array::from_iter(cells.map(|c| match c {
+                    Cell::Float(f) => Some(*f),
+                    Cell::Int(i) => Some(*i as f64),
+                    _ => None,
+                })))
+            }
+        };
+        arrays.push(array);
+    }
+    if arrays.is_empty() {
+        Ok(RecordBatch::new_empty(Arc::clone(schema)))
+    } else {
+        Ok(RecordBatch::try_new(Arc::clone(schema), arrays)?)
+    }
+}
+
+impl ResultTable {
     /// The rows as a tensor: string columns and plain key columns are its
     /// dimensions, the other columns its values; without value columns it
     /// is a bag that counts repeated rows.
