@@ -17,7 +17,7 @@ use arrow::datatypes::SchemaRef;
 
 use crate::emit::Dialect;
 use crate::error::Result;
-use crate::exec::FirstRows;
+use crate::exec::{FirstRows, MemoryBudget};
 use crate::io::{FileFormat, FileLoad};
 use crate::ir::Program;
 use crate::optimizer::OptimizerOptions;
@@ -141,12 +141,25 @@ impl fmt::Debug for BoundQuery {
 /// The results of an evaluated program, by query name.
 pub type Results = [(String, Arc<Tensor>)];
 
+/// The bytes the Arrow arrays of `results` take: what an assembly of
+/// their rows starts its [`MemoryBudget`] with.
+pub fn results_bytes(results: &Results) -> u64 {
+    results
+        .iter()
+        .map(|(_, tensor)| tensor.data().get_array_memory_size() as u64)
+        .sum()
+}
+
 /// Turns the results of a query's program into its rows.
 pub trait Assemble: Send + Sync {
     /// The rows as a stream of Arrow batches, made as they are taken.
-    fn stream(&self, results: &Results) -> Result<RowStream>;
-    /// The rows as a tensor (for `CREATE TABLE AS`, `COPY` and sub-queries).
-    fn tensor(&self, results: &Results) -> Result<Tensor>;
+    /// What is built before the first batch (the values it reads, rows
+    /// to sort or make distinct) is charged to `memory`; the batches are
+    /// not (the caller holds or drops them).
+    fn stream(&self, results: &Results, memory: &MemoryBudget) -> Result<RowStream>;
+    /// The rows as a tensor (for `CREATE TABLE AS`, `COPY` and
+    /// sub-queries), what it takes to build charged to `memory`.
+    fn tensor(&self, results: &Results, memory: &MemoryBudget) -> Result<Tensor>;
     /// The first rows of one of the program's outputs, when they are all
     /// the rows need (a join listing under `LIMIT`): the session then lets
     /// the executor stop that query early. `None`: every result whole.

@@ -222,6 +222,52 @@ fn sorted_distinct_and_grouped_rows_are_computed_whole() {
     assert_eq!(listed, all[..2]);
 }
 
+/// `ORDER BY ... LIMIT k OFFSET o` keeps only the first `o + k` rows in
+/// order while it assembles them (a bounded heap); its rows are the full
+/// sort's slice, ties included in the order the full sort leaves them.
+#[test]
+fn a_sorted_limit_is_the_full_sorts_slice() {
+    let db = graph_database(60, 4);
+    let join = "FROM e a, e b, e c WHERE a.d = b.s AND b.d = c.s";
+    for order in [
+        // Few distinct keys: most rows tie, and ties keep listing order.
+        "c.d < 30",
+        "c.d DESC",
+        "b.s DESC, c.d",
+        "a.s + c.d, a.s DESC",
+        "a.s * 0",
+    ] {
+        let listing = format!("SELECT a.s, b.s, c.s, c.d {join} ORDER BY {order}");
+        let full = rows(&db, &listing);
+        assert!(full.len() > 100, "{listing}: {} rows", full.len());
+        for (offset, limit) in [
+            (0, 0),
+            (0, 1),
+            (0, 7),
+            (5, 20),
+            (90, 45),
+            (full.len() - 3, 10),
+        ] {
+            let sql = format!("{listing} LIMIT {limit} OFFSET {offset}");
+            let expected: Vec<String> = full.iter().skip(offset).take(limit).cloned().collect();
+            assert_eq!(rows(&db, &sql), expected, "{sql}");
+        }
+    }
+}
+
+/// A top-k holds only its rows: under a memory limit that the full sort's
+/// rows do not fit in, the first rows in order still come out.
+#[test]
+fn a_sorted_limit_holds_only_its_rows() {
+    let db = graph_database(1000, 10);
+    let listing = "SELECT a.s, a.d, b.d FROM e a, e b WHERE a.d = b.s ORDER BY b.d DESC, a.s";
+    let first: Vec<String> = rows(&db, listing).into_iter().take(5).collect();
+    db.execute("SET memory_limit = '20MB'").unwrap();
+    let error = db.execute(listing).unwrap_err();
+    assert!(matches!(error, einsql::Error::OutOfMemory(_)), "{error}");
+    assert_eq!(rows(&db, &format!("{listing} LIMIT 5")), first);
+}
+
 #[test]
 fn the_issues_three_path_query_on_bcsstk13() {
     let Some(data) = common::datasets() else {

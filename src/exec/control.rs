@@ -32,8 +32,7 @@ pub(crate) struct Control<'a> {
     progress: &'a dyn ProgressSink,
     stop: AtomicBool,
     failure: Mutex<Option<Error>>,
-    limit: u64,
-    used: AtomicU64,
+    memory: MemoryBudget,
 }
 
 impl<'a> Control<'a> {
@@ -42,8 +41,7 @@ impl<'a> Control<'a> {
             progress,
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
-            limit,
-            used: AtomicU64::new(0),
+            memory: MemoryBudget::new(limit),
         }
     }
 
@@ -79,13 +77,45 @@ impl<'a> Control<'a> {
 
     /// Charges `bytes` against the memory limit.
     pub(crate) fn reserve(&self, bytes: u64) -> Result<()> {
+        self.memory
+            .reserve(bytes, "for its intermediates and results")
+    }
+
+    /// Returns `bytes` charged earlier.
+    pub(crate) fn release(&self, bytes: u64) {
+        self.memory.release(bytes);
+    }
+}
+
+/// The memory one part of a statement may take (`memory_limit`) and what
+/// it has charged so far: the executor's [`Control`] charges a plan's
+/// intermediates and results; the assembly of SQL rows, `COPY` and the
+/// collected result of `execute` charge theirs against a budget of their
+/// own, which starts with the results they read.
+pub struct MemoryBudget {
+    limit: u64,
+    used: AtomicU64,
+}
+
+impl MemoryBudget {
+    /// A budget of `limit` bytes, nothing charged.
+    pub fn new(limit: u64) -> MemoryBudget {
+        MemoryBudget {
+            limit,
+            used: AtomicU64::new(0),
+        }
+    }
+
+    /// Charges `bytes`, or fails with [`Error::OutOfMemory`] saying `what`
+    /// needed them ("for sorting its rows") when the limit would be passed.
+    pub fn reserve(&self, bytes: u64, what: &str) -> Result<()> {
         let before = self.used.fetch_add(bytes, Ordering::Relaxed);
         let after = before.saturating_add(bytes);
         if after > self.limit {
             self.used.fetch_sub(bytes, Ordering::Relaxed);
             return Err(Error::OutOfMemory(format!(
-                "the query needs more than the memory limit of {} for its intermediates and \
-                 results (SET memory_limit = '...' raises it)",
+                "the query needs more than the memory limit of {} {what} \
+                 (SET memory_limit = '...' raises it)",
                 format_bytes(self.limit)
             )));
         }
@@ -93,7 +123,7 @@ impl<'a> Control<'a> {
     }
 
     /// Returns `bytes` charged earlier.
-    pub(crate) fn release(&self, bytes: u64) {
+    pub fn release(&self, bytes: u64) {
         let _ = self
             .used
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {

@@ -47,7 +47,7 @@ use crate::ir::Program;
 use crate::progress::ProgressSink;
 use crate::storage::Tensor;
 
-pub use control::format_bytes;
+pub use control::{MemoryBudget, format_bytes};
 pub use plan::PhysicalPlan;
 pub use planner::{PlanChoices, QueryChoices, plan, plan_with};
 

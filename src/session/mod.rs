@@ -25,10 +25,10 @@ pub use result::QueryResult;
 pub use settings::Settings;
 pub use statement::{ExplainFormat, Statement, parse_script};
 
-use crate::bound::{BoundStatement, Relation, RowStream};
+use crate::bound::{BoundStatement, Relation, RowStream, results_bytes};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::exec::FirstRows;
+use crate::exec::{FirstRows, MemoryBudget};
 use crate::ir::Program;
 use crate::progress::{ProgressSink, check_cancelled};
 use crate::sql;
@@ -127,7 +127,7 @@ impl<'a> Session<'a> {
                 if_not_exists,
                 or_replace,
             } => {
-                let tensor = self.tensor(source)?;
+                let tensor = self.tensor(source, &self.budget())?;
                 // Check and store under one lock, so that a concurrent
                 // CREATE cannot slip in between.
                 let mut catalog = self.write_catalog();
@@ -162,7 +162,9 @@ impl<'a> Session<'a> {
                     (Relation::Table(name), false) => name.clone(),
                     _ => "query result".to_string(),
                 };
-                let tensor = self.tensor(source)?;
+                let memory = self.budget();
+                let tensor = self.tensor(source, &memory)?;
+                memory.reserve(export_bytes(&tensor), "for writing its rows")?;
                 format.write(&tensor, &path)?;
                 Ok(QueryResult::message(format!(
                     "Wrote {what} ({}) to {}",
@@ -237,22 +239,31 @@ impl<'a> Session<'a> {
             return self.execute(statement).map(RowStream::from);
         }
         match self.bind(statement)? {
-            BoundStatement::Query(relation) => self.row_stream(&relation),
+            BoundStatement::Query(relation) => self.row_stream(&relation, &self.budget()),
             bound => self.run(bound).map(RowStream::from),
         }
     }
 
     /// The rows of a relation.
     fn rows(&self, relation: &Relation) -> Result<QueryResult> {
-        QueryResult::collect(self.row_stream(relation)?)
+        let memory = self.budget();
+        QueryResult::collect(self.row_stream(relation, &memory)?, &memory)
     }
 
-    /// The rows of a relation as a stream.
-    fn row_stream(&self, relation: &Relation) -> Result<RowStream> {
+    /// A budget of `memory_limit` for what a statement builds after its
+    /// program has run.
+    fn budget(&self) -> MemoryBudget {
+        MemoryBudget::new(self.settings.memory_limit())
+    }
+
+    /// The rows of a relation as a stream; what is built before the first
+    /// batch is charged to `memory`, starting with the program's results.
+    fn row_stream(&self, relation: &Relation, memory: &MemoryBudget) -> Result<RowStream> {
         match relation {
             Relation::Program(query) => {
                 let results = self.evaluate_first(&query.program, query.assembly.first_rows())?;
-                query.assembly.stream(&results)
+                memory.reserve(results_bytes(&results), "for its results")?;
+                query.assembly.stream(&results, memory)
             }
             other => {
                 // A stored table or a file as it is: its one batch, handed
@@ -273,12 +284,14 @@ impl<'a> Session<'a> {
     }
 
     /// A relation as a tensor: a stored table or a file as it is, or a
-    /// query's rows with its grouped key columns as dimensions.
-    fn tensor(&self, relation: Relation) -> Result<Arc<Tensor>> {
+    /// query's rows with its grouped key columns as dimensions (what that
+    /// takes charged to `memory`).
+    fn tensor(&self, relation: Relation, memory: &MemoryBudget) -> Result<Arc<Tensor>> {
         match relation {
             Relation::Program(query) => {
                 let results = self.evaluate_first(&query.program, query.assembly.first_rows())?;
-                Ok(Arc::new(query.assembly.tensor(&results)?))
+                memory.reserve(results_bytes(&results), "for its results")?;
+                Ok(Arc::new(query.assembly.tensor(&results, memory)?))
             }
             other => self.stored(&other),
         }
@@ -333,6 +346,10 @@ impl sql::Evaluate for Session<'_> {
     fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
         Session::evaluate(self, program)
     }
+
+    fn memory_limit(&self) -> u64 {
+        self.settings.memory_limit()
+    }
 }
 
 /// "1 row", "2 rows": `n` with the `singular` or `plural` noun, for
@@ -347,4 +364,32 @@ pub(crate) fn count(n: usize, singular: &str, plural: &str) -> String {
 /// "1 entry", "2 entries": a count of stored entries for messages.
 pub(crate) fn entries(n: usize) -> String {
     count(n, "entry", "entries")
+}
+
+/// What a writer holds of `tensor` beside it: its rows as SQL shows them
+/// (a bag's rows repeated, strings decoded), 8 bytes a cell plus the
+/// strings' bytes, which the Parquet writer's encoded pages take again at
+/// most.
+fn export_bytes(tensor: &Tensor) -> u64 {
+    let rows = match tensor.multiplicities() {
+        Some(counts) => counts.iter().map(|&c| u64::try_from(c).unwrap_or(0)).sum(),
+        None => tensor.nnz() as u64,
+    };
+    let strings: u64 = (0..tensor.dims().len())
+        .filter_map(|d| {
+            let dictionary = tensor.dims()[d].dictionary.as_ref()?;
+            Some(
+                tensor
+                    .coords(d)
+                    .iter()
+                    .map(|&c| dictionary.string(c).map_or(0, |s| s.len() as u64))
+                    .sum::<u64>(),
+            )
+        })
+        .sum();
+    let cells = rows.saturating_mul(tensor.column_order().len() as u64);
+    cells
+        .saturating_mul(8)
+        .saturating_add(strings)
+        .saturating_mul(2)
 }

@@ -9,6 +9,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use crate::bound::RowStream;
 use crate::error::Result;
+use crate::exec::MemoryBudget;
 
 /// The result of one statement: rows (possibly none) and, for statements
 /// that change the database, a message saying what changed.
@@ -51,11 +52,19 @@ impl QueryResult {
         Ok(QueryResult::rows(schema, vec![batch]))
     }
 
-    /// Every batch of `stream`, taken.
-    pub fn collect(stream: RowStream) -> Result<QueryResult> {
+    /// Every batch of `stream`, taken, each charged to `memory`.
+    pub fn collect(stream: RowStream, memory: &MemoryBudget) -> Result<QueryResult> {
         let schema = stream.schema();
         let message = stream.message().map(str::to_string);
-        let batches = stream.collect::<Result<Vec<_>>>()?;
+        let mut batches = Vec::new();
+        for batch in stream {
+            let batch = batch?;
+            memory.reserve(
+                batch.get_array_memory_size() as u64,
+                "for the batches of its result",
+            )?;
+            batches.push(batch);
+        }
         Ok(QueryResult {
             schema,
             batches,

@@ -34,6 +34,7 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 use crate::bound::BoundStatement;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
+use crate::exec::MemoryBudget;
 use crate::ir::Program;
 use crate::progress::ProgressSink;
 use crate::storage::Tensor;
@@ -44,6 +45,8 @@ use crate::storage::Tensor;
 pub trait Evaluate {
     /// The results of `program`, by query name.
     fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>>;
+    /// The memory a statement may take (`memory_limit`), in bytes.
+    fn memory_limit(&self) -> u64;
 }
 
 /// What a statement is bound against.
@@ -80,6 +83,11 @@ impl<'a> Context<'a> {
     /// Runs an IR program and returns its results by query name.
     fn evaluate(&self, program: &Program) -> Result<Vec<(String, Arc<Tensor>)>> {
         self.evaluator.evaluate(program)
+    }
+
+    /// A budget of the memory limit, for assembling a sub-query's rows.
+    fn budget(&self) -> MemoryBudget {
+        MemoryBudget::new(self.evaluator.memory_limit())
     }
 }
 

@@ -71,8 +71,9 @@ pub fn relation(context: Context<'_>, query: &Query) -> Result<Arc<Tensor>> {
     if let Some(tensor) = stored(context, query)? {
         return Ok(tensor);
     }
-    let table = output::run(context, query, &Ctes::default())?;
-    Ok(Arc::new(table.into_tensor()?))
+    let memory = context.budget();
+    let table = output::run(context, query, &Ctes::default(), &memory)?;
+    Ok(Arc::new(table.into_tensor(&memory)?))
 }
 
 /// The `WITH` tables visible to a query, evaluated.

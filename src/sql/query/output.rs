@@ -7,7 +7,7 @@
 //! the others value columns).
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
@@ -17,12 +17,12 @@ use hashbrown::HashSet;
 use sqlparser::ast::{Query, SetExpr};
 
 use super::expr::SqlType;
-use super::plan::{self, Item, OrderSource, Plan, Rows};
+use super::plan::{self, Item, OrderKey, OrderSource, Plan, Rows};
 use super::{Ctes, Source, simple_source};
-use crate::bound::{Assemble, Results, RowStream};
+use crate::bound::{Assemble, Results, RowStream, results_bytes};
 use crate::emit::{self, Dialect};
 use crate::error::{Error, Result};
-use crate::exec::FirstRows;
+use crate::exec::{FirstRows, MemoryBudget};
 use crate::ir::column_values;
 use crate::ir::{Annotation, Expr, IndexTerm, Input, Program, Value};
 use crate::optimizer::OptimizerOptions;
@@ -63,11 +63,18 @@ pub struct ResultTable {
     pub rows: Vec<Vec<Cell>>,
 }
 
-/// Evaluates `query` with the `WITH` tables `ctes` in scope.
-pub fn run(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<ResultTable> {
+/// Evaluates `query` with the `WITH` tables `ctes` in scope; its results
+/// and rows are charged to `memory`.
+pub fn run(
+    context: Context<'_>,
+    query: &Query,
+    ctes: &Ctes,
+    memory: &MemoryBudget,
+) -> Result<ResultTable> {
     let plan = bind(context, query, ctes)?;
     let results = context.evaluate(&plan.program)?;
-    assemble(&plan, &results)
+    memory.reserve(results_bytes(&results), "for its results")?;
+    assemble(&plan, &results, memory)
 }
 
 /// The program of `query` with the `WITH` tables `ctes` in scope, and how
@@ -81,12 +88,12 @@ pub fn bind(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Plan> {
 }
 
 impl Assemble for Plan {
-    fn stream(&self, results: &Results) -> Result<RowStream> {
-        stream(self, results)
+    fn stream(&self, results: &Results, memory: &MemoryBudget) -> Result<RowStream> {
+        stream(self, results, memory)
     }
 
-    fn tensor(&self, results: &Results) -> Result<Tensor> {
-        assemble(self, results)?.into_tensor()
+    fn tensor(&self, results: &Results, memory: &MemoryBudget) -> Result<Tensor> {
+        assemble(self, results, memory)?.into_tensor(memory)
     }
 
     /// A join listing under `LIMIT`, without `DISTINCT` or `ORDER BY`,
@@ -164,7 +171,12 @@ fn table_of(context: Context<'_>, query: &Query, ctes: &Ctes) -> Result<Arc<Tens
         Some(Source::File { function, args }) => Ok(Arc::new(crate::sql::table_function::load(
             context, function, args,
         )?)),
-        None => Ok(Arc::new(run(context, query, ctes)?.into_tensor()?)),
+        None => {
+            let memory = context.budget();
+            Ok(Arc::new(
+                run(context, query, ctes, &memory)?.into_tensor(&memory)?,
+            ))
+        }
     }
 }
 
@@ -179,8 +191,13 @@ struct Stored {
 }
 
 impl Stored {
-    /// The entries of `annotation` of `tensor`, with the fill value.
-    fn new(tensor: &Arc<Tensor>, annotation: Annotation) -> Result<Stored> {
+    /// The entries of `annotation` of `tensor`, with the fill value; the
+    /// values read are charged to `memory`.
+    fn new(tensor: &Arc<Tensor>, annotation: Annotation, memory: &MemoryBudget) -> Result<Stored> {
+        memory.reserve(
+            (tensor.nnz() * size_of::<Value>()) as u64,
+            "for the values its rows read",
+        )?;
         let values: Vec<Value> = match annotation {
             Annotation::Multiplicity => match tensor.multiplicities() {
                 Some(m) => m.iter().map(|&c| Value::Int(c)).collect(),
@@ -237,10 +254,15 @@ struct Lookup {
 }
 
 impl Lookup {
-    fn new(tensor: &Arc<Tensor>, indices: &[String], vars: &[String]) -> Result<Lookup> {
+    fn new(
+        tensor: &Arc<Tensor>,
+        indices: &[String],
+        vars: &[String],
+        memory: &MemoryBudget,
+    ) -> Result<Lookup> {
         Ok(Lookup {
             positions: positions(indices, vars)?,
-            stored: Stored::new(tensor, Annotation::Column(0))?,
+            stored: Stored::new(tensor, Annotation::Column(0), memory)?,
         })
     }
 
@@ -269,12 +291,12 @@ struct RowEvaluator {
 }
 
 impl RowEvaluator {
-    fn prepare(&mut self, expr: &Expr) -> Result<()> {
+    fn prepare(&mut self, expr: &Expr, memory: &MemoryBudget) -> Result<()> {
         for input in expr.inputs() {
             if let std::collections::hash_map::Entry::Vacant(slot) =
                 self.inputs.entry(input_key(input))
             {
-                slot.insert(Stored::new(&input.tensor.tensor, input.annotation)?);
+                slot.insert(Stored::new(&input.tensor.tensor, input.annotation, memory)?);
             }
         }
         Ok(())
@@ -410,7 +432,7 @@ impl Cells {
 }
 
 /// The keys of the plan's rows and what their cells are computed from.
-fn prepare(plan: &Plan, results: &Results) -> Result<(RowKeys, Cells)> {
+fn prepare(plan: &Plan, results: &Results, memory: &MemoryBudget) -> Result<(RowKeys, Cells)> {
     let result = |name: &str| {
         results
             .iter()
@@ -424,7 +446,7 @@ fn prepare(plan: &Plan, results: &Results) -> Result<(RowKeys, Cells)> {
             vars,
             repeat,
         } => {
-            let counts = Lookup::new(result(query)?, &indices_of(plan, query), vars)?;
+            let counts = Lookup::new(result(query)?, &indices_of(plan, query), vars, memory)?;
             let keys = RowKeys::Entries {
                 counts: counts.stored,
                 positions: counts.positions,
@@ -466,11 +488,15 @@ fn prepare(plan: &Plan, results: &Results) -> Result<(RowKeys, Cells)> {
         }));
     for item in items {
         match item {
-            Item::Pointwise { expr, .. } => evaluator.prepare(expr)?,
+            Item::Pointwise { expr, .. } => evaluator.prepare(expr, memory)?,
             Item::Result { query, .. } => {
                 if !lookups.contains_key(query) {
-                    let lookup =
-                        Lookup::new(result(query)?, &indices_of(plan, query), &evaluator.vars)?;
+                    let lookup = Lookup::new(
+                        result(query)?,
+                        &indices_of(plan, query),
+                        &evaluator.vars,
+                        memory,
+                    )?;
                     lookups.insert(query.clone(), lookup);
                 }
             }
@@ -497,11 +523,11 @@ fn lists_in_order(plan: &Plan) -> bool {
 
 /// The plan's rows as a stream: a join listing row by row as the batches
 /// are taken, any other result computed whole first.
-fn stream(plan: &Plan, results: &Results) -> Result<RowStream> {
+fn stream(plan: &Plan, results: &Results, memory: &MemoryBudget) -> Result<RowStream> {
     let columns = result_columns(plan);
     let schema = schema_of(&columns);
     let rows: Box<dyn Iterator<Item = Result<Vec<Cell>>> + Send> = if lists_in_order(plan) {
-        let (keys, cells) = prepare(plan, results)?;
+        let (keys, cells) = prepare(plan, results, memory)?;
         let items: Vec<Item> = plan.columns.iter().map(|c| c.item.clone()).collect();
         Box::new(
             keys.skip(plan.offset)
@@ -509,7 +535,7 @@ fn stream(plan: &Plan, results: &Results) -> Result<RowStream> {
                 .map(move |row| items.iter().map(|item| cells.cell(item, &row)).collect()),
         )
     } else {
-        Box::new(assemble(plan, results)?.rows.into_iter().map(Ok))
+        Box::new(assemble(plan, results, memory)?.rows.into_iter().map(Ok))
     };
     let batches = Batches {
         rows,
@@ -563,10 +589,14 @@ impl Iterator for Batches {
     }
 }
 
-/// Turns the program's results into the rows the plan describes.
-fn assemble(plan: &Plan, results: &Results) -> Result<ResultTable> {
-    let (keys, cells) = prepare(plan, results)?;
+/// Turns the program's results into the rows the plan describes. The
+/// rows it holds, and what `DISTINCT` and the sort take beside them, are
+/// charged to `memory`. Under `ORDER BY` and `LIMIT` (without `DISTINCT`)
+/// only the first `OFFSET + LIMIT` rows in order are kept ([`TopRows`]).
+fn assemble(plan: &Plan, results: &Results, memory: &MemoryBudget) -> Result<ResultTable> {
+    let (keys, cells) = prepare(plan, results, memory)?;
     let mut rows: Vec<(Vec<Cell>, Vec<Cell>)> = Vec::new();
+    let mut top = top_rows(plan).map(|k| TopRows::new(&plan.order, k));
     for row in keys {
         if let Some(having) = &plan.having
             && !matches!(cells.cell(having, &row)?, Cell::Bool(true))
@@ -586,22 +616,37 @@ fn assemble(plan: &Plan, results: &Results) -> Result<ResultTable> {
                 OrderSource::Item(item) => cells.cell(item, &row),
             })
             .collect::<Result<Vec<_>>>()?;
-        rows.push((visible, order));
+        match &mut top {
+            Some(top) => top.offer(visible, order, memory)?,
+            None => {
+                memory.reserve(row_bytes(&visible, &order), "for its rows")?;
+                push_charged(&mut rows, (visible, order), memory)?;
+            }
+        }
+    }
+    if let Some(top) = top {
+        rows = top.into_rows();
     }
     if plan.distinct {
         let mut seen = HashSet::new();
-        rows.retain(|(visible, _)| seen.insert(row_key(visible)));
+        let mut charge = Ok(());
+        rows.retain(|(visible, _)| {
+            let key = row_key(visible);
+            if charge.is_ok() {
+                charge = memory.reserve(key_bytes(&key), "for making its rows distinct");
+            }
+            seen.insert(key)
+        });
+        charge?;
     }
     if !plan.order.is_empty() {
-        rows.sort_by(|(_, a), (_, b)| {
-            for (n, key) in plan.order.iter().enumerate() {
-                let order = compare_cells(&a[n], &b[n], key.descending, key.nulls_first);
-                if order != Ordering::Equal {
-                    return order;
-                }
-            }
-            Ordering::Equal
-        });
+        // The standard library's stable sort works in a buffer of up to
+        // half the rows, or all of them while they take under 8 MB.
+        let scratch = (rows.len() / 2).max(rows.len().min((8 << 20) / size_of::<Ranked>()));
+        let scratch = (scratch * size_of::<Ranked>()) as u64;
+        memory.reserve(scratch, "for sorting its rows")?;
+        rows.sort_by(|(_, a), (_, b)| compare_keys(&plan.order, a, b));
+        memory.release(scratch);
     }
     let rows: Vec<Vec<Cell>> = rows
         .into_iter()
@@ -613,6 +658,153 @@ fn assemble(plan: &Plan, results: &Results) -> Result<ResultTable> {
         columns: result_columns(plan),
         rows,
     })
+}
+
+/// A row's visible cells and its `ORDER BY` keys.
+type Ranked = (Vec<Cell>, Vec<Cell>);
+
+/// How many rows a top-k assembly keeps: `OFFSET + LIMIT` under `ORDER BY`
+/// and `LIMIT` without `DISTINCT` (which must see every row first).
+fn top_rows(plan: &Plan) -> Option<usize> {
+    let limit = plan.limit?;
+    (!plan.order.is_empty() && !plan.distinct).then(|| plan.offset.saturating_add(limit))
+}
+
+/// The first `k` rows in `ORDER BY` order of the rows offered, without
+/// sorting them all: a max-heap of the `k` best so far, whose top (the
+/// worst of them) a better row replaces. Rows that tie keep the order
+/// they came in, as the full (stable) sort would, by their arrival number.
+struct TopRows<'p> {
+    order: &'p [OrderKey],
+    k: usize,
+    heap: BinaryHeap<HeapRow<'p>>,
+    arrived: usize,
+}
+
+/// A row in [`TopRows`]'s heap, ordered by its keys, then by arrival.
+struct HeapRow<'p> {
+    order: &'p [OrderKey],
+    row: Ranked,
+    arrival: usize,
+    bytes: u64,
+}
+
+impl Ord for HeapRow<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_keys(self.order, &self.row.1, &other.row.1).then(self.arrival.cmp(&other.arrival))
+    }
+}
+
+impl PartialOrd for HeapRow<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for HeapRow<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for HeapRow<'_> {}
+
+impl<'p> TopRows<'p> {
+    fn new(order: &'p [OrderKey], k: usize) -> TopRows<'p> {
+        TopRows {
+            order,
+            k,
+            heap: BinaryHeap::new(),
+            arrived: 0,
+        }
+    }
+
+    /// Keeps the row if it is among the first `k` so far; the rows kept
+    /// are charged to `memory` (and released when a row leaves).
+    fn offer(&mut self, visible: Vec<Cell>, order: Vec<Cell>, memory: &MemoryBudget) -> Result<()> {
+        let arrival = self.arrived;
+        self.arrived += 1;
+        if self.k == 0 {
+            return Ok(());
+        }
+        if self.heap.len() == self.k {
+            let Some(worst) = self.heap.peek() else {
+                return Ok(());
+            };
+            // A later row that ties with the worst kept one comes after it.
+            if compare_keys(self.order, &order, &worst.row.1) != Ordering::Less {
+                return Ok(());
+            }
+            if let Some(out) = self.heap.pop() {
+                memory.release(out.bytes);
+            }
+        }
+        let bytes = row_bytes(&visible, &order) + size_of::<HeapRow>() as u64;
+        memory.reserve(bytes, "for its first rows in order")?;
+        self.heap.push(HeapRow {
+            order: self.order,
+            row: (visible, order),
+            arrival,
+            bytes,
+        });
+        Ok(())
+    }
+
+    /// The rows kept, in order.
+    fn into_rows(self) -> Vec<Ranked> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|r| r.row)
+            .collect()
+    }
+}
+
+/// The SQL order of two rows' `ORDER BY` keys.
+fn compare_keys(order: &[OrderKey], a: &[Cell], b: &[Cell]) -> Ordering {
+    for (n, key) in order.iter().enumerate() {
+        let ordering = compare_cells(&a[n], &b[n], key.descending, key.nulls_first);
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}
+
+/// The bytes a row's cells take on the heap (the vectors' buffers and
+/// the strings'), beside the vectors themselves.
+fn row_bytes(visible: &[Cell], order: &[Cell]) -> u64 {
+    let strings: usize = visible
+        .iter()
+        .chain(order)
+        .map(|c| match c {
+            Cell::Str(s) => s.capacity(),
+            _ => 0,
+        })
+        .sum();
+    ((visible.len() + order.len()) * size_of::<Cell>() + strings) as u64
+}
+
+/// The bytes a `DISTINCT` key takes in its hash set: its buffer and
+/// strings, and a slot of the set (with the table's spare capacity).
+fn key_bytes(key: &[(u8, u64, String)]) -> u64 {
+    let strings: usize = key.iter().map(|(_, _, s)| s.capacity()).sum();
+    let slot = size_of::<Vec<(u8, u64, String)>>() * 2 + 1;
+    (size_of_val(key) + strings + slot) as u64
+}
+
+/// Pushes `item` onto `items`, charging the buffer's growth to `memory`:
+/// while a full buffer is copied into one twice its size, both exist.
+fn push_charged<T>(items: &mut Vec<T>, item: T, memory: &MemoryBudget) -> Result<()> {
+    if items.len() == items.capacity() {
+        let old = items.capacity();
+        let new = (old * 2).max(8);
+        memory.reserve((new * size_of::<T>()) as u64, "for its rows")?;
+        items.reserve_exact(new - old);
+        memory.release((old * size_of::<T>()) as u64);
+    }
+    items.push(item);
+    Ok(())
 }
 
 /// The plan's visible columns with their names and types.
@@ -774,8 +966,14 @@ fn record_batch(
 impl ResultTable {
     /// The rows as a tensor: string columns and plain key columns are its
     /// dimensions, the other columns its values; without value columns it
-    /// is a bag that counts repeated rows.
-    pub fn into_tensor(self) -> Result<Tensor> {
+    /// is a bag that counts repeated rows. Its columns (8 bytes a cell)
+    /// and the tensor's construction (sorted columns and a permutation)
+    /// are charged to `memory`.
+    pub fn into_tensor(self, memory: &MemoryBudget) -> Result<Tensor> {
+        let cells = (self.rows.len() * self.columns.len() * size_of::<i64>()) as u64;
+        memory.reserve(cells, "for the columns of its result")?;
+        let sorting = (self.rows.len() * 2 * size_of::<u64>()) as u64;
+        memory.reserve(cells + sorting, "for building its result tensor")?;
         let names = unique_names(self.columns.iter().map(|c| c.name.as_str()));
         let mut dims = Vec::new();
         let mut coords: Vec<Vec<i64>> = Vec::new();
