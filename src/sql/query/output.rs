@@ -771,18 +771,30 @@ fn compare_keys(order: &[OrderKey], a: &[Cell], b: &[Cell]) -> Ordering {
     Ordering::Equal
 }
 
-/// The bytes a row's cells take on the heap (the vectors' buffers and
-/// the strings'), beside the vectors themselves.
+/// The bytes a row's cells take on the heap: the two vectors' buffers
+/// and the strings', each an allocation of its own ([`allocated`]).
 fn row_bytes(visible: &[Cell], order: &[Cell]) -> u64 {
     let strings: usize = visible
         .iter()
         .chain(order)
         .map(|c| match c {
-            Cell::Str(s) => s.capacity(),
+            Cell::Str(s) => allocated(s.capacity()),
             _ => 0,
         })
         .sum();
-    ((visible.len() + order.len()) * size_of::<Cell>() + strings) as u64
+    (allocated(size_of_val(visible)) + allocated(size_of_val(order)) + strings) as u64
+}
+
+/// What an allocation of `bytes` takes from the allocator: a header of 8
+/// bytes, rounded up to 16 (glibc's malloc; mimalloc's size classes take
+/// no more for small blocks). Rows are many small allocations, so this
+/// is a large part of their size.
+fn allocated(bytes: usize) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        (bytes + 8).div_ceil(16) * 16
+    }
 }
 
 /// The bytes a `DISTINCT` key takes in its hash set: its buffer and
