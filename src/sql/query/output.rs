@@ -5,6 +5,12 @@
 //! out as Arrow batches, or as a tensor for `CREATE TABLE AS` and `FROM`
 //! sub-queries (string columns and plain key columns become dimensions,
 //! the others value columns).
+//!
+//! What the assembly holds (the values it reads, the rows it sorts or
+//! makes distinct, the sort's buffer, a result tensor's columns) is
+//! charged to the statement's [`MemoryBudget`] at its allocation size.
+//! Under `ORDER BY` and `LIMIT` only the first `OFFSET + LIMIT` rows in
+//! order are kept ([`TopRows`]).
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
