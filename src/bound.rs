@@ -141,6 +141,10 @@ impl fmt::Debug for BoundQuery {
 /// The results of an evaluated program, by query name.
 pub type Results = [(String, Arc<Tensor>)];
 
+/// How many rows each batch of a [`RowStream`] holds (the last one fewer),
+/// whether assembled rows or a stored table's.
+pub const BATCH_ROWS: usize = 8192;
+
 /// The bytes the Arrow arrays of `results` take: what an assembly of
 /// their rows starts its [`MemoryBudget`] with.
 pub fn results_bytes(results: &Results) -> u64 {

@@ -179,8 +179,10 @@ fn python_with(packages: &[&str]) -> Option<PathBuf> {
 
 /// Whether a golden statement is a SQL query (else tensor index notation).
 fn is_query(statement: &str) -> bool {
-    let head = statement.trim_start().get(..6).unwrap_or_default();
-    head.eq_ignore_ascii_case("select") || head.eq_ignore_ascii_case("with ")
+    matches!(
+        einsql::session::parse_script(statement).as_deref(),
+        Ok([einsql::session::Statement::Sql(_)])
+    )
 }
 
 /// The rows of a query's result as JSON arrays (NULL as `null`).

@@ -25,7 +25,7 @@ pub use result::QueryResult;
 pub use settings::Settings;
 pub use statement::{ExplainFormat, Statement, parse_script};
 
-use crate::bound::{BoundStatement, Relation, RowStream, results_bytes};
+use crate::bound::{BATCH_ROWS, BoundStatement, Relation, RowStream, results_bytes};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::exec::{FirstRows, MemoryBudget};
@@ -33,10 +33,6 @@ use crate::ir::Program;
 use crate::progress::{ProgressSink, check_cancelled};
 use crate::sql;
 use crate::storage::Tensor;
-
-/// How many rows each batch of a stored table's rows holds when they are
-/// handed out (the last one fewer).
-const STORED_BATCH_ROWS: usize = 8192;
 
 /// What statements run against: the database's catalog and settings, where
 /// progress goes, and (for `EXPLAIN ANALYZE` and profiles) where evaluated
@@ -267,14 +263,14 @@ impl<'a> Session<'a> {
             }
             other => {
                 // A stored table or a file as it is: its one batch, handed
-                // out in slices of the assembly's batch size (no copy).
+                // out in slices of a stream's batch size (no copy).
                 let batch = self.stored(other)?.to_record_batch()?;
                 let slices = (0..batch.num_rows().max(1))
-                    .step_by(STORED_BATCH_ROWS)
+                    .step_by(BATCH_ROWS)
                     .map(|offset| {
                         batch.slice(
                             offset,
-                            STORED_BATCH_ROWS.min(batch.num_rows().saturating_sub(offset)),
+                            BATCH_ROWS.min(batch.num_rows().saturating_sub(offset)),
                         )
                     })
                     .collect();

@@ -25,7 +25,7 @@ use sqlparser::ast::{Query, SetExpr};
 use super::expr::SqlType;
 use super::plan::{self, Item, OrderKey, OrderSource, Plan, Rows};
 use super::{Ctes, Source, simple_source};
-use crate::bound::{Assemble, Results, RowStream, results_bytes};
+use crate::bound::{Assemble, BATCH_ROWS, Results, RowStream, results_bytes};
 use crate::emit::{self, Dialect};
 use crate::error::{Error, Result};
 use crate::exec::{FirstRows, MemoryBudget};
@@ -552,9 +552,6 @@ fn stream(plan: &Plan, results: &Results, memory: &MemoryBudget) -> Result<RowSt
     };
     Ok(RowStream::new(schema, batches))
 }
-
-/// How many rows a batch of a result holds (the last one fewer).
-const BATCH_ROWS: usize = 8192;
 
 /// A result's rows converted to Arrow batches of [`BATCH_ROWS`] as they
 /// are taken; at least one batch, empty when there is no row.
