@@ -110,6 +110,7 @@ fn report(
         let options = OptimizerOptions {
             estimator,
             search,
+            memory_limit: OptimizerOptions::default().memory_limit,
             disabled: if semijoin {
                 PhaseSet::EMPTY
             } else {

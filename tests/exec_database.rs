@@ -186,7 +186,12 @@ fn the_memory_limit_stops_a_query_and_the_database_stays_usable() {
     );
     let error = db.execute("p[i,k] = SUM(j) e[i,j] * e[j,k];").unwrap_err();
     assert!(matches!(error, Error::OutOfMemory(_)), "{error}");
-    assert!(error.to_string().contains("memory limit"), "{error}");
+    // The error names the step of the plan that needed the memory.
+    assert_eq!(
+        error.to_string(),
+        "Out of memory: the query needs more than the memory limit of 2.0 KiB \
+         for step p[i,k] of its plan (see EXPLAIN) (SET memory_limit = '...' raises it)"
+    );
     assert!(db.table("p").is_err(), "nothing was stored");
     db.execute("RESET memory_limit").unwrap();
     db.execute("p[i,k] = SUM(j) e[i,j] * e[j,k];").unwrap();

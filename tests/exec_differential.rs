@@ -640,6 +640,7 @@ fn optimized_plans_agree_with_the_reference() {
                 let choice = OptimizerOptions {
                     estimator,
                     search,
+                    memory_limit: OptimizerOptions::default().memory_limit,
                     disabled: if semijoin {
                         PhaseSet::EMPTY
                     } else {

@@ -109,6 +109,33 @@ fn same(a: &[(String, Arc<Tensor>)], b: &[(String, Arc<Tensor>)]) -> bool {
             .all(|((n, x), (m, y))| n == m && x.data() == y.data())
 }
 
+/// A step whose estimated entries would pass the memory limit is not
+/// taken: the query's own loop nest computes the same without it.
+#[test]
+fn a_step_past_the_memory_limit_is_not_taken() {
+    let program = star();
+    let steps = |optimized: &Optimized| {
+        optimized
+            .logical
+            .queries
+            .iter()
+            .filter(|q| q.name.starts_with('#'))
+            .count()
+    };
+    let roomy = optimized(&program, PhaseSet::EMPTY);
+    assert!(steps(&roomy) > 0, "{}", roomy.logical);
+    let tight = optimize(
+        &program,
+        &OptimizerOptions {
+            memory_limit: 1000,
+            ..OptimizerOptions::default()
+        },
+    )
+    .expect("the program optimizes");
+    assert_eq!(steps(&tight), 0, "{}", tight.logical);
+    assert!(same(&answer(&roomy), &answer(&tight)));
+}
+
 #[test]
 fn phase_names_round_trip() {
     for phase in Phase::ALL {

@@ -33,6 +33,9 @@ pub(crate) struct Control<'a> {
     stop: AtomicBool,
     failure: Mutex<Option<Error>>,
     memory: MemoryBudget,
+    /// The step of the plan that runs now (`#e1[a,c]`), named in the
+    /// error when its charges pass the limit.
+    step: Mutex<String>,
 }
 
 impl<'a> Control<'a> {
@@ -42,7 +45,13 @@ impl<'a> Control<'a> {
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
             memory: MemoryBudget::new(limit),
+            step: Mutex::new(String::new()),
         }
+    }
+
+    /// Names the step whose charges follow, for the out-of-memory error.
+    pub(crate) fn enter_step(&self, step: String) {
+        *self.step.lock().unwrap_or_else(PoisonError::into_inner) = step;
     }
 
     /// [`Error::Cancelled`] if the user cancelled or another worker failed.
@@ -75,10 +84,16 @@ impl<'a> Control<'a> {
             .take()
     }
 
-    /// Charges `bytes` against the memory limit.
+    /// Charges `bytes` against the memory limit; past it, the error names
+    /// the step that needed them.
     pub(crate) fn reserve(&self, bytes: u64) -> Result<()> {
-        self.memory
-            .reserve(bytes, "for its intermediates and results")
+        if self.memory.take(bytes) {
+            return Ok(());
+        }
+        let step = self.step.lock().unwrap_or_else(PoisonError::into_inner);
+        Err(self
+            .memory
+            .exceeded(&format!("for step {step} of its plan (see EXPLAIN)")))
     }
 
     /// Returns `bytes` charged earlier.
@@ -109,17 +124,30 @@ impl MemoryBudget {
     /// Charges `bytes`, or fails with [`Error::OutOfMemory`] saying `what`
     /// needed them ("for sorting its rows") when the limit would be passed.
     pub fn reserve(&self, bytes: u64, what: &str) -> Result<()> {
-        let before = self.used.fetch_add(bytes, Ordering::Relaxed);
-        let after = before.saturating_add(bytes);
-        if after > self.limit {
-            self.used.fetch_sub(bytes, Ordering::Relaxed);
-            return Err(Error::OutOfMemory(format!(
-                "the query needs more than the memory limit of {} {what} \
-                 (SET memory_limit = '...' raises it)",
-                format_bytes(self.limit)
-            )));
+        if self.take(bytes) {
+            Ok(())
+        } else {
+            Err(self.exceeded(what))
         }
-        Ok(())
+    }
+
+    /// Charges `bytes` if the limit allows; whether it did.
+    fn take(&self, bytes: u64) -> bool {
+        let before = self.used.fetch_add(bytes, Ordering::Relaxed);
+        if before.saturating_add(bytes) > self.limit {
+            self.used.fetch_sub(bytes, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// The error for a charge past the limit, saying `what` needed it.
+    fn exceeded(&self, what: &str) -> Error {
+        Error::OutOfMemory(format!(
+            "the query needs more than the memory limit of {} {what} \
+             (SET memory_limit = '...' raises it)",
+            format_bytes(self.limit)
+        ))
     }
 
     /// Returns `bytes` charged earlier.

@@ -499,7 +499,7 @@ impl Drop for Worker<'_, '_> {
 
 /// The bytes an output entry of `dims` dimensions takes while it is
 /// collected.
-pub(crate) fn entry_bytes(dims: usize) -> u64 {
+pub fn entry_bytes(dims: usize) -> u64 {
     (dims as u64) * 8 + 64
 }
 

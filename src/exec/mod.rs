@@ -48,6 +48,7 @@ use crate::progress::ProgressSink;
 use crate::storage::Tensor;
 
 pub use control::{MemoryBudget, format_bytes};
+pub use kernel::entry_bytes;
 pub use plan::PhysicalPlan;
 pub use planner::{PlanChoices, QueryChoices, plan, plan_with};
 

@@ -216,6 +216,16 @@ impl PhysicalQuery {
             .count()
     }
 
+    /// The result's name and output indices, as EXPLAIN shows them:
+    /// `#e1[a,c]`, or just the name of a scalar.
+    pub fn head(&self) -> String {
+        if self.output.is_empty() {
+            return self.name.clone();
+        }
+        let outputs: Vec<&str> = self.output.iter().map(|&v| self.var_name(v)).collect();
+        format!("{}[{}]", self.name, outputs.join(","))
+    }
+
     fn var_name(&self, v: usize) -> &str {
         self.vars.get(v).map_or("?", |var| var.name.as_str())
     }
@@ -305,17 +315,12 @@ impl fmt::Display for PhysicalQuery {
     /// `Query C[i,k] (output; sorted/hashed) = SUM(j) (A[i,j] * B[j,k])`,
     /// then one line per re-index step and per loop.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let outputs: Vec<&str> = self.output.iter().map(|&v| self.var_name(v)).collect();
         let formats: Vec<&str> = self.formats.iter().map(|f| f.name()).collect();
         let role = match self.role {
             Role::Output => "output",
             Role::Intermediate => "intermediate",
         };
-        write!(f, "Query {}", self.name)?;
-        if !outputs.is_empty() {
-            write!(f, "[{}]", outputs.join(","))?;
-        }
-        write!(f, " ({role} {}", self.ty.sql_name())?;
+        write!(f, "Query {} ({role} {}", self.head(), self.ty.sql_name())?;
         if !formats.is_empty() {
             write!(f, ", {}", formats.join("/"))?;
         }

@@ -51,6 +51,7 @@ pub(crate) fn run_plan(
     let mut runs = Vec::new();
     for query in &plan.queries {
         control.check()?;
+        control.enter_step(query.head());
         let start = Instant::now();
         let budget = first
             .filter(|f| f.query == query.name && in_output_order(query))

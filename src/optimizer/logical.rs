@@ -107,8 +107,17 @@ pub const EXACT_FLOOR: usize = 4;
 
 /// A step estimated to write more entries than this is never taken: it
 /// would need gigabytes of memory, and the loop nest of the query that
-/// would read it computes the same without writing it.
+/// would read it computes the same without writing it. Below it, a step
+/// whose [`step_bytes`] pass the statement's memory limit is not taken
+/// either.
 pub const MAX_STEP_ENTRIES: f64 = 1e8;
+
+/// The memory the executor charges for a step of `entries` entries over
+/// `dims` indices at its peak: each entry as it is collected and again
+/// as the result is stored ([`crate::exec::entry_bytes`]).
+pub fn step_bytes(entries: f64, dims: usize) -> f64 {
+    entries * 2.0 * crate::exec::entry_bytes(dims) as f64
+}
 
 /// Weight of an entry written (`A` in the cost).
 const WRITE_COST: f64 = 1.0;
@@ -218,8 +227,10 @@ pub fn eliminate<E: SparsityEstimator>(
     program: &Program,
     search: Search,
     distribute: bool,
+    memory_limit: u64,
 ) -> Result<LogicalPlan<E::Stats>> {
     let mut optimizer = Optimizer::new(estimator, search, distribute);
+    optimizer.memory_limit = memory_limit as f64;
     for query in &program.queries {
         let expr = optimizer.rewrite(&query.expr)?;
         optimizer.emit(query.name.clone(), query.indices.clone(), expr)?;
@@ -348,6 +359,8 @@ struct Optimizer<'a, E: SparsityEstimator> {
     search: Search,
     /// Whether products of sums are also planned distributed.
     distribute: bool,
+    /// The memory a step may need ([`step_bytes`]).
+    memory_limit: f64,
     out: LogicalPlan<E::Stats>,
     /// The first step of every canonical text.
     first: HashMap<String, First>,
@@ -363,6 +376,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             estimator,
             search,
             distribute,
+            memory_limit: f64::INFINITY,
             out: LogicalPlan::new(),
             first: HashMap::new(),
             merged: HashMap::new(),
@@ -551,6 +565,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             estimates: 0,
             costs: HashMap::new(),
             steps: HashMap::new(),
+            memory_limit: self.memory_limit,
         };
         let plan = if factors.len() < 2 || eliminable.is_empty() {
             space.plan(State {
@@ -844,6 +859,8 @@ struct Space<'a, E: SparsityEstimator> {
     /// Eliminating a variable from a set of factors (by their keys): the
     /// step's statistics and cost.
     steps: HashMap<FactorKey, (Rc<E::Stats>, f64)>,
+    /// The memory a step may need ([`step_bytes`]).
+    memory_limit: f64,
 }
 
 impl<E: SparsityEstimator> Space<'_, E> {
@@ -947,7 +964,10 @@ impl<E: SparsityEstimator> Space<'_, E> {
                         .aggregate(std::slice::from_ref(&self.names[var]), &body)?,
                 );
                 let written = self.estimate(&stats);
-                let cost = if written > MAX_STEP_ENTRIES {
+                let dims = neighbours.count_ones() as usize;
+                let cost = if written > MAX_STEP_ENTRIES
+                    || step_bytes(written, dims) > self.memory_limit
+                {
                     f64::INFINITY
                 } else {
                     WRITE_COST * written + VISIT_COST * self.estimate(&body)

@@ -99,8 +99,8 @@ pub use reduce::{FilterColumn, KeyConstant, Reduction};
 pub use uniform::{UniformEstimator, UniformStats};
 
 use crate::error::Result;
-use crate::exec::PhysicalPlan;
 use crate::exec::planner::{InOrder, PlanChoices, plan_by};
+use crate::exec::{PhysicalPlan, default_memory_limit};
 use crate::ir::Program;
 use logical::LogicalPlan;
 use physical::PhysicalOptimizer;
@@ -135,6 +135,11 @@ pub struct OptimizerOptions {
     /// The phases left out (see [`optimize`]); what was `SET semijoin =
     /// false` is [`Phase::Semijoin`] disabled.
     pub disabled: PhaseSet,
+    /// The memory a statement may take (`SET memory_limit`): an
+    /// elimination step whose estimated entries would need more is never
+    /// taken, as the loop nest that would read it computes the same
+    /// without writing it ([`logical::step_bytes`]).
+    pub memory_limit: u64,
 }
 
 impl Default for OptimizerOptions {
@@ -144,6 +149,7 @@ impl Default for OptimizerOptions {
             estimator: EstimatorKind::Chain,
             search: Search::Exact,
             disabled: PhaseSet::EMPTY,
+            memory_limit: default_memory_limit(),
         }
     }
 }
@@ -347,7 +353,13 @@ fn with<E: SparsityEstimator>(
     if phases.runs(Phase::Eliminate) {
         let begin = Instant::now();
         let distribute = phases.runs(Phase::Distribute);
-        let plan = logical::eliminate(estimator, &program, options.search, distribute)?;
+        let plan = logical::eliminate(
+            estimator,
+            &program,
+            options.search,
+            distribute,
+            options.memory_limit,
+        )?;
         let time = begin.elapsed();
         phases.ran(Phase::Eliminate, time.saturating_sub(plan.distribute_time));
         let which: &[Phase] = if distribute {

@@ -133,6 +133,7 @@ impl Settings {
             estimator,
             search,
             disabled: PhaseSet::from_bits(self.disabled.load(Ordering::Relaxed)),
+            memory_limit: self.memory_limit(),
         }
     }
 
@@ -146,6 +147,7 @@ impl Settings {
             .store(search.unwrap_or(0) as u8, Ordering::Relaxed);
         self.disabled
             .store(options.disabled.bits(), Ordering::Relaxed);
+        self.set_memory_limit(options.memory_limit);
     }
 
     /// Runs `program` on the engine these settings choose (optimized for

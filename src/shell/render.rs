@@ -10,7 +10,10 @@
 //!
 //! A [`RowWriter`] takes the batches of a result as they arrive: CSV, TSV,
 //! JSON and line mode print each batch's rows at once; a table and
-//! Markdown size their columns to every row, so they print at the end.
+//! Markdown size their columns to every row, so they print at the end. A
+//! table under `.maxrows` keeps only the rows it will show (the first and
+//! the last ones) and counts the others, so a large result takes no more
+//! memory in the shell than its rows on the screen.
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -102,8 +105,94 @@ pub struct RowWriter {
     started: bool,
     /// Whether a row is written (JSON and line mode separate rows).
     wrote_row: bool,
-    /// The batches a table or Markdown prints at the end.
-    kept: Vec<RecordBatch>,
+    /// The rows a table or Markdown prints at the end.
+    kept: Kept,
+}
+
+/// The rows of a result that a table or Markdown prints at the end: all
+/// of them, or under `.maxrows` only the first `head` and the last `tail`
+/// (whole batches, or slices of them, that cover them), with the number
+/// of rows that came.
+struct Kept {
+    /// The first rows: all of them, or the first `head` of them.
+    front: Vec<RecordBatch>,
+    front_rows: usize,
+    /// The latest batches after the front, while the rows after the
+    /// first of them are fewer than `tail`.
+    back: Vec<RecordBatch>,
+    back_rows: usize,
+    /// Every row that came.
+    total: usize,
+    /// Rows kept at the front and at the back; `None` keeps every row.
+    bounds: Option<(usize, usize)>,
+}
+
+impl Kept {
+    /// Keeps every row, or under `max_rows` (0: all) the rows a table
+    /// shows.
+    fn new(max_rows: usize) -> Kept {
+        let head = max_rows.div_ceil(2);
+        Kept {
+            front: Vec::new(),
+            front_rows: 0,
+            back: Vec::new(),
+            back_rows: 0,
+            total: 0,
+            bounds: (max_rows > 0).then_some((head, max_rows - head)),
+        }
+    }
+
+    /// Counts `batch`'s rows and keeps those that may be shown.
+    fn push(&mut self, batch: &RecordBatch) {
+        let n = batch.num_rows();
+        self.total += n;
+        let Some((head, tail)) = self.bounds else {
+            self.front.push(batch.clone());
+            self.front_rows += n;
+            return;
+        };
+        let to_front = n.min(head - self.front_rows);
+        if to_front > 0 {
+            self.front.push(batch.slice(0, to_front));
+            self.front_rows += to_front;
+        }
+        if to_front == n {
+            return;
+        }
+        self.back.push(batch.slice(to_front, n - to_front));
+        self.back_rows += n - to_front;
+        let dropped = self
+            .back
+            .iter()
+            .scan(self.back_rows, |left, b| {
+                *left -= b.num_rows();
+                Some(*left)
+            })
+            .take_while(|&left| left >= tail)
+            .count();
+        for batch in self.back.drain(..dropped) {
+            self.back_rows -= batch.num_rows();
+        }
+    }
+
+    /// The kept rows, addressed by their row numbers in the whole result.
+    fn rows(&self) -> Rows<'_> {
+        let mut batches = Vec::new();
+        let mut start = 0;
+        for batch in &self.front {
+            batches.push((start, batch));
+            start += batch.num_rows();
+        }
+        let mut start = self.total - self.back_rows;
+        for batch in &self.back {
+            batches.push((start, batch));
+            start += batch.num_rows();
+        }
+        Rows {
+            batches,
+            total: self.total,
+        }
+    }
 }
 
 impl RowWriter {
@@ -114,16 +203,19 @@ impl RowWriter {
             layout: *layout,
             started: false,
             wrote_row: false,
-            kept: Vec::new(),
+            kept: Kept::new(match layout.mode {
+                Mode::Table => layout.max_rows,
+                _ => 0,
+            }),
         }
     }
 
     /// Writes `batch`'s rows, or keeps them for [`RowWriter::finish`].
     pub fn write(&mut self, out: &mut dyn Write, batch: &RecordBatch) -> io::Result<()> {
-        let rows = Rows::new(std::slice::from_ref(batch));
+        let rows = Rows::of(batch);
         match self.layout.mode {
             Mode::Table | Mode::Markdown => {
-                self.kept.push(batch.clone());
+                self.kept.push(batch);
                 Ok(())
             }
             Mode::Csv => {
@@ -146,8 +238,8 @@ impl RowWriter {
     /// of it).
     pub fn finish(mut self, out: &mut dyn Write) -> io::Result<()> {
         match self.layout.mode {
-            Mode::Table => write_table(out, &self.schema, &Rows::new(&self.kept), &self.layout),
-            Mode::Markdown => write_markdown(out, &self.schema, &Rows::new(&self.kept)),
+            Mode::Table => write_table(out, &self.schema, &self.kept.rows(), &self.layout),
+            Mode::Markdown => write_markdown(out, &self.schema, &self.kept.rows()),
             Mode::Json => {
                 self.start(out)?;
                 writeln!(out, "]")
@@ -183,17 +275,20 @@ where
     }
 }
 
-/// The rows of several batches, addressed by one global row number.
+/// The rows of several batches, addressed by one global row number: each
+/// batch with the number of its first row (a table's kept rows may leave
+/// a gap between its first and last ones).
 struct Rows<'a> {
-    batches: &'a [RecordBatch],
+    batches: Vec<(usize, &'a RecordBatch)>,
     total: usize,
 }
 
 impl<'a> Rows<'a> {
-    fn new(batches: &'a [RecordBatch]) -> Rows<'a> {
+    /// The rows of `batch`.
+    fn of(batch: &'a RecordBatch) -> Rows<'a> {
         Rows {
-            batches,
-            total: batches.iter().map(RecordBatch::num_rows).sum(),
+            batches: vec![(0, batch)],
+            total: batch.num_rows(),
         }
     }
 
@@ -208,10 +303,8 @@ impl<'a> Rows<'a> {
         let options = FormatOptions::default()
             .with_null(null)
             .with_display_error(true);
-        let mut offset = 0;
-        for batch in self.batches {
-            let rows = offset..offset + batch.num_rows();
-            offset = rows.end;
+        for &(first, batch) in &self.batches {
+            let rows = first..first + batch.num_rows();
             let start = range.start.max(rows.start);
             let end = range.end.min(rows.end);
             if start >= end {
@@ -238,7 +331,7 @@ impl<'a> Rows<'a> {
     /// Calls `each` with the columns of every batch and the row numbers of
     /// that batch.
     fn arrays(&self, mut each: impl FnMut(&[ArrayRef], usize) -> io::Result<()>) -> io::Result<()> {
-        for batch in self.batches {
+        for (_, batch) in &self.batches {
             for row in 0..batch.num_rows() {
                 each(batch.columns(), row)?;
             }
@@ -654,6 +747,58 @@ mod tests {
         assert!(cut.contains("a,b") && cut.contains("say \"hi\""), "{cut}");
         assert!(!cut.contains("-1"), "{cut}");
         assert!(cut.ends_with("3 rows (2 shown)\n"), "{cut}");
+    }
+
+    #[test]
+    fn a_table_keeps_only_the_rows_it_shows() {
+        let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
+        let layout = Layout {
+            mode: Mode::Table,
+            max_rows: 7,
+            width: None,
+            to_terminal: false,
+        };
+        let mut writer = RowWriter::new(&schema, &layout);
+        let mut out = Vec::new();
+        for b in 0..50i64 {
+            let values = Int64Array::from_iter_values(b * 100..(b + 1) * 100);
+            let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(values)]).unwrap();
+            writer.write(&mut out, &batch).unwrap();
+            let kept = writer.kept.front_rows + writer.kept.back_rows;
+            assert!(kept <= 7 + 100, "batch {b}: {kept} rows kept");
+        }
+        writer.finish(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let shown: Vec<i64> = text
+            .lines()
+            .filter_map(|l| l.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+            .collect();
+        assert_eq!(shown, [0, 1, 2, 3, 4997, 4998, 4999], "{text}");
+        assert!(text.ends_with("5000 rows (7 shown)\n"), "{text}");
+    }
+
+    #[test]
+    fn a_short_table_is_shown_whole_from_its_kept_rows() {
+        for max_rows in [1, 2, 3, 4, 5, 6, 40] {
+            let (schema, batches) = sample();
+            let layout = Layout {
+                mode: Mode::Table,
+                max_rows,
+                width: None,
+                to_terminal: false,
+            };
+            let mut out = Vec::new();
+            write_rows(&mut out, &schema, &batches, &layout).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let shown = max_rows.min(3);
+            assert_eq!(text.contains("a,b"), shown >= 1, "{max_rows}: {text}");
+            assert_eq!(
+                text.contains("say \"hi\""),
+                shown >= 2,
+                "{max_rows}: {text}"
+            );
+            assert_eq!(text.contains("-1"), shown >= 3, "{max_rows}: {text}");
+        }
     }
 
     #[test]

@@ -606,19 +606,19 @@ fn assemble(plan: &Plan, results: &Results, memory: &MemoryBudget) -> Result<Res
         {
             continue;
         }
-        let visible = plan
-            .columns
-            .iter()
-            .map(|c| cells.cell(&c.item, &row))
-            .collect::<Result<Vec<_>>>()?;
-        let order = plan
-            .order
-            .iter()
-            .map(|o| match &o.source {
-                OrderSource::Column(n) => Ok(visible[*n].clone()),
-                OrderSource::Item(item) => cells.cell(item, &row),
-            })
-            .collect::<Result<Vec<_>>>()?;
+        // Exactly as long as they are, so that [`row_bytes`] charges what
+        // they take (collecting through `Result` starts at 4 and doubles).
+        let mut visible = Vec::with_capacity(plan.columns.len());
+        for column in &plan.columns {
+            visible.push(cells.cell(&column.item, &row)?);
+        }
+        let mut order = Vec::with_capacity(plan.order.len());
+        for key in &plan.order {
+            order.push(match &key.source {
+                OrderSource::Column(n) => visible[*n].clone(),
+                OrderSource::Item(item) => cells.cell(item, &row)?,
+            });
+        }
         match &mut top {
             Some(top) => top.offer(visible, order, memory)?,
             None => {
