@@ -256,6 +256,48 @@ impl Gen {
         }
     }
 
+    /// `[SUM(..)] X[..] * f(AGG(..) Π inputs)`: a nested aggregate under a
+    /// map, times an input over some of its variables (the `mask` phase's
+    /// case, SystemML's Outer), with inputs empty to dense.
+    fn outer(&mut self) -> Program {
+        self.sizes = (0..VARS.len())
+            .map(|_| 1 + self.rng.below(6) as u64)
+            .collect();
+        let mask = self.input(2);
+        let nested = self.join(3);
+        // Maps that stay finite on finite arguments (an infinity makes
+        // sums depend on their order, which variable elimination changes).
+        let half = || Expr::Literal(Value::Float(0.5));
+        let mapped = match self.rng.below(9) {
+            0 => Expr::map(
+                ScalarOp::Ln,
+                vec![Expr::map(
+                    ScalarOp::Add,
+                    vec![Expr::map(ScalarOp::Abs, vec![nested]), half()],
+                )],
+            ),
+            1 => Expr::map(ScalarOp::Sqrt, vec![Expr::map(ScalarOp::Abs, vec![nested])]),
+            2 => Expr::map(ScalarOp::Exp, vec![nested]),
+            3 => Expr::map(ScalarOp::Sigmoid, vec![nested]),
+            4 => Expr::map(ScalarOp::Relu, vec![nested]),
+            5 => Expr::map(ScalarOp::Add, vec![nested, half()]),
+            6 => Expr::map(ScalarOp::Greatest, vec![nested, half()]),
+            7 => Expr::map(ScalarOp::Div, vec![nested, half()]),
+            _ => Expr::map(
+                ScalarOp::Power,
+                vec![nested, Expr::Literal(Value::Float(2.0))],
+            ),
+        };
+        let mut expr = Expr::map(ScalarOp::Mul, vec![mask, mapped]);
+        let free = expr.free_indices();
+        if !free.is_empty() && self.chance(60) {
+            expr = Expr::sum(free, expr);
+        }
+        Program {
+            queries: vec![query("Q1", expr, &mut self.rng)],
+        }
+    }
+
     fn program(&mut self) -> Program {
         let vars = 2 + self.rng.below(3);
         self.sizes = (0..VARS.len())
@@ -761,6 +803,50 @@ fn every_optimizer_phase_can_be_disabled() {
         differ > 300,
         "too few plans change when a phase is disabled"
     );
+}
+
+/// Nested aggregates under maps, times a stored input that may mask them
+/// (the `mask` phase): with the phase and without it, the reference's
+/// answer; the phase must mask a good share of them.
+#[test]
+fn masked_nested_aggregates_agree_with_the_reference() {
+    let mut generator = Gen {
+        rng: Rng(0x0020_2026_1125_0020),
+        sizes: Vec::new(),
+        tensors: 0,
+    };
+    let without = OptimizerOptions {
+        disabled: PhaseSet::EMPTY.with(Phase::Mask),
+        ..OptimizerOptions::default()
+    };
+    let (mut checked, mut masked) = (0, 0);
+    for case in 0..1500 {
+        let program = generator.outer();
+        let Ok(expected) = reference::evaluate(&program) else {
+            continue;
+        };
+        let with = optimize(&program, &OptimizerOptions::default())
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}"));
+        let plain = optimize(&program, &without)
+            .unwrap_or_else(|e| panic!("case {case} (without mask): {e}\n{program}"));
+        for optimized in [&with, &plain] {
+            let actual = run(&optimized.plan, &options(2), &NoProgress)
+                .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}\n{}", optimized.plan));
+            if let Err(message) = compare(&expected, &actual) {
+                panic!(
+                    "case {case}: {message}\n{program}\n{}\n{}",
+                    optimized.logical, optimized.plan
+                );
+            }
+        }
+        checked += 1;
+        if with.logical != plain.logical {
+            masked += 1;
+        }
+    }
+    eprintln!("{checked} programs checked, {masked} of them masked");
+    assert!(checked > 1000, "too few programs are checked");
+    assert!(masked > 250, "too few programs are masked");
 }
 
 /// A product whose integer sum overflows is an error, not a wrapped value.

@@ -8,6 +8,7 @@
 //! | phase | what it does |
 //! |---|---|
 //! | `normalize` | unique bound names, flat products, sums lifted out of products ([`logical::normalize`]) |
+//! | `mask` | nested aggregates under maps computed only where an annihilating stored input around them is stored (SystemML's Outer, [`mask`]) |
 //! | `semijoin` | stored inputs of products shrunk by their one-variable factors ([`reduce`]; it reads the data) |
 //! | `eliminate` | elimination orders searched, sums over products rewritten into aggregation steps ([`logical::eliminate`]) |
 //! | `distribute` | products of sums planned distributed when cheaper (within `eliminate`, see [`logical`]) |
@@ -82,6 +83,7 @@ pub mod check;
 pub mod estimate;
 pub mod lattice;
 pub mod logical;
+pub mod mask;
 pub mod phase;
 pub mod physical;
 pub mod reduce;
@@ -192,6 +194,8 @@ pub struct Optimized {
 ///
 /// - without `normalize`, sums are searched as written (a `SUM` inside a
 ///   product is planned on its own instead of with the product);
+/// - without `mask`, a nested aggregate under a map is computed over its
+///   whole domain;
 /// - without `semijoin`, the stored inputs are estimated and read whole;
 /// - without `eliminate`, the program is planned as written (no
 ///   aggregation steps), and `distribute` and `cse`, which work on the
@@ -338,6 +342,16 @@ fn with<E: SparsityEstimator>(
         phases.skipped(Phase::Normalize);
         program.clone()
     };
+
+    if phases.runs(Phase::Mask) {
+        let begin = Instant::now();
+        let masked = mask::mask_program(estimator, &program);
+        phases.ran(Phase::Mask, begin.elapsed());
+        phases.check(&[Phase::Mask], &masked, &[])?;
+        program = masked;
+    } else {
+        phases.skipped(Phase::Mask);
+    }
 
     let mut reducer = Reducer::default();
     if phases.runs(Phase::Semijoin) {

@@ -3,7 +3,7 @@
 //! and the time each took.
 //!
 //! A phase is named the way `SET disabled_optimizers` spells it
-//! (`normalize`, `semijoin`, `eliminate`, `distribute`, `cse`,
+//! (`normalize`, `mask`, `semijoin`, `eliminate`, `distribute`, `cse`,
 //! `physical`); [`Phase::from_str`] parses a name and rejects an unknown
 //! one with the closest known name ("did you mean"), and [`PhaseSet`]
 //! parses and prints a comma-separated list of them. New phases (an
@@ -26,6 +26,9 @@ pub enum Phase {
     /// Unique bound names, flattened products, sums lifted out of products
     /// ([`super::logical::normalize`]).
     Normalize,
+    /// Nested aggregates under maps computed only where an annihilating
+    /// stored input of the map around them is stored ([`super::mask`]).
+    Mask,
     /// Stored inputs of products shrunk by their one-variable factors
     /// ([`super::reduce`]).
     Semijoin,
@@ -46,8 +49,9 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order the optimizer runs them.
-    pub const ALL: [Phase; 6] = [
+    pub const ALL: [Phase; 7] = [
         Phase::Normalize,
+        Phase::Mask,
         Phase::Semijoin,
         Phase::Eliminate,
         Phase::Distribute,
@@ -59,6 +63,7 @@ impl Phase {
     pub fn name(self) -> &'static str {
         match self {
             Phase::Normalize => "normalize",
+            Phase::Mask => "mask",
             Phase::Semijoin => "semijoin",
             Phase::Eliminate => "eliminate",
             Phase::Distribute => "distribute",

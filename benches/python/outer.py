@@ -1,0 +1,169 @@
+"""SystemML's Outer pattern: the weighted KL (Poisson) loss of a sparse
+matrix X against a dense low-rank product U·Vᵀ,
+
+    s = SUM(i,j) X[i,j] * ln((SUM(k) U[i,k] * V[j,k]) + 1e-15)
+
+computed by einsql with its `mask` phase (the nested SUM(k) only where X is
+stored), by einsql with that phase switched off (`SET disabled_optimizers =
+'mask'`: the nested SUM(k) over every (i, j)), by numpy computing the dense
+product U @ V.T and scipy multiplying X into its logarithm (what a user
+writes without SystemML), and by scipy computing U·Vᵀ only at X's entries
+(the hand-written sampled product, for reference). One thread each, the
+same data, one run.
+
+X is m × m with entries at uniformly random positions (values in (0, 1]),
+U and V are m × rank with values in (0, 1]. einsql runs as the `einsql`
+shell binary on Matrix Market files this script writes; its times are the
+shell's `.timer` figures for the statement alone (loading is not timed).
+Each einsql run has a timeout, past which it is reported as not finished.
+
+Run it through scripts/bench-outer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+
+STATEMENT = "s = SUM(i,j) X[i,j] * ln((SUM(k) U[i,k] * V[j,k]) + 1e-15);"
+
+
+def write_sparse(path: str, x: sp.coo_matrix) -> None:
+    with open(path, "w") as f:
+        f.write("%%MatrixMarket matrix coordinate real general\n")
+        f.write(f"{x.shape[0]} {x.shape[1]} {x.nnz}\n")
+        np.savetxt(
+            f,
+            np.column_stack([x.row + 1, x.col + 1, x.data]),
+            fmt=["%d", "%d", "%.17g"],
+        )
+
+
+def write_dense(path: str, a: np.ndarray) -> None:
+    with open(path, "w") as f:
+        f.write("%%MatrixMarket matrix array real general\n")
+        f.write(f"{a.shape[0]} {a.shape[1]}\n")
+        # Column-major, as the format stores arrays.
+        np.savetxt(f, a.flatten(order="F"), fmt="%.17g")
+
+
+def run_einsql(binary: str, folder: str, disabled: str, timeout: float, threads: int):
+    """The statement's time and value from the shell (None, message when it
+    did not finish)."""
+    script = "\n".join(
+        [
+            f"SET threads = {threads};",
+            f"SET disabled_optimizers = '{disabled}';" if disabled else "",
+            f"SET memory_limit = '{os.environ.get('EINSQL_MEMORY_LIMIT', '8GB')}';",
+            f"CREATE TABLE X AS SELECT * FROM read_mtx('{folder}/X.mtx');",
+            f"CREATE TABLE U AS SELECT * FROM read_mtx('{folder}/U.mtx');",
+            f"CREATE TABLE V AS SELECT * FROM read_mtx('{folder}/V.mtx');",
+            ".timer on",
+            STATEMENT,
+            ".mode csv",
+            "SELECT v FROM s;",
+        ]
+    )
+    try:
+        done = subprocess.run(
+            [binary],
+            input=script,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"not finished in {timeout:.0f} s"
+    out = done.stdout + done.stderr
+    if "Error" in out or "error" in out:
+        line = next(line for line in out.splitlines() if "rror" in line)
+        return None, line.strip()
+    # The first time is the statement's; the value follows the CSV header.
+    seconds = float(re.search(r"Run Time: ([0-9.]+) s", out).group(1))
+    lines = out.splitlines()
+    value = float(lines[lines.index("v") + 1])
+    return seconds, value
+
+
+def timed(fn):
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=20_000, help="m: X is m x m")
+    parser.add_argument("--rank", type=int, default=100)
+    parser.add_argument(
+        "--sparsities", default="1e-4,1e-3,1e-2", help="comma-separated densities of X"
+    )
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=20)
+    parser.add_argument("--binary", default=os.environ.get("EINSQL_BINARY", "target/release/einsql"))
+    parser.add_argument("--skip-off", action="store_true", help="skip einsql with the phase off")
+    parser.add_argument("--skip-numpy", action="store_true", help="skip numpy's dense product")
+    args = parser.parse_args()
+
+    print(
+        f"# {platform.processor() or platform.machine()}, numpy {np.__version__}, "
+        f"scipy {scipy.__version__}, einsql {args.binary}, threads {args.threads}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "density,nnz,einsql_mask_s,einsql_off_s,numpy_dense_s,scipy_sampled_s,"
+        "value_mask,value_off,value_numpy"
+    )
+    rng = np.random.default_rng(args.seed)
+    m, r = args.size, args.rank
+    u = 1.0 - rng.random((m, r))
+    v = 1.0 - rng.random((m, r))
+    with tempfile.TemporaryDirectory() as folder:
+        write_dense(f"{folder}/U.mtx", u)
+        write_dense(f"{folder}/V.mtx", v)
+        for density in [float(d) for d in args.sparsities.split(",")]:
+            x = sp.random(
+                m, m, density=density, format="coo", random_state=rng,
+                data_rvs=lambda n: 1.0 - rng.random(n),
+            )
+            write_sparse(f"{folder}/X.mtx", x)
+            mask_s, mask_v = run_einsql(args.binary, folder, "", args.timeout, args.threads)
+            if args.skip_off:
+                off_s, off_v = None, "skipped"
+            else:
+                off_s, off_v = run_einsql(
+                    args.binary, folder, "mask", args.timeout, args.threads
+                )
+            if args.skip_numpy:
+                dense_s, dense_v = None, "skipped"
+            else:
+                csr = x.tocsr()
+                dense_s, dense_v = timed(
+                    lambda: float(csr.multiply(np.log(u @ v.T + 1e-15)).sum())
+                )
+            rows, cols = x.row, x.col
+            sampled_s, _ = timed(
+                lambda: float(
+                    (x.data * np.log(np.einsum("ij,ij->i", u[rows], v[cols]) + 1e-15)).sum()
+                )
+            )
+            fmt = lambda t: "" if t is None else f"{t:.4f}"
+            print(
+                f"{density:g},{x.nnz},{fmt(mask_s)},{fmt(off_s)},{fmt(dense_s)},"
+                f"{fmt(sampled_s)},{mask_v},{off_v},{dense_v}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
