@@ -21,8 +21,9 @@
 //!    variable) and then repeatedly takes the variable that shares the most
 //!    inputs with the variables already bound (ties: output variables, then
 //!    first appearance), so joins stay connected. Inputs are read through an
-//!    index whose level order follows the loop order; vectors that are at
-//!    least half full are read through a dense level.
+//!    index whose level order follows the loop order; stored tensors that
+//!    hold at least half of their cells (dense vectors, factor matrices)
+//!    are read through dense levels.
 //! 4. Output levels written in loop order are sorted; the others accumulate
 //!    in a dense array when it is small, else in a hash table.
 //!
@@ -33,7 +34,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
-use crate::storage::ValueType;
+use crate::storage::{Tensor, ValueType};
 use crate::storage::fibertree::{IndexSpec, LevelFormat};
 
 use super::plan::{
@@ -711,17 +712,28 @@ fn first_appearance(query: &PhysicalQuery, bound: &[usize]) -> Vec<usize> {
     seen
 }
 
-/// Compressed levels, except a dense level for a stored vector that is at
-/// least half full (a lookup is then one array access).
+/// Compressed levels, except dense levels for a stored tensor that holds
+/// at least half of its cells (a lookup is then one array access).
 fn default_formats(access: &Access) -> Vec<LevelFormat> {
     let n = access.terms.len();
     if let Source::Table { tensor, .. } = &access.source
-        && n == 1
-        && tensor.dims()[0].size <= 2 * tensor.nnz() as u64
+        && n > 0
+        && is_mostly_full(tensor)
     {
-        return vec![LevelFormat::Dense];
+        return vec![LevelFormat::Dense; n];
     }
     vec![LevelFormat::Compressed; n]
+}
+
+/// Whether a stored tensor holds at least half of its dimensions' cells
+/// (a dense vector, factor matrix or feature table): read through dense
+/// levels, a coordinate is a direct offset instead of a search.
+fn is_mostly_full(tensor: &Tensor) -> bool {
+    let cells = tensor
+        .dims()
+        .iter()
+        .try_fold(1u64, |cells, d| cells.checked_mul(d.size));
+    cells.is_some_and(|cells| cells <= 2 * tensor.nnz() as u64)
 }
 
 /// Sorted for the output levels written in loop order, else the chosen
