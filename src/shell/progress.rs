@@ -177,6 +177,18 @@ mod tests {
     }
 
     #[test]
+    fn rows_are_tracked_against_their_total() {
+        let progress = TerminalProgress::with_terminal(true);
+        progress.start_rows("dbgen(sf = 1)", 8_661_245);
+        progress.advance(8_000);
+        assert!(progress.lock().as_ref().is_some_and(
+            |load| load.bar.length() == Some(8_661_245) && load.bar.position() == 8_000
+        ));
+        progress.finish();
+        assert!(progress.lock().is_none());
+    }
+
+    #[test]
     fn without_a_terminal_nothing_is_tracked() {
         let progress = TerminalProgress::with_terminal(false);
         progress.start("graph.mtx", 0);
