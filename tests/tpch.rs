@@ -1,7 +1,9 @@
 //! `CALL dbgen(sf = ...)`: the TPC-H tables against the specification's
 //! row counts and against known values of the reference generator at SF
-//! 0.01; two runs give equal tables; a persistent database keeps them; a
-//! cancelled call creates none. (Its errors are in `tests/slt/dbgen.slt`.)
+//! 0.01 (and, ignored by default, the TPC's answers at SF 1); two runs
+//! give equal tables; a persistent database keeps them; a cancelled call
+//! creates none; `sql/tpch_star.sql` computes the star join's features and
+//! linear-regression inference. (Its errors are in `tests/slt/dbgen.slt`.)
 
 use std::sync::Arc;
 
