@@ -22,6 +22,7 @@ use crate::io::{FileFormat, FileLoad};
 use crate::ir::Program;
 use crate::optimizer::OptimizerOptions;
 use crate::storage::Tensor;
+use crate::tpch::Dbgen;
 
 /// One statement, bound.
 #[derive(Debug)]
@@ -69,6 +70,9 @@ pub enum BoundStatement {
         /// Its format.
         format: FileFormat,
     },
+    /// `CALL dbgen(sf = ...)`: the eight TPC-H tables generated and
+    /// created at once, none if a table of one of their names exists.
+    Dbgen(Dbgen),
     /// `SHOW TABLES`.
     ShowTables,
     /// `DESCRIBE table`.
@@ -94,6 +98,7 @@ impl BoundStatement {
             BoundStatement::Insert { .. } => "INSERT",
             BoundStatement::Drop { .. } => "DROP",
             BoundStatement::Copy { .. } => "COPY",
+            BoundStatement::Dbgen(_) => "CALL",
             BoundStatement::ShowTables => "SHOW",
             BoundStatement::Describe(_) => "DESCRIBE",
             BoundStatement::Set { .. } => "SET",

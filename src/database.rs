@@ -40,6 +40,10 @@ impl ProgressSink for Monitor {
         self.progress.start_query(label);
     }
 
+    fn start_rows(&self, label: &str, total_rows: u64) {
+        self.progress.start_rows(label, total_rows);
+    }
+
     fn advance(&self, bytes: u64) {
         self.progress.advance(bytes);
     }

@@ -10,6 +10,7 @@
 //! - [`durable`]: atomic file writes.
 //! - [`storage`]: tensors, fibertree indexes and statistics.
 //! - [`io`]: Matrix Market, FROSTT `.tns`, Parquet, CSV and graph files.
+//! - [`tpch`]: the TPC-H tables at a scale factor (`CALL dbgen`).
 //! - [`catalog`]: the named tables of a database, in memory or on disk.
 //! - [`ir`]: the plan dialect shared by the front-ends, with the algebra
 //!   of every operator.
@@ -56,6 +57,7 @@ pub mod reference;
 pub mod session;
 pub mod sql;
 pub mod storage;
+pub mod tpch;
 
 pub use bound::RowStream;
 pub use database::Database;

@@ -1,7 +1,7 @@
 //! Progress reports and cancellation for long-running work.
 //!
-//! Loaders, the executor and the reference evaluator report to a
-//! [`ProgressSink`] (the shell draws progress bars; the library default,
+//! Loaders, the TPC-H generator, the executor and the reference evaluator
+//! report to a [`ProgressSink`] (the shell draws progress bars; the library default,
 //! [`NoProgress`], ignores every report) and poll it between pieces of work
 //! for a stop request, which an [`Interrupt`] flag raises from any thread or
 //! a signal handler.
@@ -21,7 +21,14 @@ pub trait ProgressSink: Send + Sync {
     fn start_query(&self, label: &str) {
         self.start(label, 0);
     }
-    /// `bytes` more bytes were consumed.
+    /// Work that makes about `total_rows` rows (0 when unknown) called
+    /// `label` begins (the TPC-H generator); `advance` then counts rows.
+    /// By default it is reported as a load of `total_rows` bytes.
+    fn start_rows(&self, label: &str, total_rows: u64) {
+        self.start(label, total_rows);
+    }
+    /// `bytes` more bytes were consumed (rows after
+    /// [`start_rows`](ProgressSink::start_rows)).
     fn advance(&self, bytes: u64);
     /// The load ended (successfully or not).
     fn finish(&self);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["error", "progress", "durable"],
     &["storage"],
-    &["io"],
+    &["io", "tpch"],
     &["catalog"],
     &["ir"],
     &["exec", "reference"],

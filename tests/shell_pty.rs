@@ -1,7 +1,8 @@
 //! The `einsql` shell driven through a pseudo-terminal, as a person would:
 //! the welcome lines, multi-line statements with the continuation prompt,
-//! tab completion, history across two sessions, and Ctrl-C at the prompt
-//! (the session survives).
+//! tab completion, history across two sessions, Ctrl-C at the prompt
+//! (the session survives), and Ctrl-C during a load and `CALL dbgen` (its
+//! progress bar shows, and no table is made).
 #![cfg(unix)]
 
 mod common;
@@ -281,4 +282,27 @@ fn ctrl_c_cancels_a_long_load_and_keeps_the_session() {
     assert!(!listing.contains("big"), "{listing}");
     quit(session);
     writer.join().unwrap();
+}
+
+#[test]
+fn ctrl_c_cancels_dbgen_and_creates_no_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = shell(&dir.path().join("history"));
+    session.exp_string("einsql> ").unwrap();
+    enter(&mut session, "CREATE TABLE kept (x INT);");
+    session.exp_string("einsql> ").unwrap();
+    enter(&mut session, "CALL dbgen(sf = 1);");
+    // The progress bar (drawn after about a second) counts rows:
+    // "dbgen(sf = 1) [=====>   ] 1.20M/8.66M rows (...)".
+    session.exp_string(" rows (").unwrap();
+    session.send_control('c').unwrap();
+    session
+        .exp_string("Interrupted: the statement under way was cancelled and changed nothing")
+        .unwrap();
+    session.exp_string("einsql> ").unwrap();
+    enter(&mut session, ".tables");
+    let listing = session.exp_string("einsql> ").unwrap();
+    assert!(listing.contains("kept"), "{listing}");
+    assert!(!listing.contains("lineitem"), "{listing}");
+    quit(session);
 }

@@ -83,6 +83,26 @@ impl Catalog {
         Ok(())
     }
 
+    /// Creates the tables `tables` at once (in a persistent database, in
+    /// one commit): an error, creating none, if a table of one of their
+    /// names exists.
+    pub fn create_all(&mut self, tables: Vec<(String, Arc<Tensor>)>) -> Result<()> {
+        if let Some((name, _)) = tables.iter().find(|(name, _)| self.contains(name)) {
+            return Err(Error::TableExists(name.clone()));
+        }
+        if let Some(store) = &mut self.store {
+            let saved: Vec<(&str, &Tensor)> = tables
+                .iter()
+                .map(|(name, tensor)| (name.as_str(), tensor.as_ref()))
+                .collect();
+            store.save_tables(&saved)?;
+        }
+        for (name, tensor) in tables {
+            self.tables.insert(name.to_lowercase(), (name, tensor));
+        }
+        Ok(())
+    }
+
     /// Removes the tables `names` at once (in a persistent database, in one
     /// commit); an error, removing none, if one of them does not exist.
     pub fn drop_tables(&mut self, names: &[&str]) -> Result<()> {

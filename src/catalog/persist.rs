@@ -141,27 +141,37 @@ impl Store {
     /// Stores `tensor` as table `name`, replacing any table of that name.
     /// Atomic: after a crash, the table is either the old or the new one.
     pub fn save_table(&mut self, name: &str, tensor: &Tensor) -> Result<()> {
-        // A generation is never reused, even when this save fails halfway:
-        // the catalog on disk may already point at its files.
-        let generation = self.catalog.next_generation;
-        self.catalog.next_generation += 1;
-        let stem = format!("{generation:06}-{}", file_stem(name));
-        let data_dir = self.dir.join(DATA);
+        self.save_tables(&[(name, tensor)])
+    }
 
-        let data_file = format!("{stem}.parquet");
-        write_batch(&data_dir.join(&data_file), tensor.data())?;
-        let dictionary_file = match dictionary_batch(tensor)? {
-            Some(batch) => {
-                let file = format!("{stem}.dict.parquet");
-                write_batch(&data_dir.join(&file), &batch)?;
-                Some(file)
-            }
-            None => None,
-        };
+    /// Stores each tensor of `tables` as the table of its name, replacing
+    /// any table of that name, in one commit: after a crash, either every
+    /// table is new or every one is as it was.
+    pub fn save_tables(&mut self, tables: &[(&str, &Tensor)]) -> Result<()> {
+        let data_dir = self.dir.join(DATA);
         let mut catalog = self.catalog.clone();
-        let entry = TableEntry::describe(tensor, data_file, dictionary_file);
-        let replaced = catalog.tables.insert(name.to_string(), entry);
-        self.commit(catalog, replaced.into_iter().collect())
+        let mut replaced = Vec::new();
+        for &(name, tensor) in tables {
+            // A generation is never reused, even when this save fails
+            // halfway: the catalog on disk may already point at its files.
+            let generation = self.catalog.next_generation;
+            self.catalog.next_generation += 1;
+            catalog.next_generation = self.catalog.next_generation;
+            let stem = format!("{generation:06}-{}", file_stem(name));
+            let data_file = format!("{stem}.parquet");
+            write_batch(&data_dir.join(&data_file), tensor.data())?;
+            let dictionary_file = match dictionary_batch(tensor)? {
+                Some(batch) => {
+                    let file = format!("{stem}.dict.parquet");
+                    write_batch(&data_dir.join(&file), &batch)?;
+                    Some(file)
+                }
+                None => None,
+            };
+            let entry = TableEntry::describe(tensor, data_file, dictionary_file);
+            replaced.extend(catalog.tables.insert(name.to_string(), entry));
+        }
+        self.commit(catalog, replaced)
     }
 
     /// Removes the tables `names` in one commit: after a crash, either all

@@ -33,6 +33,7 @@ use crate::ir::Program;
 use crate::progress::{ProgressSink, check_cancelled};
 use crate::sql;
 use crate::storage::Tensor;
+use crate::tpch::{Dbgen, Table};
 
 /// What statements run against: the database's catalog and settings, where
 /// progress goes, and (for `EXPLAIN ANALYZE` and profiles) where evaluated
@@ -168,6 +169,7 @@ impl<'a> Session<'a> {
                     path.display()
                 )))
             }
+            BoundStatement::Dbgen(dbgen) => self.dbgen(&dbgen),
             BoundStatement::ShowTables => describe::show_tables(&self.read_catalog()),
             BoundStatement::Describe(name) => describe::describe(&self.read_catalog(), &name),
             BoundStatement::Set { name, value } => {
@@ -204,6 +206,53 @@ impl<'a> Session<'a> {
             messages.push(message);
         }
         Ok(QueryResult::message(messages.join("; ")))
+    }
+
+    /// `CALL dbgen(...)`: generates the TPC-H tables and creates all eight
+    /// at once. A table of one of their names is an error before anything
+    /// is generated (and again, creating none, if one was created while
+    /// they were generated); so is a scale factor whose tables would not
+    /// fit `memory_limit`.
+    fn dbgen(&self, dbgen: &Dbgen) -> Result<QueryResult> {
+        let names: Vec<String> = Table::ALL.iter().map(|&t| dbgen.table_name(t)).collect();
+        let existing: Vec<&str> = {
+            let catalog = self.read_catalog();
+            names
+                .iter()
+                .filter(|n| catalog.contains(n))
+                .map(String::as_str)
+                .collect()
+        };
+        if !existing.is_empty() {
+            let (noun, verb) = match existing.len() {
+                1 => ("table", "exists"),
+                _ => ("tables", "exist"),
+            };
+            let list = existing.join(", ");
+            return Err(Error::Invalid(format!(
+                "dbgen: {noun} {list} already {verb}; DROP TABLE {list} first, or give the new \
+                 tables a suffix: CALL dbgen(sf = {}, suffix = '_2')",
+                dbgen.scale_factor()
+            )));
+        }
+        self.budget()
+            .reserve(dbgen.estimated_bytes(), "for the TPC-H tables")?;
+        let tables = dbgen.generate(self.progress)?;
+        check_cancelled(self.progress)?;
+        let created: Vec<String> = tables
+            .iter()
+            .map(|(name, tensor)| format!("{name} ({})", entries(tensor.nnz())))
+            .collect();
+        self.write_catalog().create_all(
+            tables
+                .into_iter()
+                .map(|(name, tensor)| (name, Arc::new(tensor)))
+                .collect(),
+        )?;
+        Ok(QueryResult::message(format!(
+            "Created tables {}",
+            created.join(", ")
+        )))
     }
 
     /// `DROP TABLE`: every table must exist unless `if_exists`.

@@ -1,7 +1,7 @@
 //! Progress bars for long loads and queries.
 //!
-//! The engine reports the bytes its file readers consume, and the progress
-//! of queries, through [`einsql::progress::ProgressSink`]; [`TerminalProgress`]
+//! The engine reports the bytes its file readers consume, the rows the
+//! TPC-H generator makes, and the progress of queries, through [`einsql::progress::ProgressSink`]; [`TerminalProgress`]
 //! turns those reports into an `indicatif` bar (a spinner with the elapsed
 //! time for queries) on standard error. It appears only when standard error
 //! is a terminal and the work has been running for about a second, so quick
@@ -66,6 +66,18 @@ fn query_style() -> ProgressStyle {
         .unwrap_or_else(|_| ProgressStyle::default_spinner())
 }
 
+/// A bar of rows made (a generator's).
+fn rows_style(total_rows: u64) -> ProgressStyle {
+    let template = if total_rows > 0 {
+        "{msg} [{bar:30}] {human_pos}/{human_len} rows ({per_sec}, {eta} left)"
+    } else {
+        "{spinner} {msg} {human_pos} rows ({per_sec})"
+    };
+    ProgressStyle::with_template(template)
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
 fn style(total_bytes: u64) -> ProgressStyle {
     let template = if total_bytes > 0 {
         "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)"
@@ -102,6 +114,11 @@ impl ProgressSink for TerminalProgress {
 
     fn start_query(&self, label: &str) {
         self.begin(label, None, query_style());
+    }
+
+    fn start_rows(&self, label: &str, total_rows: u64) {
+        let length = (total_rows > 0).then_some(total_rows);
+        self.begin(label, length, rows_style(total_rows));
     }
 
     fn advance(&self, bytes: u64) {
@@ -155,6 +172,18 @@ mod tests {
                 .as_ref()
                 .is_some_and(|load| !load.shown && load.bar.length().is_none())
         );
+        progress.finish();
+        assert!(progress.lock().is_none());
+    }
+
+    #[test]
+    fn rows_are_tracked_against_their_total() {
+        let progress = TerminalProgress::with_terminal(true);
+        progress.start_rows("dbgen(sf = 1)", 8_661_245);
+        progress.advance(8_000);
+        assert!(progress.lock().as_ref().is_some_and(
+            |load| load.bar.length() == Some(8_661_245) && load.bar.position() == 8_000
+        ));
         progress.finish();
         assert!(progress.lock().is_none());
     }

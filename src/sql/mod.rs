@@ -5,7 +5,8 @@
 //!
 //! Statements are bound by kind in one module each: [`ddl`] (`CREATE
 //! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`insert`] (`INSERT
-//! INTO`), [`copy`] (`COPY ... TO`), [`settings`] (`SET`, `RESET`) and
+//! INTO`), [`copy`] (`COPY ... TO`), [`call`] (`CALL dbgen(sf = ...)`,
+//! the TPC-H generator), [`settings`] (`SET`, `RESET`) and
 //! [`query`] (`SELECT`, lowered to an IR program and the recipe that
 //! assembles its rows), with [`table_function`] for the `read_mtx`,
 //! `read_tns`, `read_parquet` and `read_csv` loaders usable in `FROM`,
@@ -13,6 +14,7 @@
 //! for constants. A statement of another kind is rejected with an error
 //! that names it.
 
+mod call;
 mod copy;
 mod ddl;
 mod einsum_function;
@@ -175,6 +177,7 @@ pub fn bind(context: Context<'_>, statement: &Statement) -> Result<BoundStatemen
             legacy_options,
             ..
         } => copy::copy(context, source, *to, target, options, legacy_options),
+        Statement::Call(function) => call::call(function),
         Statement::ShowTables { .. } => Ok(BoundStatement::ShowTables),
         Statement::ExplainTable { table_name, .. } => {
             Ok(BoundStatement::Describe(self::table_name(table_name)?))
