@@ -113,6 +113,7 @@ def main() -> None:
     parser.add_argument("--binary", default=os.environ.get("EINSQL_BINARY", "target/release/einsql"))
     parser.add_argument("--skip-off", action="store_true", help="skip einsql with the phase off")
     parser.add_argument("--skip-numpy", action="store_true", help="skip numpy's dense product")
+    parser.add_argument("--plot", help="also draw time against nnz(X) into this PNG file")
     args = parser.parse_args()
 
     print(
@@ -124,6 +125,7 @@ def main() -> None:
         "density,nnz,einsql_mask_s,einsql_off_s,numpy_dense_s,scipy_sampled_s,"
         "value_mask,value_off,value_numpy"
     )
+    rows = []
     rng = np.random.default_rng(args.seed)
     m, r = args.size, args.rank
     u = 1.0 - rng.random((m, r))
@@ -157,12 +159,55 @@ def main() -> None:
                     (x.data * np.log(np.einsum("ij,ij->i", u[rows], v[cols]) + 1e-15)).sum()
                 )
             )
+            rows.append((x.nnz, mask_s, off_s, dense_s, sampled_s))
             fmt = lambda t: "" if t is None else f"{t:.4f}"
             print(
                 f"{density:g},{x.nnz},{fmt(mask_s)},{fmt(off_s)},{fmt(dense_s)},"
                 f"{fmt(sampled_s)},{mask_v},{off_v},{dense_v}",
                 flush=True,
             )
+    if args.plot:
+        plot(rows, args, args.plot)
+
+
+def plot(rows, args, path: str) -> None:
+    """Time against nnz(X), log-log; a run that did not finish is drawn
+    at the timeout with an upward arrow."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nnz = [r[0] for r in rows]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    series = [
+        (1, "einsql (mask phase)", "o-"),
+        (2, f"einsql, mask off (not finished in {args.timeout:.0f} s)", "s--"),
+        (3, "numpy dense U @ V.T", "^-"),
+        (4, "scipy sampled (hand-written)", "v:"),
+    ]
+    skipped = {2: args.skip_off, 3: args.skip_numpy}
+    for column, label, style in series:
+        if skipped.get(column):
+            continue
+        times = [r[column] for r in rows]
+        shown = [args.timeout if t is None else t for t in times]
+        line = ax.plot(nnz, shown, style, label=label)[0]
+        for n, t in zip(nnz, times):
+            if t is None:
+                ax.annotate("", (n, args.timeout * 1.6), (n, args.timeout),
+                            arrowprops={"arrowstyle": "->", "color": line.get_color()})
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("stored entries of X")
+    ax.set_ylabel("seconds (one thread)")
+    ax.set_title(
+        f"weighted KL loss, X {args.size:,} x {args.size:,}, rank {args.rank}", fontsize=10
+    )
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

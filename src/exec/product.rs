@@ -743,10 +743,11 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         Ok(any.then_some(sum))
     }
 
-    /// The innermost loop's sum when the driver has sorted coordinates and
-    /// every other input is read at a dense-addressed leaf with a value
-    /// array ([`SlotProbes`]): SpMV's `x[j]`, SpMM's and SDDMM's factor
-    /// rows. Works from the reads fixed for the run ([`LeafReads`]), so a
+    /// The innermost loop's sum when the driver has sorted coordinates (or
+    /// is a dense leaf with values: a dot product of dense factor rows)
+    /// and every other input is read at a dense-addressed leaf with a
+    /// value array ([`SlotProbes`]): SpMV's `x[j]`, SpMM's and SDDMM's
+    /// factor rows. Works from the reads fixed for the run ([`LeafReads`]), so a
     /// row costs a few fiber bounds and no buffers; `None` when the loop
     /// does not have that shape, for [`ProductWorker::innermost`].
     #[inline]
@@ -767,12 +768,13 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
                 (Some(f), _) => f.len(),
             })?,
         };
-        if !matches!(
-            reads.reads.get(driver)?.format,
-            LevelFormat::Compressed | LevelFormat::Hashed
-        ) {
-            return None;
-        }
+        // A dense driver (every input dense: a dot product of factor rows)
+        // walks its slots; absent ones hold 0, which the sum skips.
+        let dense = match reads.reads.get(driver)?.format {
+            LevelFormat::Compressed | LevelFormat::Hashed => false,
+            LevelFormat::Dense => true,
+            LevelFormat::Bytemap => return None,
+        };
         let mut probes = SlotProbes {
             count: 0,
             probes: [(0, 0, &[]); MOST_SLOT_PROBES],
@@ -786,6 +788,15 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             probes.count += 1;
         }
         let fiber = fibers[driver]?;
+        if dense {
+            let (base, stride) = fiber.slots()?;
+            let values = reads.reads[driver].values?.get(base..base + stride)?;
+            if let Err(e) = self.count_steps(stride) {
+                return Some(Err(e));
+            }
+            let entries = values.iter().enumerate().map(|(c, &v)| (c as i64, v));
+            return Some(probes.exact(probes.single(), entries));
+        }
         let coords = fiber.sorted_coords()?;
         if let Err(e) = self.count_steps(coords.len()) {
             return Some(Err(e));
