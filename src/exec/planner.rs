@@ -34,8 +34,8 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
-use crate::storage::{Tensor, ValueType};
 use crate::storage::fibertree::{IndexSpec, LevelFormat};
+use crate::storage::{Tensor, ValueType};
 
 use super::plan::{
     Access, Driver, Loop, Node, OutputFormat, PhysicalPlan, PhysicalQuery, Role, Source, Term,
