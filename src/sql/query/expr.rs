@@ -697,6 +697,8 @@ fn extreme(ty: ValueType, for_max: bool) -> Value {
         (ValueType::Boolean, m) => Value::Bool(!m),
         (ValueType::Int64, true) => Value::Int(i64::MIN),
         (ValueType::Int64, false) => Value::Int(i64::MAX),
+        (ValueType::Int128, true) => Value::huge(i128::MIN),
+        (ValueType::Int128, false) => Value::huge(i128::MAX),
         (ValueType::Float64, true) => Value::Float(f64::NEG_INFINITY),
         (ValueType::Float64, false) => Value::Float(f64::INFINITY),
     }
