@@ -991,6 +991,7 @@ impl<'a> Writer<'a> {
                 "(CAST(1 AS DOUBLE) / (CAST(1 AS DOUBLE) + exp(- {})))",
                 double(&args[0])
             ),
+            Hugeint => format!("CAST({} AS {})", number(&args[0]), self.dialect.hugeint()),
             Relu => format!(
                 "greatest({}, {})",
                 number(&args[0]),

@@ -15,7 +15,7 @@
 //! argument makes the result a `HUGEINT`, and a result beyond 128 bits is
 //! an error (never a wrap); `/`, `exp`, `ln`, `log` (base 10),
 //! `sqrt`, `power` and `sigmoid` always give floats; `greatest` and `least`
-//! give the widest argument type; comparisons, `and`, `or` give booleans
+//! give the widest argument type; `hugeint` gives a `HUGEINT`; comparisons, `and`, `or` give booleans
 //! (numbers are true when non-zero). Division follows the sparse convention
 //! that 0 divided by anything is 0, so absent entries stay absent; a non-zero
 //! value divided by zero is an error. Float results follow IEEE rules
@@ -79,6 +79,10 @@ pub enum ScalarOp {
     Relu,
     /// `ifelse(c, a, b)`: `a` where `c` is non-zero, else `b` (SQL `CASE`)
     IfElse,
+    /// `hugeint(a)`: `a` as a `HUGEINT` (SQL `CAST(a AS HUGEINT)`); a
+    /// float is truncated toward zero, and one outside the 128-bit range
+    /// (or not finite) is an error
+    Hugeint,
 }
 
 /// How many arguments an operator takes.
@@ -157,7 +161,7 @@ const COMPARISON: Algebra = NOTHING;
 
 impl ScalarOp {
     /// Every operator, for tests and listings.
-    pub const ALL: [ScalarOp; 24] = [
+    pub const ALL: [ScalarOp; 25] = [
         ScalarOp::Add,
         ScalarOp::Sub,
         ScalarOp::Mul,
@@ -182,6 +186,7 @@ impl ScalarOp {
         ScalarOp::Sigmoid,
         ScalarOp::Relu,
         ScalarOp::IfElse,
+        ScalarOp::Hugeint,
     ];
 
     /// The algebra of the operator (see [`Algebra`]).
@@ -214,7 +219,7 @@ impl ScalarOp {
                 ..NOTHING
             },
             Neg => zero_preserving(&[AggOp::Sum]),
-            Sqrt | Abs => zero_preserving(&[]),
+            Sqrt | Abs | Hugeint => zero_preserving(&[]),
             Relu => zero_preserving(&[AggOp::Max, AggOp::Min]),
             Exp | Sigmoid => Algebra {
                 distributes_over: &[AggOp::Max, AggOp::Min],
@@ -254,7 +259,7 @@ impl ScalarOp {
         match self {
             Add | Mul | And | Or | Greatest | Least => Arity::Variadic,
             Sub | Div | Eq | Ne | Lt | Le | Gt | Ge | Power => Arity::Binary,
-            Neg | Exp | Ln | Log | Sqrt | Abs | Sigmoid | Relu => Arity::Unary,
+            Neg | Exp | Ln | Log | Sqrt | Abs | Sigmoid | Relu | Hugeint => Arity::Unary,
             IfElse => Arity::Ternary,
         }
     }
@@ -306,6 +311,7 @@ impl ScalarOp {
             Sigmoid => "sigmoid",
             Relu => "relu",
             IfElse => "ifelse",
+            Hugeint => "hugeint",
             _ => return None,
         })
     }
@@ -326,6 +332,7 @@ impl ScalarOp {
             Add | Sub | Mul | Neg | Abs | Relu => arithmetic_type(types),
             Div | Exp | Ln | Log | Sqrt | Power | Sigmoid => ValueType::Float64,
             Eq | Ne | Lt | Le | Gt | Ge | And | Or => ValueType::Boolean,
+            Hugeint => ValueType::Int128,
             Greatest | Least => types
                 .iter()
                 .copied()
@@ -400,6 +407,7 @@ impl ScalarOp {
                 let chosen = if unary.is_zero() { args[2] } else { args[1] };
                 chosen.cast(self.result_type(&types))
             }
+            Hugeint => unary.cast_exact(ValueType::Int128)?,
         })
     }
 }

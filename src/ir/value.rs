@@ -178,8 +178,10 @@ impl Value {
     }
 
     /// The value converted to type `ty` as SQL's `CAST` does: like
-    /// [`Value::cast`], but an integer that does not fit the target type,
-    /// or a float outside it or not finite, is an error.
+    /// [`Value::cast`], but a float is rounded to the nearest integer
+    /// (halves away from zero, as DuckDB casts), and an integer that does
+    /// not fit the target type, or a float outside it or not finite, is an
+    /// error.
     pub fn cast_exact(self, ty: ValueType) -> Result<Value> {
         let out_of_range = || Error::Overflow(format!("CAST of {self} to {}", ty.sql_name()));
         match (ty, self) {
@@ -189,8 +191,9 @@ impl Value {
             (ValueType::Int64 | ValueType::Int128, Value::Float(f)) => {
                 let limit = if ty == ValueType::Int64 { 63 } else { 127 };
                 let bound = 2f64.powi(limit);
+                let f = f.round();
                 if f.is_finite() && f >= -bound && f < bound {
-                    Ok(self.cast(ty))
+                    Ok(Value::Float(f).cast(ty))
                 } else {
                     Err(out_of_range())
                 }
@@ -303,7 +306,7 @@ mod tests {
         ));
         assert_eq!(
             Value::Float(-2.75).cast_exact(ValueType::Int128).ok(),
-            Some(Value::huge(-2))
+            Some(Value::huge(-3))
         );
         for x in [f64::NAN, f64::INFINITY, 1e39] {
             assert!(
