@@ -343,7 +343,9 @@ fn is_string(ty: &DataType) -> bool {
 fn column_kind(field: &Field, role: Role, origin: &Origin) -> Result<Kind> {
     let name = field.name();
     let ty = field.data_type();
-    let numeric = ty.is_integer() || ty.is_floating() || *ty == DataType::Boolean;
+    // A decimal of scale 0 is an exact integer: a HUGEINT value.
+    let hugeint = matches!(ty, DataType::Decimal128(_, 0));
+    let numeric = ty.is_integer() || ty.is_floating() || *ty == DataType::Boolean || hugeint;
     if !numeric && !is_string(ty) && *ty != DataType::Null {
         return Err(origin.column_error(format!(
             "column '{name}' has type {ty}, which einsql cannot store; \
