@@ -19,7 +19,7 @@ mod common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, BooleanArray, Float64Array, Int64Array};
+use arrow::array::{Array, BooleanArray, Decimal128Array, Float64Array, Int64Array};
 use common::Rng;
 use einsql::exec::plan::{Driver, OutputFormat};
 use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run, run_profiled};
@@ -37,6 +37,10 @@ const VARS: [&str; 5] = ["i", "j", "k", "l", "m"];
 /// A random program's setting: the size of every variable.
 struct Gen {
     rng: Rng,
+    /// The draws that widen integers (large values, `HUGEINT` columns),
+    /// apart from `rng` so that the programs and the signs of values are
+    /// those the seed always gave.
+    wide: Rng,
     sizes: Vec<u64>,
     tensors: usize,
 }
@@ -50,10 +54,21 @@ impl Gen {
         self.rng.below(vars)
     }
 
+    /// A random value of `ty`: small, and for integers one time in ten
+    /// large (2^40 times a small one, so that a few factors take a
+    /// `BIGINT` product past 64 bits and it promotes to `HUGEINT`).
     fn value(&mut self, ty: ValueType) -> Value {
         match ty {
             ValueType::Boolean => Value::Bool(self.chance(70)),
-            ValueType::Int64 => Value::Int(self.rng.below(7) as i64 - 3),
+            ValueType::Int64 | ValueType::Int128 => {
+                let small = self.rng.below(7) as i64 - 3;
+                let scale = if self.wide.below(10) == 0 { 1 << 40 } else { 1 };
+                if ty == ValueType::Int64 {
+                    Value::Int(small * scale)
+                } else {
+                    Value::huge(i128::from(small * scale))
+                }
+            }
             ValueType::Float64 => Value::Float((self.rng.below(17) as f64 - 8.0) / 4.0),
         }
     }
@@ -90,9 +105,14 @@ impl Gen {
         let (values, annotation) = if bag {
             (Vec::new(), Annotation::Multiplicity)
         } else {
-            let ty = *self
-                .rng
-                .pick(&[ValueType::Boolean, ValueType::Int64, ValueType::Float64]);
+            let ty =
+                match *self
+                    .rng
+                    .pick(&[ValueType::Boolean, ValueType::Int64, ValueType::Float64])
+                {
+                    ValueType::Int64 if self.wide.below(4) == 0 => ValueType::Int128,
+                    ty => ty,
+                };
             // Keep entries distinct so that duplicates do not combine.
             let mut seen = std::collections::HashSet::new();
             let mut keep = Vec::new();
@@ -116,6 +136,11 @@ impl Gen {
                 ValueType::Int64 => ValueData::Int64(
                     (0..rows)
                         .map(|_| self.value(ty).as_i64().unwrap_or(0))
+                        .collect(),
+                ),
+                ValueType::Int128 => ValueData::Int128(
+                    (0..rows)
+                        .map(|_| self.value(ty).as_i128().unwrap_or(0))
                         .collect(),
                 ),
                 ValueType::Float64 => {
@@ -378,6 +403,8 @@ fn entries(tensor: &Tensor) -> Shape {
     let value = |row: usize| -> Value {
         if let Some(a) = any.downcast_ref::<Int64Array>() {
             Value::Int(a.value(row))
+        } else if let Some(a) = any.downcast_ref::<Decimal128Array>() {
+            Value::huge(a.value(row))
         } else if let Some(a) = any.downcast_ref::<Float64Array>() {
             Value::Float(a.value(row))
         } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
@@ -560,15 +587,28 @@ fn options(threads: usize) -> ExecOptions {
 fn random_programs_agree_with_the_reference_under_every_plan() {
     let mut generator = Gen {
         rng: Rng(0x5eed_2024_e1c5_0001),
+        wide: Rng(0x5eed_2024_e1c5_0001 ^ 0x1280),
         sizes: Vec::new(),
         tensors: 0,
     };
     let (mut programs, mut plans, mut reference_errors, mut both_failed) = (0, 0, 0, 0);
+    let mut promoted = 0;
     for case in 0..3000 {
         let program = generator.program();
         programs += 1;
         let expected = match reference::evaluate(&program) {
-            Ok(results) => Some(results),
+            Ok(results) => {
+                // Results of BIGINT queries with a value past 64 bits.
+                promoted += results
+                    .iter()
+                    .zip(&program.queries)
+                    .filter(|((_, t), q)| {
+                        t.values()[0].ty == ValueType::Int128
+                            && q.expr.value_type(&|_| None) == ValueType::Int64
+                    })
+                    .count();
+                Some(results)
+            }
             Err(_) => {
                 reference_errors += 1;
                 None
@@ -647,8 +687,9 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
     }
     eprintln!(
         "{programs} programs, {plans} plans; the reference failed on {reference_errors} \
-         (planning too on {both_failed})"
+         (planning too on {both_failed}); {promoted} BIGINT results promoted to HUGEINT"
     );
+    assert!(promoted >= 10, "too few results pass 64 bits: {promoted}");
     assert!(
         reference_errors < programs / 3,
         "too few programs are checked"
@@ -663,6 +704,7 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
 fn optimized_plans_agree_with_the_reference() {
     let mut generator = Gen {
         rng: Rng(0x0971_2026_1121_0005),
+        wide: Rng(0x0971_2026_1121_0005 ^ 0x1280),
         sizes: Vec::new(),
         tensors: 0,
     };
@@ -747,6 +789,7 @@ fn optimized_plans_agree_with_the_reference() {
 fn every_optimizer_phase_can_be_disabled() {
     let mut generator = Gen {
         rng: Rng(0x0971_2026_1125_0019),
+        wide: Rng(0x0971_2026_1125_0019 ^ 0x1280),
         sizes: Vec::new(),
         tensors: 0,
     };
@@ -812,6 +855,7 @@ fn every_optimizer_phase_can_be_disabled() {
 fn masked_nested_aggregates_agree_with_the_reference() {
     let mut generator = Gen {
         rng: Rng(0x0020_2026_1125_0020),
+        wide: Rng(0x0020_2026_1125_0020 ^ 0x1280),
         sizes: Vec::new(),
         tensors: 0,
     };
@@ -849,13 +893,40 @@ fn masked_nested_aggregates_agree_with_the_reference() {
     assert!(masked > 250, "too few programs are masked");
 }
 
-/// A product whose integer sum overflows is an error, not a wrapped value.
+/// An integer sum past 64 bits is exact (a `HUGEINT`); past 128 bits it
+/// is an error, not a wrapped value.
 #[test]
-fn integer_overflow_is_an_error() {
+fn integer_sums_promote_and_overflow_is_an_error() {
+    let sum = |values: ValueData| {
+        let program = sum_program(values);
+        let results: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|threads| einsql::exec::execute(&program, &options(threads), &NoProgress))
+            .collect();
+        let reference = reference::evaluate(&program);
+        (results, reference)
+    };
+    let (results, reference) = sum(ValueData::Int64(vec![i64::MAX, 1]));
+    for result in results.into_iter().chain([reference]) {
+        let result = result.expect("a HUGEINT sum");
+        let Shape { ty, entries, .. } = entries(&result[0].1);
+        assert_eq!(ty, ValueType::Int128);
+        assert_eq!(entries.get(&Vec::new()), Some(&Value::huge(1 << 63)));
+    }
+    let (results, reference) = sum(ValueData::Int128(vec![i128::MAX, 1]));
+    for result in results.into_iter().chain([reference]) {
+        let error = result.expect_err("past 128 bits");
+        assert!(matches!(error, Error::Overflow(_)), "{error}");
+    }
+}
+
+/// `t = SUM(i) B[i]` over a one-dimensional `B` holding `values`.
+fn sum_program(values: ValueData) -> Program {
+    let n = values.len();
     let big = Tensor::from_coo(Coo {
-        dims: vec![DimensionSpec::new("i", Some(2))],
-        coords: vec![vec![0, 1]],
-        values: vec![("v".into(), ValueData::Int64(vec![i64::MAX, 1]))],
+        dims: vec![DimensionSpec::new("i", Some(n as u64))],
+        coords: vec![(0..n as i64).collect()],
+        values: vec![("v".into(), values)],
         column_order: None,
     })
     .unwrap();
@@ -867,7 +938,7 @@ fn integer_overflow_is_an_error() {
         annotation: Annotation::Column(0),
         indices: vec![IndexTerm::Var("i".into())],
     });
-    let program = Program {
+    Program {
         queries: vec![Query {
             name: "t".into(),
             indices: Vec::new(),
@@ -877,9 +948,5 @@ fn integer_overflow_is_an_error() {
                 body: Box::new(input),
             },
         }],
-    };
-    for threads in [1, 2] {
-        let error = einsql::exec::execute(&program, &options(threads), &NoProgress).unwrap_err();
-        assert!(matches!(error, Error::Overflow(_)), "{error}");
     }
 }

@@ -138,6 +138,7 @@ fn leaf_cell(values: LeafValues<'_>, i: usize) -> Cell {
         LeafValues::Boolean(b) => Cell::Bool(b.value(i)),
         LeafValues::Int64(v) => Cell::Int(v[i]),
         LeafValues::Float64(v) => Cell::Float(v[i].to_bits()),
+        LeafValues::Int128(v) => panic!("the generated tensors hold no HUGEINT ({})", v[i]),
     }
 }
 

@@ -20,7 +20,8 @@ mod common;
 use std::path::Path;
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, UInt64Array,
+    Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array, StringArray,
+    UInt64Array,
 };
 use arrow::datatypes::DataType;
 use einsql::{Database, Error};
@@ -43,7 +44,9 @@ impl sqllogictest::DB for Adapter {
             .fields()
             .iter()
             .map(|f| match f.data_type() {
-                DataType::Int64 | DataType::UInt64 => DefaultColumnType::Integer,
+                DataType::Int64 | DataType::UInt64 | DataType::Decimal128(_, 0) => {
+                    DefaultColumnType::Integer
+                }
                 DataType::Float64 => DefaultColumnType::FloatingPoint,
                 _ => DefaultColumnType::Text,
             })
@@ -150,6 +153,8 @@ fn cell(array: &ArrayRef, row: usize) -> String {
     if let Some(a) = any.downcast_ref::<Int64Array>() {
         a.value(row).to_string()
     } else if let Some(a) = any.downcast_ref::<UInt64Array>() {
+        a.value(row).to_string()
+    } else if let Some(a) = any.downcast_ref::<Decimal128Array>() {
         a.value(row).to_string()
     } else if let Some(a) = any.downcast_ref::<Float64Array>() {
         a.value(row).to_string()

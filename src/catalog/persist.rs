@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Float64Type, Int64Type, Schema};
+use arrow::datatypes::{DataType, Decimal128Type, Field, Float64Type, Int64Type, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::{Deserialize, Serialize};
 
@@ -535,6 +535,7 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
         .map(|(_, ty)| match ty {
             ValueType::Boolean => ValueData::Boolean(Vec::new()),
             ValueType::Int64 => ValueData::Int64(Vec::new()),
+            ValueType::Int128 => ValueData::Int128(Vec::new()),
             ValueType::Float64 => ValueData::Float64(Vec::new()),
         })
         .collect();
@@ -571,6 +572,9 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
                 ValueData::Boolean(v) => v.extend(column.as_boolean().values().iter()),
                 ValueData::Int64(v) => {
                     v.extend_from_slice(column.as_primitive::<Int64Type>().values())
+                }
+                ValueData::Int128(v) => {
+                    v.extend_from_slice(column.as_primitive::<Decimal128Type>().values())
                 }
                 ValueData::Float64(v) => {
                     v.extend_from_slice(column.as_primitive::<Float64Type>().values())

@@ -17,6 +17,16 @@
 //!   around silently (observed with pyspark 4.3.0: `SUM` of 2^62 and 2^62
 //!   gives -2^63 without ANSI, an error with it).
 //!
+//! `HUGEINT` (einsql's exact 128-bit integers) is DuckDB's `HUGEINT`;
+//! DataFusion and Spark have no 128-bit integer type and get
+//! `DECIMAL(38, 0)` ([`Dialect::hugeint`]), which holds every integer of up
+//! to 38 digits exactly (the 128-bit range reaches 39). A `BIGINT` sum
+//! that einsql promotes to `HUGEINT` because its value does not fit in 64
+//! bits is emitted as a `BIGINT` sum (its type is known only from the
+//! data): DuckDB's `CAST` then raises an error, Spark (ANSI) raises an
+//! overflow and DataFusion wraps; `CAST(... AS HUGEINT)` in the query
+//! makes the emitted SQL exact in all three.
+//!
 //! Division: einsql's `0 / b` is 0 for every `b` (the sparse convention),
 //! which the emitted SQL writes out; a non-zero value divided by 0 is an
 //! error in einsql and in Spark's ANSI mode (`DIVIDE_BY_ZERO`), and
@@ -106,12 +116,22 @@ impl Dialect {
             Value::Bool(false) => "FALSE".to_string(),
             Value::Int(i) if i == i64::MIN => format!("CAST({i} AS BIGINT)"),
             Value::Int(i) => i.to_string(),
+            Value::Huge(h) => format!("CAST({} AS {})", h.get(), self.hugeint()),
             Value::Float(f) if f.is_nan() => "CAST('NaN' AS DOUBLE)".to_string(),
             Value::Float(f) if f.is_infinite() => {
                 let sign = if f < 0.0 { "-" } else { "" };
                 format!("CAST('{sign}Infinity' AS DOUBLE)")
             }
             Value::Float(f) => format!("CAST({} AS DOUBLE)", Value::Float(f)),
+        }
+    }
+
+    /// The type that holds einsql's `HUGEINT`s (see the module
+    /// documentation).
+    pub fn hugeint(self) -> &'static str {
+        match self {
+            Dialect::DuckDb => "HUGEINT",
+            Dialect::DataFusion | Dialect::Spark => "DECIMAL(38, 0)",
         }
     }
 

@@ -90,7 +90,7 @@ fn with(ctes: &[String], select: &str) -> String {
 fn nonzero(value: &str, ty: ValueType) -> String {
     match ty {
         ValueType::Boolean => value.to_string(),
-        ValueType::Int64 | ValueType::Float64 => format!("{value} <> 0"),
+        ValueType::Int64 | ValueType::Int128 | ValueType::Float64 => format!("{value} <> 0"),
     }
 }
 

@@ -467,10 +467,10 @@ impl<'a> Writer<'a> {
                         self.dialect.literal(lifted.cast(ty))
                     );
                 }
-                if ty == ValueType::Int64 {
-                    self.dialect.integer_sum(sum)
-                } else {
-                    sum
+                match ty {
+                    ValueType::Int64 => self.dialect.integer_sum(sum),
+                    ValueType::Int128 => format!("CAST({sum} AS {})", self.dialect.hugeint()),
+                    _ => sum,
                 }
             }
             AggOp::Any => {
@@ -940,6 +940,9 @@ impl<'a> Writer<'a> {
                 (from, to) if from == to => a.sql.clone(),
                 (_, ValueType::Float64) => double(a),
                 (_, ValueType::Int64) => number(a),
+                (_, ValueType::Int128) => {
+                    format!("CAST({} AS {})", number(a), self.dialect.hugeint())
+                }
                 (_, ValueType::Boolean) => truth(a),
             }
         };
@@ -988,6 +991,7 @@ impl<'a> Writer<'a> {
                 "(CAST(1 AS DOUBLE) / (CAST(1 AS DOUBLE) + exp(- {})))",
                 double(&args[0])
             ),
+            Hugeint => format!("CAST({} AS {})", number(&args[0]), self.dialect.hugeint()),
             Relu => format!(
                 "greatest({}, {})",
                 number(&args[0]),

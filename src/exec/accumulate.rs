@@ -128,10 +128,13 @@ impl<S: Copy> Entries<S> {
 
 /// A kernel's entries with their final values: as [`Value`]s, or in the
 /// machine type the fast path computed them in (no conversion per entry).
+/// `Huge` entries of a `BIGINT` query are stored as `BIGINT` when they all
+/// fit in 64 bits, else as `HUGEINT`.
 pub(crate) enum Finished {
     Values(Entries<Value>),
     Float(Entries<f64>),
     Int(Entries<i64>),
+    Huge(Entries<i128>),
 }
 
 impl Finished {
@@ -141,6 +144,7 @@ impl Finished {
             Finished::Values(e) => e.len(),
             Finished::Float(e) => e.len(),
             Finished::Int(e) => e.len(),
+            Finished::Huge(e) => e.len(),
         }
     }
 }
@@ -188,6 +192,16 @@ impl Accumulate for i64 {
         *self = self
             .checked_add(other)
             .ok_or_else(|| Error::Overflow(format!("SUM of {self} and {other}")))?;
+        Ok(())
+    }
+}
+
+/// Exact integer sums at 128 bits.
+impl Accumulate for i128 {
+    fn add(&mut self, other: i128) -> Result<()> {
+        *self = self.checked_add(other).ok_or_else(|| {
+            Error::Overflow(format!("SUM of {self} and {other} (beyond HUGEINT)"))
+        })?;
         Ok(())
     }
 }

@@ -76,6 +76,14 @@ impl<'a> Control<'a> {
         self.stop.store(true, Ordering::Relaxed);
     }
 
+    /// Clears a recorded failure and the stop flag, for a query that runs
+    /// again after the error its workers met (a 64-bit overflow); a
+    /// cancellation by the user stays.
+    pub(crate) fn resume(&self) {
+        self.take_failure();
+        self.stop.store(false, Ordering::Relaxed);
+    }
+
     /// The first recorded error, if any.
     pub(crate) fn take_failure(&self) -> Option<Error> {
         self.failure
@@ -181,6 +189,12 @@ impl<'c> Held<'c> {
     pub(crate) fn keep(&self, bytes: u64) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
+
+    /// Releases every byte kept so far (the entries of a run that is
+    /// dropped to run again).
+    pub(crate) fn release_all(&self) {
+        self.control.release(self.bytes.swap(0, Ordering::Relaxed));
+    }
 }
 
 impl Drop for Held<'_> {
@@ -194,6 +208,7 @@ impl Drop for Held<'_> {
 /// the query run their chunks one after another, in order, so the entries
 /// written before the budget ran out are the query's first ones.
 pub(crate) struct RowBudget {
+    rows: u64,
     left: AtomicU64,
     /// How many chunks of the outermost loop ran.
     chunks: AtomicUsize,
@@ -202,6 +217,7 @@ pub(crate) struct RowBudget {
 impl RowBudget {
     pub(crate) fn new(rows: u64) -> RowBudget {
         RowBudget {
+            rows,
             left: AtomicU64::new(rows),
             chunks: AtomicUsize::new(0),
         }
@@ -216,6 +232,13 @@ impl RowBudget {
             })
             .unwrap_or(0);
         before <= rows
+    }
+
+    /// Gives back every row and forgets the chunks that ran, for a query
+    /// that runs again from the start.
+    pub(crate) fn reset(&self) {
+        self.left.store(self.rows, Ordering::Relaxed);
+        self.chunks.store(0, Ordering::Relaxed);
     }
 
     /// Whether no row is left.
@@ -240,6 +263,7 @@ impl RowBudget {
 pub(crate) fn rows_of(value: Value) -> u64 {
     match value {
         Value::Int(n) => u64::try_from(n).unwrap_or(0),
+        Value::Huge(n) => u64::try_from(n.get()).unwrap_or(if n.get() > 0 { u64::MAX } else { 0 }),
         other => u64::from(!other.is_zero()),
     }
 }

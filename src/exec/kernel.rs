@@ -32,6 +32,8 @@ use super::plan::{Driver, Node, OutputFormat, PhysicalQuery, Term};
 pub(crate) enum Vals<'a> {
     Bool(&'a BooleanBuffer),
     Int(&'a [i64]),
+    /// `HUGEINT`s.
+    Huge(&'a [i128]),
     Float(&'a [f64]),
     /// 1 for every stored row (the multiplicity of a keyed table).
     One,
@@ -44,6 +46,7 @@ impl Vals<'_> {
         match self {
             Vals::Bool(b) => Value::Bool(p < b.len() && b.value(p)),
             Vals::Int(v) => Value::Int(v.get(p).copied().unwrap_or(0)),
+            Vals::Huge(v) => Value::huge(v.get(p).copied().unwrap_or(0)),
             Vals::Float(v) => Value::Float(v.get(p).copied().unwrap_or(0.0)),
             Vals::One => Value::Int(1),
         }
@@ -61,6 +64,7 @@ pub(crate) fn values_of(tree: &FiberTree, annotation: Annotation, bag: bool) -> 
     Ok(match tree.leaf_values(column) {
         Some(LeafValues::Boolean(b)) => Vals::Bool(b),
         Some(LeafValues::Int64(v)) => Vals::Int(v),
+        Some(LeafValues::Int128(v)) => Vals::Huge(v),
         Some(LeafValues::Float64(v)) => Vals::Float(v),
         None => {
             return Err(Error::Internal(

@@ -1,13 +1,22 @@
 //! The fast path for products of inputs, optionally under `SUM`: SpMV,
 //! SpMM, SDDMM, MTTKRP, triangle and subgraph counting.
 //!
-//! Values are monomorphized (`i64` with overflow checks, or `f64`); every
+//! Values are monomorphized (`i64` with overflow checks, `i128` for
+//! `HUGEINT`s and for integer runs that overflow 64 bits, or `f64`); every
 //! loop intersects the fibers of the inputs read there (the driver is
 //! iterated, the others looked up by dense slot, hash probe or galloping
 //! seek); a factor is multiplied in at the depth where its last index is
 //! bound, and the aggregated inner loops return their sums to the loop
 //! above (pushed-down aggregation), so the inner loop of SpMV is one
 //! multiply-add per stored entry of the row.
+//!
+//! An integer kernel runs on `i64` first, so that exact 64-bit sums and
+//! products cost what they always did. When a step would overflow (a
+//! product, a sum, or a `HUGEINT` input value beyond 64 bits), the run
+//! stops with [`Error::Overflow`] and the kernel runs again on `i128`, with
+//! overflow checks at 128 bits; its entries are stored as `BIGINT` if they
+//! all fit, else as `HUGEINT` (see [`Finished`]). A kernel with a
+//! `HUGEINT` input runs on `i128` from the start.
 
 use std::borrow::Cow;
 
@@ -29,8 +38,9 @@ trait Num: Accumulate + PartialEq + Send + Sync + 'static {
     const ONE: Self;
     /// `self * other` (an error on integer overflow).
     fn times(self, other: Self) -> Result<Self>;
-    /// The values of an input as this type.
-    fn typed(values: Vals<'_>) -> Typed<'_, Self>;
+    /// The values of an input as this type ([`Error::Overflow`] when an
+    /// integer does not fit).
+    fn typed(values: Vals<'_>) -> Result<Typed<'_, Self>>;
     /// `n` copies summed.
     fn repeat(self, n: u128) -> Result<Self>;
     /// Entries in this type, as the run's result.
@@ -63,13 +73,21 @@ impl Num for i64 {
             .ok_or_else(|| Error::Overflow(format!("* of {self}, {other}")))
     }
 
-    fn typed(values: Vals<'_>) -> Typed<'_, i64> {
-        match values {
+    fn typed(values: Vals<'_>) -> Result<Typed<'_, i64>> {
+        Ok(match values {
             Vals::Int(v) => Typed::Values(Cow::Borrowed(v)),
+            Vals::Huge(v) => Typed::Values(Cow::Owned(
+                v.iter()
+                    .map(|&x| {
+                        i64::try_from(x)
+                            .map_err(|_| Error::Overflow(format!("{x} does not fit in BIGINT")))
+                    })
+                    .collect::<Result<_>>()?,
+            )),
             Vals::Bool(b) => Typed::Values(Cow::Owned(b.iter().map(i64::from).collect())),
             Vals::Float(v) => Typed::Values(Cow::Owned(v.iter().map(|&x| x as i64).collect())),
             Vals::One => Typed::One,
-        }
+        })
     }
 
     fn finished(entries: Entries<i64>) -> Finished {
@@ -100,6 +118,54 @@ impl Num for i64 {
     }
 }
 
+impl Num for i128 {
+    const ZERO: i128 = 0;
+    const ONE: i128 = 1;
+
+    #[inline]
+    fn times(self, other: i128) -> Result<i128> {
+        self.checked_mul(other)
+            .ok_or_else(|| Error::Overflow(format!("* of {self}, {other} (beyond HUGEINT)")))
+    }
+
+    fn typed(values: Vals<'_>) -> Result<Typed<'_, i128>> {
+        Ok(match values {
+            Vals::Huge(v) => Typed::Values(Cow::Borrowed(v)),
+            Vals::Int(v) => Typed::Values(Cow::Owned(v.iter().map(|&x| i128::from(x)).collect())),
+            Vals::Bool(b) => Typed::Values(Cow::Owned(b.iter().map(i128::from).collect())),
+            Vals::Float(v) => Typed::Values(Cow::Owned(v.iter().map(|&x| x as i128).collect())),
+            Vals::One => Typed::One,
+        })
+    }
+
+    fn finished(entries: Entries<i128>) -> Finished {
+        Finished::Huge(entries)
+    }
+
+    fn rows(self) -> u64 {
+        u64::try_from(self).unwrap_or(if self > 0 { u64::MAX } else { 0 })
+    }
+
+    fn repeat(self, n: u128) -> Result<i128> {
+        i128::try_from(n)
+            .ok()
+            .and_then(|n| self.checked_mul(n))
+            .ok_or_else(|| Error::Overflow(format!("SUM of {n} copies of {self} (beyond HUGEINT)")))
+    }
+
+    /// Integer sums check every step for overflow: no shortcut.
+    fn quick_rows(
+        _: &Rows<'_, i128>,
+        _: &[i128],
+        first: usize,
+        _: usize,
+        _: i128,
+        _: &mut Entries<i128>,
+    ) -> usize {
+        first
+    }
+}
+
 impl Num for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
@@ -109,15 +175,16 @@ impl Num for f64 {
         Ok(self * other)
     }
 
-    fn typed(values: Vals<'_>) -> Typed<'_, f64> {
-        match values {
+    fn typed(values: Vals<'_>) -> Result<Typed<'_, f64>> {
+        Ok(match values {
             Vals::Float(v) => Typed::Values(Cow::Borrowed(v)),
             Vals::Int(v) => Typed::Values(Cow::Owned(v.iter().map(|&x| x as f64).collect())),
+            Vals::Huge(v) => Typed::Values(Cow::Owned(v.iter().map(|&x| x as f64).collect())),
             Vals::Bool(b) => Typed::Values(Cow::Owned(
                 b.iter().map(|x| f64::from(u8::from(x))).collect(),
             )),
             Vals::One => Typed::One,
-        }
+        })
     }
 
     fn finished(entries: Entries<f64>) -> Finished {
@@ -235,7 +302,7 @@ impl<T: Num> Typed<'_, T> {
 
     fn owned_bytes(&self) -> u64 {
         match self {
-            Typed::Values(Cow::Owned(v)) => (v.len() * 8) as u64,
+            Typed::Values(Cow::Owned(v)) => std::mem::size_of_val(v.as_slice()) as u64,
             _ => 0,
         }
     }
@@ -253,7 +320,8 @@ fn read<T: Num>(values: Option<&[T]>, p: usize) -> T {
 /// A kernel that the fast path runs: which factor is multiplied in at
 /// which depth, and in which type.
 pub(crate) struct Product {
-    float: bool,
+    /// The machine type the kernel runs on first.
+    num: NumType,
     /// The inputs bound before any loop (no variable, or only constants).
     root: Vec<usize>,
     /// Per loop, the positions (in the loop's parts) of the inputs whose
@@ -289,7 +357,14 @@ impl Product {
         if kernel.inputs.iter().any(|i| !i.fill.is_zero()) {
             return None;
         }
-        let float = query.inputs.iter().any(|a| a.ty == ValueType::Float64);
+        let has = |ty| query.inputs.iter().any(|a| a.ty == ty);
+        let num = if has(ValueType::Float64) {
+            NumType::Float
+        } else if has(ValueType::Int128) {
+            NumType::Huge
+        } else {
+            NumType::Int
+        };
         let last_depth = |k: usize| {
             kernel
                 .parts
@@ -308,7 +383,7 @@ impl Product {
             }
         }
         Some(Product {
-            float,
+            num,
             root,
             completes,
         })
@@ -322,10 +397,24 @@ impl Product {
         options: &ExecOptions,
         count: &Chunks,
     ) -> Result<Finished> {
-        if self.float {
-            self.run_typed::<f64>(kernel, control, options, count)
-        } else {
-            self.run_typed::<i64>(kernel, control, options, count)
+        match self.num {
+            NumType::Float => self.run_typed::<f64>(kernel, control, options, count),
+            NumType::Huge => self.run_typed::<i128>(kernel, control, options, count),
+            NumType::Int => match self.run_typed::<i64>(kernel, control, options, count) {
+                Err(Error::Overflow(_)) => {
+                    // Exact at 128 bits instead: the 64-bit run's state
+                    // (its stop flag, held entries, rows taken) is undone.
+                    control.resume();
+                    if let Some(held) = kernel.held {
+                        held.release_all();
+                    }
+                    if let Some(budget) = kernel.budget {
+                        budget.reset();
+                    }
+                    self.run_typed::<i128>(kernel, control, options, count)
+                }
+                other => other,
+            },
         }
     }
 
@@ -337,7 +426,11 @@ impl Product {
         count: &Chunks,
     ) -> Result<Finished> {
         let empty = || Ok(T::finished(Entries::new(kernel.query.output.len())));
-        let values: Vec<Typed<'_, T>> = kernel.inputs.iter().map(|i| T::typed(i.values)).collect();
+        let values: Vec<Typed<'_, T>> = kernel
+            .inputs
+            .iter()
+            .map(|i| T::typed(i.values))
+            .collect::<Result<_>>()?;
         control.reserve(values.iter().map(Typed::owned_bytes).sum())?;
         let root = Worker::new(kernel, control, None)?;
         if !root.feasible() {
@@ -420,6 +513,14 @@ impl Product {
             copies => merged.map(|v| v.repeat(copies))?,
         }))
     }
+}
+
+/// The machine types of the fast path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum NumType {
+    Int,
+    Huge,
+    Float,
 }
 
 /// What the workers of one run share.

@@ -447,6 +447,22 @@ fn store(kernel: &Kernel<'_>, entries: Finished, control: &Control<'_>) -> Resul
             Value::Int,
             ValueData::Int64,
         ),
+        // A `BIGINT` query's 128-bit entries that all fit are `BIGINT`s.
+        Finished::Huge(entries)
+            if kernel.query.ty == ValueType::Int64
+                && entries.values.iter().all(|&v| i64::try_from(v).is_ok()) =>
+        {
+            let narrow = entries.map(|v| Ok(v as i64))?;
+            store(kernel, Finished::Int(narrow), control)
+        }
+        Finished::Huge(entries) => store_typed(
+            kernel,
+            entries,
+            control,
+            ValueType::Int128,
+            Value::huge,
+            ValueData::Int128,
+        ),
     }
 }
 
@@ -462,7 +478,9 @@ fn store_typed<T: Copy>(
 ) -> Result<Tensor> {
     let query = kernel.query;
     let dims = query.output.len();
-    let direct = query.ty == ty && dims > 0 && query.fill.is_zero();
+    // A `BIGINT` query stores 128-bit entries as `HUGEINT`s (promoted).
+    let promoted = ty == ValueType::Int128 && query.ty == ValueType::Int64;
+    let direct = (query.ty == ty || promoted) && dims > 0 && query.fill.is_zero();
     match query.role {
         Role::Intermediate if direct => entries.retain(|v| !same_value(value(v), query.fill)),
         Role::Output if direct => entries.retain(|v| !value(v).is_zero()),

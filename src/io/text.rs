@@ -483,6 +483,13 @@ impl<'t> Annotation<'t> {
                 .downcast_ref::<Int64Array>()
                 .map(|a| Annotation::Integer(a.values())),
             ValueType::Boolean => any.downcast_ref::<BooleanArray>().map(Annotation::Boolean),
+            ValueType::Int128 => {
+                return Err(Error::NotSupported(format!(
+                    "writing the HUGEINT column '{}' as {format} (its readers take 64-bit \
+                     integers); write it as Parquet or CSV instead",
+                    column.name
+                )));
+            }
         };
         annotation.ok_or_else(|| {
             Error::Type(format!(

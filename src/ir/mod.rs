@@ -28,7 +28,7 @@ pub mod value;
 use std::sync::Arc;
 
 pub use operator::{AggOp, Algebra, Annihilator, Arity, ScalarOp};
-pub use value::{Value, column_values};
+pub use value::{Int128, Value, column_values};
 
 use crate::error::Result;
 use crate::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
@@ -285,24 +285,48 @@ impl Expr {
 /// The stored form of a query's result, shared by the evaluators: one
 /// dimension per output index (`dims`, with `coords` per dimension) and one
 /// value column `v` of type `ty` (renamed `v_`, `v__`, ... if an index is
-/// called `v`).
+/// called `v`). A `BIGINT` result with a value beyond 64 bits is stored as
+/// `HUGEINT` (see [`stored_type`]).
 pub fn result_tensor(
     dims: Vec<DimensionSpec>,
     coords: Vec<Vec<i64>>,
     values: impl Iterator<Item = Value>,
     ty: ValueType,
 ) -> Result<Tensor> {
-    let values = values.map(|v| v.cast(ty));
-    let data = match ty {
-        ValueType::Boolean => {
-            ValueData::Boolean(values.map(|v| matches!(v, Value::Bool(true))).collect())
-        }
-        ValueType::Int64 => {
-            ValueData::Int64(values.map(|v| v.as_i64().unwrap_or_default()).collect())
-        }
-        ValueType::Float64 => ValueData::Float64(values.map(Value::as_f64).collect()),
+    let values: Vec<Value> = values.map(|v| v.cast(ty)).collect();
+    let data = match stored_type(ty, &values) {
+        ValueType::Boolean => ValueData::Boolean(
+            values
+                .iter()
+                .map(|v| matches!(v, Value::Bool(true)))
+                .collect(),
+        ),
+        ValueType::Int64 => ValueData::Int64(
+            values
+                .iter()
+                .map(|v| v.as_i64().unwrap_or_default())
+                .collect(),
+        ),
+        ValueType::Int128 => ValueData::Int128(
+            values
+                .iter()
+                .map(|v| v.as_i128().unwrap_or_default())
+                .collect(),
+        ),
+        ValueType::Float64 => ValueData::Float64(values.iter().map(|v| v.as_f64()).collect()),
     };
     result_tensor_of(dims, coords, data)
+}
+
+/// The type a result of type `ty` is stored as, given its values: `ty`,
+/// except that `BIGINT` values of which one does not fit in 64 bits (they
+/// were promoted) are stored as `HUGEINT`.
+pub fn stored_type(ty: ValueType, values: &[Value]) -> ValueType {
+    if ty == ValueType::Int64 && values.iter().any(|v| v.as_i64().is_none()) {
+        ValueType::Int128
+    } else {
+        ty
+    }
 }
 
 /// [`result_tensor`] for a value column already in its final type.

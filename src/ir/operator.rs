@@ -9,10 +9,13 @@
 //! property tests at the bottom check every declared law on random values.
 //!
 //! Type rules (SQL-like, as DuckDB): `+ - *`, `abs`, `relu` and unary minus
-//! on integers and booleans give exact integers (overflow is an error), and
-//! floats if any argument is a float; `/`, `exp`, `ln`, `log` (base 10),
+//! on integers and booleans give exact integers, and floats if any argument
+//! is a float. Integer results are exact to 128 bits: a `BIGINT` result
+//! that would overflow 64 bits is a `HUGEINT` instead, a `HUGEINT`
+//! argument makes the result a `HUGEINT`, and a result beyond 128 bits is
+//! an error (never a wrap); `/`, `exp`, `ln`, `log` (base 10),
 //! `sqrt`, `power` and `sigmoid` always give floats; `greatest` and `least`
-//! give the widest argument type; comparisons, `and`, `or` give booleans
+//! give the widest argument type; `hugeint` gives a `HUGEINT`; comparisons, `and`, `or` give booleans
 //! (numbers are true when non-zero). Division follows the sparse convention
 //! that 0 divided by anything is 0, so absent entries stay absent; a non-zero
 //! value divided by zero is an error. Float results follow IEEE rules
@@ -76,6 +79,10 @@ pub enum ScalarOp {
     Relu,
     /// `ifelse(c, a, b)`: `a` where `c` is non-zero, else `b` (SQL `CASE`)
     IfElse,
+    /// `hugeint(a)`: `a` as a `HUGEINT` (SQL `CAST(a AS HUGEINT)`); a
+    /// float is truncated toward zero, and one outside the 128-bit range
+    /// (or not finite) is an error
+    Hugeint,
 }
 
 /// How many arguments an operator takes.
@@ -154,7 +161,7 @@ const COMPARISON: Algebra = NOTHING;
 
 impl ScalarOp {
     /// Every operator, for tests and listings.
-    pub const ALL: [ScalarOp; 24] = [
+    pub const ALL: [ScalarOp; 25] = [
         ScalarOp::Add,
         ScalarOp::Sub,
         ScalarOp::Mul,
@@ -179,6 +186,7 @@ impl ScalarOp {
         ScalarOp::Sigmoid,
         ScalarOp::Relu,
         ScalarOp::IfElse,
+        ScalarOp::Hugeint,
     ];
 
     /// The algebra of the operator (see [`Algebra`]).
@@ -211,7 +219,7 @@ impl ScalarOp {
                 ..NOTHING
             },
             Neg => zero_preserving(&[AggOp::Sum]),
-            Sqrt | Abs => zero_preserving(&[]),
+            Sqrt | Abs | Hugeint => zero_preserving(&[]),
             Relu => zero_preserving(&[AggOp::Max, AggOp::Min]),
             Exp | Sigmoid => Algebra {
                 distributes_over: &[AggOp::Max, AggOp::Min],
@@ -251,7 +259,7 @@ impl ScalarOp {
         match self {
             Add | Mul | And | Or | Greatest | Least => Arity::Variadic,
             Sub | Div | Eq | Ne | Lt | Le | Gt | Ge | Power => Arity::Binary,
-            Neg | Exp | Ln | Log | Sqrt | Abs | Sigmoid | Relu => Arity::Unary,
+            Neg | Exp | Ln | Log | Sqrt | Abs | Sigmoid | Relu | Hugeint => Arity::Unary,
             IfElse => Arity::Ternary,
         }
     }
@@ -303,6 +311,7 @@ impl ScalarOp {
             Sigmoid => "sigmoid",
             Relu => "relu",
             IfElse => "ifelse",
+            Hugeint => "hugeint",
             _ => return None,
         })
     }
@@ -323,6 +332,7 @@ impl ScalarOp {
             Add | Sub | Mul | Neg | Abs | Relu => arithmetic_type(types),
             Div | Exp | Ln | Log | Sqrt | Power | Sigmoid => ValueType::Float64,
             Eq | Ne | Lt | Le | Gt | Ge | And | Or => ValueType::Boolean,
+            Hugeint => ValueType::Int128,
             Greatest | Least => types
                 .iter()
                 .copied()
@@ -351,22 +361,23 @@ impl ScalarOp {
         let float = self.result_type(&types) == ValueType::Float64;
         let unary = args[0];
         Ok(match self {
-            Add => fold_arithmetic(args, float, i64::checked_add, |a, b| a + b, "+")?,
-            Sub => fold_arithmetic(args, float, i64::checked_sub, |a, b| a - b, "-")?,
+            Add => fold_arithmetic(args, float, &INT_ADD, |a, b| a + b, "+")?,
+            Sub => fold_arithmetic(args, float, &INT_SUB, |a, b| a - b, "-")?,
             Mul if args.iter().any(|a| a.is_zero()) => Value::zero(self.result_type(&types)),
-            Mul => fold_arithmetic(args, float, i64::checked_mul, |a, b| a * b, "*")?,
+            Mul => fold_arithmetic(args, float, &INT_MUL, |a, b| a * b, "*")?,
             Div => divide(args[0], args[1])?,
-            Neg => match unary.as_i64() {
-                Some(i) => Value::Int(i.checked_neg().ok_or_else(|| overflow("-", args))?),
-                None => Value::Float(-unary.as_f64()),
+            Neg => match unary {
+                Value::Float(x) => Value::Float(-x),
+                _ => integer_unary(unary, i128::checked_neg, "-")?,
             },
-            Abs => match unary.as_i64() {
-                Some(i) => Value::Int(i.checked_abs().ok_or_else(|| overflow("abs", args))?),
-                None => Value::Float(unary.as_f64().abs()),
+            Abs => match unary {
+                Value::Float(x) => Value::Float(x.abs()),
+                _ => integer_unary(unary, i128::checked_abs, "abs")?,
             },
-            Relu => match unary.as_i64() {
-                Some(i) => Value::Int(i.max(0)),
-                None => Value::Float(unary.as_f64().max(0.0)),
+            Relu => match unary {
+                Value::Float(x) => Value::Float(x.max(0.0)),
+                Value::Huge(h) => Value::huge(h.get().max(0)),
+                _ => Value::Int(unary.as_i64().unwrap_or_default().max(0)),
             },
             Eq | Ne | Lt | Le | Gt | Ge => Value::Bool(compare(self, args[0], args[1])),
             And => Value::Bool(args.iter().all(|a| !a.is_zero())),
@@ -396,6 +407,7 @@ impl ScalarOp {
                 let chosen = if unary.is_zero() { args[2] } else { args[1] };
                 chosen.cast(self.result_type(&types))
             }
+            Hugeint => unary.cast_exact(ValueType::Int128)?,
         })
     }
 }
@@ -405,11 +417,35 @@ fn overflow(op: &str, args: &[Value]) -> Error {
     Error::Overflow(format!("{op} of {}", shown.join(", ")))
 }
 
+/// An exact integer operation at 64 bits and, where that overflows, at
+/// 128 bits.
+struct IntOp {
+    small: fn(i64, i64) -> Option<i64>,
+    wide: fn(i128, i128) -> Option<i128>,
+}
+
+const INT_ADD: IntOp = IntOp {
+    small: i64::checked_add,
+    wide: i128::checked_add,
+};
+const INT_SUB: IntOp = IntOp {
+    small: i64::checked_sub,
+    wide: i128::checked_sub,
+};
+const INT_MUL: IntOp = IntOp {
+    small: i64::checked_mul,
+    wide: i128::checked_mul,
+};
+
 /// Folds `args` with exact integer arithmetic, or with floats when `float`.
+/// Integers fold at 64 bits while they fit; a step that would overflow
+/// continues at 128 bits, and the result is a `BIGINT` if it fits, else a
+/// `HUGEINT` ([`Value::integer`]). With a `HUGEINT` argument the result is
+/// a `HUGEINT`. Past 128 bits it is [`Error::Overflow`].
 fn fold_arithmetic(
     args: &[Value],
     float: bool,
-    int: fn(i64, i64) -> Option<i64>,
+    int: &IntOp,
     real: fn(f64, f64) -> f64,
     name: &str,
 ) -> Result<Value> {
@@ -420,11 +456,43 @@ fn fold_arithmetic(
                 .fold(first.as_f64(), |acc, a| real(acc, a.as_f64())),
         ));
     }
-    let mut acc = first.as_i64().unwrap_or_default();
-    for a in rest {
-        acc = int(acc, a.as_i64().unwrap_or_default()).ok_or_else(|| overflow(name, args))?;
+    let huge = args.iter().any(|a| matches!(a, Value::Huge(_)));
+    if !huge {
+        let mut acc = first.as_i64().unwrap_or_default();
+        let mut done = true;
+        for a in rest {
+            match (int.small)(acc, a.as_i64().unwrap_or_default()) {
+                Some(next) => acc = next,
+                None => {
+                    done = false;
+                    break;
+                }
+            }
+        }
+        if done {
+            return Ok(Value::Int(acc));
+        }
     }
-    Ok(Value::Int(acc))
+    let mut acc = first.as_i128().unwrap_or_default();
+    for a in rest {
+        acc =
+            (int.wide)(acc, a.as_i128().unwrap_or_default()).ok_or_else(|| overflow(name, args))?;
+    }
+    Ok(if huge {
+        Value::huge(acc)
+    } else {
+        Value::integer(acc)
+    })
+}
+
+/// An exact unary integer operation: a `HUGEINT` stays one, a `BIGINT`
+/// becomes one only when its result does not fit in 64 bits.
+fn integer_unary(x: Value, op: fn(i128) -> Option<i128>, name: &str) -> Result<Value> {
+    let result = op(x.as_i128().unwrap_or_default()).ok_or_else(|| overflow(name, &[x]))?;
+    Ok(match x {
+        Value::Huge(_) => Value::huge(result),
+        _ => Value::integer(result),
+    })
 }
 
 fn divide(a: Value, b: Value) -> Result<Value> {
@@ -533,16 +601,20 @@ impl AggOp {
             AggOp::Max | AggOp::Min | AggOp::Any => Ok(x),
             AggOp::Sum | AggOp::Count => match x {
                 Value::Float(f) => Ok(Value::Float(f * n as f64)),
+                Value::Huge(_) if x.is_zero() => Ok(Value::huge(0)),
                 _ if x.is_zero() => Ok(Value::Int(0)),
                 _ => {
-                    let i = x.as_i64().unwrap_or_default();
-                    i64::try_from(n)
+                    let i = x.as_i128().unwrap_or_default();
+                    let product = i128::try_from(n)
                         .ok()
                         .and_then(|n| i.checked_mul(n))
-                        .map(Value::Int)
                         .ok_or_else(|| {
                             Error::Overflow(format!("{} of {n} copies of {i}", self.name()))
-                        })
+                        })?;
+                    Ok(match x {
+                        Value::Huge(_) => Value::huge(product),
+                        _ => Value::integer(product),
+                    })
                 }
             },
         }
@@ -695,15 +767,72 @@ mod tests {
     #[test]
     fn integer_arithmetic_is_exact_or_an_error() {
         let big = Value::Int(i64::MAX);
+        let apply = |op: ScalarOp, args: &[Value]| op.apply(args).ok();
+        // Past 64 bits a BIGINT result is the exact HUGEINT ...
+        let past = Value::huge(i128::from(i64::MAX) + 1);
+        assert_eq!(apply(ScalarOp::Add, &[big, Value::Int(1)]), Some(past));
+        assert_eq!(
+            apply(ScalarOp::Abs, &[Value::Int(i64::MIN)]),
+            Some(Value::huge(1 << 63))
+        );
+        assert_eq!(
+            apply(ScalarOp::Neg, &[Value::Int(i64::MIN)]),
+            Some(Value::huge(1 << 63))
+        );
+        assert_eq!(
+            apply(ScalarOp::Mul, &[big, big, Value::Int(-1)]),
+            Some(Value::huge(-(i128::from(i64::MAX) * i128::from(i64::MAX))))
+        );
+        assert_eq!(
+            AggOp::Sum.repeat(big, 2).ok(),
+            Some(Value::huge(i128::from(i64::MAX) * 2))
+        );
+        // ... and a fold that passes 64 bits and comes back is a BIGINT.
+        assert_eq!(
+            apply(ScalarOp::Add, &[big, big, Value::Int(-i64::MAX)]),
+            Some(big)
+        );
+        assert_eq!(
+            apply(ScalarOp::Sub, &[past, Value::Int(1)]),
+            Some(Value::huge(i128::from(i64::MAX))),
+            "a HUGEINT argument makes a HUGEINT"
+        );
+        assert_eq!(
+            apply(ScalarOp::Add, &[Value::huge(2), Value::Bool(true)]),
+            Some(Value::huge(3))
+        );
+        assert_eq!(
+            apply(ScalarOp::Mul, &[Value::huge(2), Value::Float(0.25)]),
+            Some(Value::Float(0.5))
+        );
+        assert_eq!(
+            apply(ScalarOp::Lt, &[Value::Int(i64::MAX), past]),
+            Some(Value::Bool(true))
+        );
+        assert_eq!(
+            apply(ScalarOp::Greatest, &[past, Value::Int(3)]),
+            Some(past)
+        );
+        // Past 128 bits it is an error, never a wrap.
+        let huge = Value::huge(i128::MAX);
+        for (op, args) in [
+            (ScalarOp::Add, vec![huge, Value::Int(1)]),
+            (ScalarOp::Sub, vec![Value::huge(i128::MIN), Value::Int(1)]),
+            (ScalarOp::Mul, vec![big, big, big]),
+            (ScalarOp::Neg, vec![Value::huge(i128::MIN)]),
+            (ScalarOp::Abs, vec![Value::huge(i128::MIN)]),
+        ] {
+            let error = op.apply(&args).unwrap_err();
+            assert!(matches!(error, Error::Overflow(_)), "{op:?}: {error}");
+        }
         assert!(matches!(
-            ScalarOp::Add.apply(&[big, Value::Int(1)]),
+            AggOp::Sum.repeat(huge, 2),
             Err(Error::Overflow(_))
         ));
-        assert!(matches!(
-            ScalarOp::Abs.apply(&[Value::Int(i64::MIN)]),
-            Err(Error::Overflow(_))
-        ));
-        assert!(matches!(AggOp::Sum.repeat(big, 2), Err(Error::Overflow(_))));
+        assert_eq!(
+            AggOp::Count.repeat(Value::Int(1), 1 << 70).ok(),
+            Some(Value::huge(1 << 70))
+        );
         assert_eq!(
             ScalarOp::Div.apply(&[Value::Int(3), Value::Int(2)]).ok(),
             Some(Value::Float(1.5))

@@ -333,17 +333,23 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     }
 
     /// The cost of binding `v` after `order` (whose set is `set`), and the
-    /// inputs that need a new index from then on (bits).
+    /// inputs that need a new index from then on (bits). Inputs past the
+    /// 64th have no bit (only the greedy search sees them, the exact one
+    /// refuses them): their re-index is charged at each loop that needs it.
     fn step(&mut self, order: &[usize], set: u64, reindexed: u64, v: usize) -> (f64, u64) {
         let mut cost = self.visits(set | 1 << v);
         let mut now = reindexed;
         for k in 0..self.inputs.len() {
-            if now >> k & 1 == 0
+            let bit = u32::try_from(k)
+                .ok()
+                .and_then(|k| 1u64.checked_shl(k))
+                .unwrap_or(0);
+            if now & bit == 0
                 && self.inputs[k].vars >> v & 1 == 1
                 && !self.inputs[k].free_orders.is_empty()
                 && !self.readable(k, order, v)
             {
-                now |= 1 << k;
+                now |= bit;
                 cost += self.inputs[k].reindex;
             }
         }

@@ -827,6 +827,7 @@ fn gather(tree: &FiberTree, column: usize, leaves: &[usize]) -> Result<ValueData
     let missing = || Error::Invalid(format!("internal: annotation column {column} of an index"));
     Ok(match tree.leaf_values(column).ok_or_else(missing)? {
         LeafValues::Int64(v) => ValueData::Int64(leaves.iter().map(|&l| v[l]).collect()),
+        LeafValues::Int128(v) => ValueData::Int128(leaves.iter().map(|&l| v[l]).collect()),
         LeafValues::Float64(v) => ValueData::Float64(leaves.iter().map(|&l| v[l]).collect()),
         LeafValues::Boolean(v) => ValueData::Boolean(leaves.iter().map(|&l| v.value(l)).collect()),
     })

@@ -19,7 +19,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef, UInt64Type};
+use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type, SchemaRef, UInt64Type};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 
@@ -344,6 +344,7 @@ impl<'a> Rows<'a> {
 fn type_name(ty: &DataType) -> String {
     match ty {
         DataType::Int64 => "bigint".to_string(),
+        DataType::Decimal128(38, 0) => "hugeint".to_string(),
         DataType::Int32 => "integer".to_string(),
         DataType::UInt64 => "ubigint".to_string(),
         DataType::Float64 => "double".to_string(),
@@ -472,6 +473,13 @@ fn json_value(array: &ArrayRef, row: usize) -> io::Result<String> {
                 .map_or_else(|| serde_json::Value::from(x.to_string()), Into::into)
         }
         DataType::Boolean => serde_json::Value::from(array.as_boolean().value(row)),
+        // A HUGEINT: its digits are a JSON integer.
+        DataType::Decimal128(_, 0) => {
+            return Ok(array
+                .as_primitive::<Decimal128Type>()
+                .value(row)
+                .to_string());
+        }
         _ => {
             let options = FormatOptions::default().with_display_error(true);
             let formatter =

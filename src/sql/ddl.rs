@@ -21,6 +21,8 @@ use crate::storage::{ColumnRef, Coo, Dictionary, DimensionSpec, Tensor, ValueDat
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ColumnType {
     Integer,
+    /// `HUGEINT`: values only.
+    Huge,
     Float,
     String,
     Boolean,
@@ -50,6 +52,7 @@ impl ColumnType {
             | D::UBigInt
             | D::Signed
             | D::SignedInteger => ColumnType::Integer,
+            D::HugeInt | D::Int128 => ColumnType::Huge,
             D::Float(_)
             | D::Float4
             | D::Float8
@@ -68,7 +71,8 @@ impl ColumnType {
             D::Bool | D::Boolean => ColumnType::Boolean,
             other => {
                 return Err(Error::NotSupported(format!(
-                    "the column type {other} (of column '{}'); use BIGINT, DOUBLE, VARCHAR or BOOLEAN",
+                    "the column type {other} (of column '{}'); use BIGINT, HUGEINT, DOUBLE, \
+                     VARCHAR or BOOLEAN",
                     column.name.value
                 )));
             }
@@ -149,7 +153,7 @@ fn empty_table(create: &CreateTable) -> Result<Tensor> {
             let dictionary = match ty {
                 ColumnType::Integer => None,
                 ColumnType::String => Some(Arc::new(Dictionary::default())),
-                ColumnType::Float | ColumnType::Boolean => {
+                ColumnType::Huge | ColumnType::Float | ColumnType::Boolean => {
                     return Err(Error::Type(format!(
                         "key column '{name}' is {}; keys are integers or strings",
                         column.data_type
@@ -172,6 +176,7 @@ fn empty_table(create: &CreateTable) -> Result<Tensor> {
         } else {
             let data = match ty {
                 ColumnType::Integer => ValueData::Int64(Vec::new()),
+                ColumnType::Huge => ValueData::Int128(Vec::new()),
                 ColumnType::Float => ValueData::Float64(Vec::new()),
                 ColumnType::Boolean => ValueData::Boolean(Vec::new()),
                 ColumnType::String => {

@@ -214,6 +214,7 @@ fn append(table: &Tensor, targets: &[ColumnRef], rows: &[Vec<Literal>]) -> Resul
 fn push_value(name: &str, data: &mut ValueData, literal: &Literal, row: usize) -> Result<()> {
     match (data, literal) {
         (ValueData::Int64(v), Literal::Integer(x)) => v.push(*x),
+        (ValueData::Int128(v), Literal::Integer(x)) => v.push(i128::from(*x)),
         (ValueData::Float64(v), Literal::Float(x)) => v.push(*x),
         (ValueData::Float64(v), Literal::Integer(x)) => v.push(*x as f64),
         (ValueData::Boolean(v), Literal::Boolean(x)) => v.push(*x),

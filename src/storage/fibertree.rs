@@ -44,7 +44,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, UInt64Array};
 use arrow::buffer::{BooleanBuffer, ScalarBuffer};
-use arrow::datatypes::{DataType, Float64Type, Int64Type};
+use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
@@ -248,6 +248,8 @@ enum Storage {
 pub enum LeafValues<'a> {
     Boolean(&'a BooleanBuffer),
     Int64(&'a [i64]),
+    /// `HUGEINT` values (a `Decimal128(38, 0)` column).
+    Int128(&'a [i128]),
     Float64(&'a [f64]),
 }
 
@@ -374,6 +376,9 @@ impl FiberTree {
             )),
             DataType::Float64 => Some(LeafValues::Float64(
                 array.as_primitive::<Float64Type>().values(),
+            )),
+            DataType::Decimal128(..) => Some(LeafValues::Int128(
+                array.as_primitive::<Decimal128Type>().values(),
             )),
             _ => None,
         }
@@ -1087,6 +1092,12 @@ fn scatter(values: &ArrayRef, positions: &[usize], len: usize) -> Result<ArrayRe
             positions,
             len,
             0.0,
+        ))),
+        DataType::Decimal128(..) => Arc::new(crate::storage::tensor::hugeint_array(spread(
+            values.as_primitive::<Decimal128Type>().values(),
+            positions,
+            len,
+            0,
         ))),
         DataType::Boolean => {
             let bools: Vec<bool> = values.as_boolean().values().iter().collect();

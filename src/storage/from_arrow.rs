@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::{
-    DataType, Field, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
-    Int64Type, Schema, SchemaRef, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    DataType, Decimal128Type, Field, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type,
+    Int32Type, Int64Type, Schema, SchemaRef, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 
 use crate::error::{Error, Result};
@@ -343,7 +343,9 @@ fn is_string(ty: &DataType) -> bool {
 fn column_kind(field: &Field, role: Role, origin: &Origin) -> Result<Kind> {
     let name = field.name();
     let ty = field.data_type();
-    let numeric = ty.is_integer() || ty.is_floating() || *ty == DataType::Boolean;
+    // A decimal of scale 0 is an exact integer: a HUGEINT value.
+    let hugeint = matches!(ty, DataType::Decimal128(_, 0));
+    let numeric = ty.is_integer() || ty.is_floating() || *ty == DataType::Boolean || hugeint;
     if !numeric && !is_string(ty) && *ty != DataType::Null {
         return Err(origin.column_error(format!(
             "column '{name}' has type {ty}, which einsql cannot store; \
@@ -370,6 +372,8 @@ fn column_kind(field: &Field, role: Role, origin: &Origin) -> Result<Kind> {
     }
     Ok(Kind::Value(if ty.is_integer() {
         ValueType::Int64
+    } else if matches!(ty, DataType::Decimal128(_, 0)) {
+        ValueType::Int128
     } else if *ty == DataType::Boolean {
         ValueType::Boolean
     } else {
@@ -482,6 +486,7 @@ impl TensorBuilder {
             .map(|c| match c.kind {
                 Kind::Value(ValueType::Boolean) => Some(ValueData::Boolean(Vec::new())),
                 Kind::Value(ValueType::Int64) => Some(ValueData::Int64(Vec::new())),
+                Kind::Value(ValueType::Int128) => Some(ValueData::Int128(Vec::new())),
                 Kind::Value(ValueType::Float64) => Some(ValueData::Float64(Vec::new())),
                 _ => None,
             })
@@ -649,6 +654,13 @@ fn append_key(array: &ArrayRef, keys: &mut KeyData) -> Result<(), RowProblem> {
 fn append_value(array: &ArrayRef, values: &mut ValueData) -> Result<(), RowProblem> {
     match values {
         ValueData::Int64(out) => append_integers(array, out),
+        ValueData::Int128(out) => match array.data_type() {
+            DataType::Decimal128(_, 0) => {
+                out.extend_from_slice(array.as_primitive::<Decimal128Type>().values());
+                Ok(())
+            }
+            other => Err(type_changed(other)),
+        },
         ValueData::Float64(out) => {
             match array.data_type() {
                 DataType::Float16 => out.extend(

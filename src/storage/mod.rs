@@ -12,6 +12,6 @@ pub mod statistics;
 pub mod tensor;
 
 pub use tensor::{
-    ColumnRef, Coo, Dictionary, Dimension, DimensionSpec, MULTIPLICITY, Tensor, ValueColumn,
-    ValueData, ValueSource, ValueType,
+    ColumnRef, Coo, Dictionary, Dimension, DimensionSpec, HUGEINT_ARROW, MULTIPLICITY, Tensor,
+    ValueColumn, ValueData, ValueSource, ValueType, hugeint_array,
 };

@@ -27,7 +27,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+    Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array, RecordBatch,
+    StringArray,
 };
 use arrow::datatypes::{DataType, Field, Schema};
 use rayon::prelude::*;
@@ -47,6 +48,9 @@ pub enum ValueType {
     Boolean,
     /// Exact 64-bit integers; duplicates combine with checked addition.
     Int64,
+    /// Exact 128-bit integers (`HUGEINT`), stored as Arrow
+    /// `Decimal128(38, 0)`; duplicates combine with checked addition.
+    Int128,
     /// 64-bit floats; duplicates combine with addition.
     Float64,
 }
@@ -57,6 +61,7 @@ impl ValueType {
         match self {
             ValueType::Boolean => DataType::Boolean,
             ValueType::Int64 => DataType::Int64,
+            ValueType::Int128 => HUGEINT_ARROW,
             ValueType::Float64 => DataType::Float64,
         }
     }
@@ -66,10 +71,18 @@ impl ValueType {
         match self {
             ValueType::Boolean => "BOOLEAN",
             ValueType::Int64 => "BIGINT",
+            ValueType::Int128 => "HUGEINT",
             ValueType::Float64 => "DOUBLE",
         }
     }
 }
+
+/// The Arrow type of a `HUGEINT` column: `Decimal128(38, 0)`, as DuckDB
+/// exports `HUGEINT` and as pyarrow, polars and DuckDB read an exact
+/// integer of up to 38 digits back. Values beyond 38 digits (the 128-bit
+/// range reaches 39) are still stored exactly; Arrow's validation of the
+/// precision is not applied to them.
+pub const HUGEINT_ARROW: DataType = DataType::Decimal128(38, 0);
 
 /// A sorted, duplicate-free list of strings; a string's coordinate is its
 /// position, so coordinates order like the strings they stand for.
@@ -179,6 +192,8 @@ pub enum ValueData {
     Boolean(Vec<bool>),
     /// Exact 64-bit integers.
     Int64(Vec<i64>),
+    /// Exact 128-bit integers.
+    Int128(Vec<i128>),
     /// 64-bit floats.
     Float64(Vec<f64>),
 }
@@ -189,6 +204,7 @@ impl ValueData {
         match self {
             ValueData::Boolean(_) => ValueType::Boolean,
             ValueData::Int64(_) => ValueType::Int64,
+            ValueData::Int128(_) => ValueType::Int128,
             ValueData::Float64(_) => ValueType::Float64,
         }
     }
@@ -198,6 +214,7 @@ impl ValueData {
         match self {
             ValueData::Boolean(v) => v.len(),
             ValueData::Int64(v) => v.len(),
+            ValueData::Int128(v) => v.len(),
             ValueData::Float64(v) => v.len(),
         }
     }
@@ -213,8 +230,8 @@ impl ValueData {
 pub enum ValueSource {
     /// Values in memory, as [`Coo::values`] holds them.
     Data(ValueData),
-    /// A non-null Arrow array of a stored type (`Float64`, `Int64` or
-    /// `Boolean`). It is stored as it is, sharing its buffers, when the
+    /// A non-null Arrow array of a stored type (`Float64`, `Int64`,
+    /// `Decimal128(38, 0)` or `Boolean`). It is stored as it is, sharing its buffers, when the
     /// entries need no sorting; otherwise its values are copied.
     Array(ArrayRef),
 }
@@ -234,6 +251,7 @@ impl ValueSource {
             ValueSource::Array(array) => match array.data_type() {
                 DataType::Float64 => ValueType::Float64,
                 DataType::Boolean => ValueType::Boolean,
+                DataType::Decimal128(..) => ValueType::Int128,
                 _ => ValueType::Int64,
             },
         }
@@ -245,9 +263,12 @@ impl ValueSource {
             return Ok(());
         };
         let ty = array.data_type();
-        if !matches!(ty, DataType::Float64 | DataType::Int64 | DataType::Boolean) {
+        if !matches!(ty, DataType::Float64 | DataType::Int64 | DataType::Boolean)
+            && *ty != HUGEINT_ARROW
+        {
             return Err(Error::Type(format!(
-                "value column '{name}' has type {ty}; stored values are Float64, Int64 or Boolean"
+                "value column '{name}' has type {ty}; stored values are Float64, Int64, \
+                 Decimal128(38, 0) or Boolean"
             )));
         }
         if array.logical_null_count() > 0 {
@@ -272,6 +293,7 @@ impl ValueSource {
         match self {
             ValueSource::Data(ValueData::Boolean(v)) => Arc::new(BooleanArray::from(v)),
             ValueSource::Data(ValueData::Int64(v)) => Arc::new(Int64Array::from(v)),
+            ValueSource::Data(ValueData::Int128(v)) => Arc::new(hugeint_array(v)),
             ValueSource::Data(ValueData::Float64(v)) => Arc::new(Float64Array::from(v)),
             ValueSource::Array(array) if array.nulls().is_none() => array,
             ValueSource::Array(array) => {
@@ -280,6 +302,11 @@ impl ValueSource {
                     Arc::new(Float64Array::new(a.values().clone(), None))
                 } else if let Some(a) = any.downcast_ref::<Int64Array>() {
                     Arc::new(Int64Array::new(a.values().clone(), None))
+                } else if let Some(a) = any.downcast_ref::<Decimal128Array>() {
+                    Arc::new(
+                        Decimal128Array::new(a.values().clone(), None)
+                            .with_data_type(HUGEINT_ARROW),
+                    )
                 } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
                     Arc::new(BooleanArray::new(a.values().clone(), None))
                 } else {
@@ -777,9 +804,16 @@ fn value_data(array: &ArrayRef) -> ValueData {
         ValueData::Float64(a.values().to_vec())
     } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
         ValueData::Boolean(a.values().iter().collect())
+    } else if let Some(a) = any.downcast_ref::<Decimal128Array>() {
+        ValueData::Int128(a.values().to_vec())
     } else {
         ValueData::Int64(int64_values(array).to_vec())
     }
+}
+
+/// A `HUGEINT` column: the integers as `Decimal128(38, 0)`, no NULL.
+pub fn hugeint_array(values: Vec<i128>) -> Decimal128Array {
+    Decimal128Array::new(values.into(), None).with_data_type(HUGEINT_ARROW)
 }
 
 /// Row indices that repeat row `r` `multiplicities[r]` times.
@@ -1041,11 +1075,16 @@ fn combine_duplicates(
                         .map(|run| {
                             run.iter()
                                 .try_fold(0i64, |acc, &r| acc.checked_add(v[r]))
-                                .ok_or_else(|| {
-                                    Error::Overflow(format!(
-                                        "adding up duplicate entries of column '{name}'"
-                                    ))
-                                })
+                                .ok_or_else(|| duplicate_overflow(&name))
+                        })
+                        .collect::<Result<_>>()?,
+                ),
+                ValueData::Int128(v) => ValueData::Int128(
+                    runs.iter()
+                        .map(|run| {
+                            run.iter()
+                                .try_fold(0i128, |acc, &r| acc.checked_add(v[r]))
+                                .ok_or_else(|| duplicate_overflow(&name))
                         })
                         .collect::<Result<_>>()?,
                 ),
@@ -1054,6 +1093,10 @@ fn combine_duplicates(
         })
         .collect::<Result<_>>()?;
     Ok((coords, values))
+}
+
+fn duplicate_overflow(name: &str) -> Error {
+    Error::Overflow(format!("adding up duplicate entries of column '{name}'"))
 }
 
 fn build_batch(

@@ -21,8 +21,8 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    BinaryOperator, CaseWhen, DuplicateTreatment, Expr as SqlExpr, Function, FunctionArg,
-    FunctionArgExpr, FunctionArguments, UnaryOperator,
+    BinaryOperator, CaseWhen, CastKind, DataType, DuplicateTreatment, Expr as SqlExpr, Function,
+    FunctionArg, FunctionArgExpr, FunctionArguments, UnaryOperator,
 };
 
 use super::scope::{Column, Scope};
@@ -112,6 +112,7 @@ fn visit(expr: &SqlExpr, f: &mut dyn FnMut(&SqlExpr)) {
         }
         SqlExpr::UnaryOp { expr, .. }
         | SqlExpr::Nested(expr)
+        | SqlExpr::Cast { expr, .. }
         | SqlExpr::IsNull(expr)
         | SqlExpr::IsNotNull(expr) => visit(expr, f),
         SqlExpr::Between {
@@ -384,6 +385,22 @@ impl<'a> Lowerer<'a> {
                 level,
             ),
             SqlExpr::Function(function) => self.function(function, level),
+            SqlExpr::Cast {
+                kind: CastKind::Cast | CastKind::DoubleColon,
+                expr: inner,
+                data_type: DataType::HugeInt | DataType::Int128,
+                format: None,
+            } => {
+                let operand = numeric(self.lower(inner, level)?, "CAST")?;
+                Ok(Typed::value(Expr::map(
+                    ScalarOp::Hugeint,
+                    vec![operand.expr],
+                )))
+            }
+            SqlExpr::Cast { data_type, .. } => Err(Error::NotSupported(format!(
+                "CAST to {data_type} (einsql's CAST converts numbers to HUGEINT; \
+                 other types follow from the type rules)"
+            ))),
             other => Err(Error::NotSupported(format!(
                 "the expression {other} in queries"
             ))),
@@ -697,6 +714,8 @@ fn extreme(ty: ValueType, for_max: bool) -> Value {
         (ValueType::Boolean, m) => Value::Bool(!m),
         (ValueType::Int64, true) => Value::Int(i64::MIN),
         (ValueType::Int64, false) => Value::Int(i64::MAX),
+        (ValueType::Int128, true) => Value::huge(i128::MIN),
+        (ValueType::Int128, false) => Value::huge(i128::MAX),
         (ValueType::Float64, true) => Value::Float(f64::NEG_INFINITY),
         (ValueType::Float64, false) => Value::Float(f64::INFINITY),
     }

@@ -16,7 +16,9 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow::array::{
+    ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array, StringArray,
+};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use hashbrown::HashSet;
@@ -33,7 +35,7 @@ use crate::ir::column_values;
 use crate::ir::{Annotation, Expr, IndexTerm, Input, Program, Value};
 use crate::optimizer::OptimizerOptions;
 use crate::sql::Context;
-use crate::storage::{ColumnRef, Coo, DimensionSpec, Tensor, ValueData, ValueType};
+use crate::storage::{ColumnRef, Coo, DimensionSpec, HUGEINT_ARROW, Tensor, ValueData, ValueType};
 
 /// One value of a result row.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,6 +46,8 @@ pub enum Cell {
     Bool(bool),
     /// An integer.
     Int(i64),
+    /// A `HUGEINT`.
+    Huge(i128),
     /// A float.
     Float(f64),
     /// A string key.
@@ -422,18 +426,18 @@ struct Cells {
 
 impl Cells {
     fn cell(&self, item: &Item, row: &[i64]) -> Result<Cell> {
-        let (value, ty) = match item {
-            Item::Pointwise { expr, ty } => (self.evaluator.eval(expr, row)?, ty),
+        let (value, ty, promotes) = match item {
+            Item::Pointwise { expr, ty } => (self.evaluator.eval(expr, row)?, ty, false),
             Item::Result { nullable: true, .. } if self.empty => return Ok(Cell::Null),
             Item::Result { query, ty, .. } => {
                 let lookup = self
                     .lookups
                     .get(query)
                     .ok_or_else(|| Error::Invalid(format!("no result '{query}'")))?;
-                (lookup.get(row), ty)
+                (lookup.get(row), ty, true)
             }
         };
-        to_cell(value, ty)
+        to_cell(value, ty, promotes)
     }
 }
 
@@ -530,7 +534,7 @@ fn lists_in_order(plan: &Plan) -> bool {
 /// The plan's rows as a stream: a join listing row by row as the batches
 /// are taken, any other result computed whole first.
 fn stream(plan: &Plan, results: &Results, memory: &MemoryBudget) -> Result<RowStream> {
-    let columns = result_columns(plan);
+    let columns = result_columns(plan, results);
     let schema = schema_of(&columns);
     let rows: Box<dyn Iterator<Item = Result<Vec<Cell>>> + Send> = if lists_in_order(plan) {
         let (keys, cells) = prepare(plan, results, memory)?;
@@ -658,7 +662,7 @@ fn assemble(plan: &Plan, results: &Results, memory: &MemoryBudget) -> Result<Res
         .map(|(visible, _)| visible)
         .collect();
     Ok(ResultTable {
-        columns: result_columns(plan),
+        columns: result_columns(plan, results),
         rows,
     })
 }
@@ -822,18 +826,33 @@ fn push_charged<T>(items: &mut Vec<T>, item: T, memory: &MemoryBudget) -> Result
     Ok(())
 }
 
-/// The plan's visible columns with their names and types.
-fn result_columns(plan: &Plan) -> Vec<ResultColumn> {
+/// The plan's visible columns with their names and types. A `BIGINT`
+/// column read from a result that holds a value beyond 64 bits (stored as
+/// `HUGEINT`, see [`crate::ir::stored_type`]) is a `HUGEINT` column.
+fn result_columns(plan: &Plan, results: &Results) -> Vec<ResultColumn> {
     plan.columns
         .iter()
         .map(|c| ResultColumn {
             name: c.name.clone(),
             ty: match &c.item {
+                Item::Result { query, ty, .. } if promoted(results, query, ty) => {
+                    SqlType::Value(ValueType::Int128)
+                }
                 Item::Pointwise { ty, .. } | Item::Result { ty, .. } => ty.clone(),
             },
             key_size: c.key_size,
         })
         .collect()
+}
+
+/// Whether the `BIGINT` result `query` was stored as `HUGEINT`.
+fn promoted(results: &Results, query: &str, ty: &SqlType) -> bool {
+    matches!(ty, SqlType::Value(ValueType::Int64))
+        && results
+            .iter()
+            .find(|(n, _)| n == query)
+            .and_then(|(_, t)| t.values().first())
+            .is_some_and(|v| v.ty == ValueType::Int128)
 }
 
 fn indices_of(plan: &Plan, query: &str) -> Vec<String> {
@@ -845,7 +864,11 @@ fn indices_of(plan: &Plan, query: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn to_cell(value: Value, ty: &SqlType) -> Result<Cell> {
+/// The cell of `value` in a column of type `ty`. A `BIGINT` value beyond
+/// 64 bits is a `HUGEINT` cell when it `promotes` (a result's column is
+/// `HUGEINT` when one of its values is, [`result_columns`]); a value
+/// computed row by row must fit the column's type.
+fn to_cell(value: Value, ty: &SqlType, promotes: bool) -> Result<Cell> {
     Ok(match ty {
         SqlType::Key(dictionary) => {
             let code = value.as_i64().unwrap_or_default();
@@ -859,7 +882,19 @@ fn to_cell(value: Value, ty: &SqlType) -> Result<Cell> {
         SqlType::Value(ValueType::Boolean) => Cell::Bool(!value.is_zero()),
         SqlType::Value(ValueType::Int64) => match value.cast(ValueType::Int64) {
             Value::Int(i) => Cell::Int(i),
+            Value::Huge(h) if promotes => Cell::Huge(h.get()),
+            Value::Huge(h) => {
+                return Err(Error::Overflow(format!(
+                    "the BIGINT value {} does not fit in 64 bits; \
+                     CAST the expression AS HUGEINT for its exact value",
+                    h.get()
+                )));
+            }
             other => Cell::Float(other.as_f64()),
+        },
+        SqlType::Value(ValueType::Int128) => match value.as_i128() {
+            Some(i) => Cell::Huge(i),
+            None => Cell::Float(value.as_f64()),
         },
         SqlType::Value(ValueType::Float64) => Cell::Float(value.as_f64()),
         SqlType::Text(s) => Cell::Str(s.clone()),
@@ -875,6 +910,7 @@ fn row_key(cells: &[Cell]) -> Vec<(u8, u64, String)> {
             Cell::Int(i) => (2, *i as u64, String::new()),
             Cell::Float(f) => (3, f.to_bits(), String::new()),
             Cell::Str(s) => (4, 0, s.clone()),
+            Cell::Huge(i) => (5, *i as u64, (*i >> 64).to_string()),
         })
         .collect()
 }
@@ -900,6 +936,7 @@ fn compare_cells(a: &Cell, b: &Cell, descending: bool, nulls_first: bool) -> Ord
         }
         (Cell::Str(x), Cell::Str(y)) => x.cmp(y),
         (Cell::Int(x), Cell::Int(y)) => x.cmp(y),
+        (Cell::Huge(x), Cell::Huge(y)) => x.cmp(y),
         (Cell::Bool(x), Cell::Bool(y)) => x.cmp(y),
         (x, y) => number(x).total_cmp(&number(y)),
     };
@@ -910,6 +947,7 @@ fn number(cell: &Cell) -> f64 {
     match cell {
         Cell::Bool(b) => f64::from(u8::from(*b)),
         Cell::Int(i) => *i as f64,
+        Cell::Huge(i) => *i as f64,
         Cell::Float(f) if f.is_nan() => f64::INFINITY,
         Cell::Float(f) => *f,
         Cell::Null | Cell::Str(_) => 0.0,
@@ -925,6 +963,7 @@ fn schema_of(columns: &[ResultColumn]) -> SchemaRef {
                 SqlType::Key(_) | SqlType::Text(_) => DataType::Utf8,
                 SqlType::Value(ValueType::Boolean) => DataType::Boolean,
                 SqlType::Value(ValueType::Int64) => DataType::Int64,
+                SqlType::Value(ValueType::Int128) => HUGEINT_ARROW,
                 SqlType::Value(ValueType::Float64) => DataType::Float64,
             };
             Field::new(&column.name, ty, true)
@@ -961,10 +1000,19 @@ fn record_batch(
                     _ => None,
                 })))
             }
+            SqlType::Value(ValueType::Int128) => Arc::new(
+                Decimal128Array::from_iter(cells.map(|c| match c {
+                    Cell::Huge(i) => Some(*i),
+                    Cell::Int(i) => Some(i128::from(*i)),
+                    _ => None,
+                }))
+                .with_data_type(HUGEINT_ARROW),
+            ),
             SqlType::Value(ValueType::Float64) => {
                 Arc::new(Float64Array::from_iter(cells.map(|c| match c {
                     Cell::Float(f) => Some(*f),
                     Cell::Int(i) => Some(*i as f64),
+                    Cell::Huge(i) => Some(*i as f64),
                     _ => None,
                 })))
             }
@@ -1044,11 +1092,21 @@ impl ResultTable {
                                 })
                                 .collect(),
                         ),
+                        ValueType::Int128 => ValueData::Int128(
+                            cells
+                                .map(|c| match c {
+                                    Cell::Huge(i) => *i,
+                                    Cell::Int(i) => i128::from(*i),
+                                    _ => 0,
+                                })
+                                .collect(),
+                        ),
                         ValueType::Float64 => ValueData::Float64(
                             cells
                                 .map(|c| match c {
                                     Cell::Float(f) => *f,
                                     Cell::Int(i) => *i as f64,
+                                    Cell::Huge(i) => *i as f64,
                                     _ => 0.0,
                                 })
                                 .collect(),
