@@ -57,9 +57,11 @@ def normal(value):
             return (2, int(value))
         return (3, value, 0)
     if hasattr(value, "__int__") and not isinstance(value, str):
-        # Decimals (Spark and DuckDB sums of literals).
-        f = float(value)
-        return normal(int(f) if f.is_integer() else f)
+        # Decimals: HUGEINT as DECIMAL(38, 0) (exact), Spark's and DuckDB's
+        # sums of literals.
+        if value == int(value):
+            return (2, int(value))
+        return normal(float(value))
     return (4, str(value))
 
 

@@ -188,7 +188,7 @@ fn is_query(statement: &str) -> bool {
 /// The rows of a query's result as JSON arrays (NULL as `null`).
 fn rows_json(result: &einsql::QueryResult) -> serde_json::Value {
     use arrow::array::{Array, AsArray};
-    use arrow::datatypes::{DataType, Float64Type, Int64Type};
+    use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
     let mut rows = Vec::new();
     for batch in &result.batches {
         for row in 0..batch.num_rows() {
@@ -204,6 +204,12 @@ fn rows_json(result: &einsql::QueryResult) -> serde_json::Value {
                         DataType::Float64 => column.as_primitive::<Float64Type>().value(row).into(),
                         DataType::Boolean => column.as_boolean().value(row).into(),
                         DataType::Utf8 => column.as_string::<i32>().value(row).into(),
+                        // HUGEINT: exact while it fits JSON's integers, else
+                        // compared as a float (to 1e-9, as floats are).
+                        DataType::Decimal128(_, 0) => {
+                            let v = column.as_primitive::<Decimal128Type>().value(row);
+                            i64::try_from(v).map_or_else(|_| (v as f64).into(), Into::into)
+                        }
                         other => panic!("a result column of type {other}"),
                     }
                 })

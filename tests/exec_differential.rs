@@ -302,7 +302,13 @@ impl Gen {
                 )],
             ),
             1 => Expr::map(ScalarOp::Sqrt, vec![Expr::map(ScalarOp::Abs, vec![nested])]),
-            2 => Expr::map(ScalarOp::Exp, vec![nested]),
+            2 => Expr::map(
+                ScalarOp::Exp,
+                vec![Expr::map(
+                    ScalarOp::Neg,
+                    vec![Expr::map(ScalarOp::Abs, vec![nested])],
+                )],
+            ),
             3 => Expr::map(ScalarOp::Sigmoid, vec![nested]),
             4 => Expr::map(ScalarOp::Relu, vec![nested]),
             5 => Expr::map(ScalarOp::Add, vec![nested, half()]),
