@@ -9,9 +9,8 @@ mod common;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use arrow::util::display::{ArrayFormatter, FormatOptions};
+use einsql::Database;
 use einsql::exec::QueryRun;
-use einsql::{Database, QueryResult};
 
 /// A directed graph on `n` vertices with `degree` out-edges per vertex,
 /// as a Matrix Market pattern file.
@@ -43,25 +42,8 @@ fn graph_database(n: usize, degree: usize) -> Database {
     db
 }
 
-/// The rows of a result, each as its cells joined by `|`.
-fn lines(result: &QueryResult) -> Vec<String> {
-    let mut out = Vec::new();
-    for batch in &result.batches {
-        let columns: Vec<ArrayFormatter<'_>> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &FormatOptions::default()).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            let cells: Vec<String> = columns.iter().map(|c| c.value(row).to_string()).collect();
-            out.push(cells.join("|"));
-        }
-    }
-    out
-}
-
 fn rows(db: &Database, sql: &str) -> Vec<String> {
-    lines(&db.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
+    common::lines(&db.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
 }
 
 /// The rows of a profiled statement and the runs of its physical queries.
@@ -72,7 +54,7 @@ fn profiled(db: &Database, sql: &str) -> (Vec<String>, Vec<QueryRun>) {
         .iter()
         .flat_map(|p| p.queries.iter().cloned())
         .collect();
-    (lines(&result), runs)
+    (common::lines(&result), runs)
 }
 
 /// The rows of a profiled statement and the run of its rows query.

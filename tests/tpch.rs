@@ -5,9 +5,10 @@
 //! creates none; `sql/tpch_star.sql` computes the star join's features and
 //! linear-regression inference. (Its errors are in `tests/slt/dbgen.slt`.)
 
+mod common;
+
 use std::sync::Arc;
 
-use arrow::util::display::{ArrayFormatter, FormatOptions};
 use einsql::progress::ProgressSink;
 use einsql::{Database, Error, Interrupt};
 
@@ -16,22 +17,40 @@ const TABLES: [&str; 8] = [
     "region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem",
 ];
 
-/// The rows of a query, each as its cells separated by `|`.
-fn rows(db: &Database, sql: &str) -> Vec<String> {
-    let result = db.execute(sql).unwrap();
-    let mut out = Vec::new();
-    for batch in &result.batches {
-        let columns: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &FormatOptions::default()).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            let cells: Vec<String> = columns.iter().map(|c| c.value(row).to_string()).collect();
-            out.push(cells.join("|"));
+/// TPC-H Q1 with its default substitution parameter (the date written
+/// out: einsql has no DATE type).
+const Q1: &str = "SELECT l_returnflag, l_linestatus, SUM(l_quantity), SUM(l_extendedprice), \
+      SUM(l_extendedprice * (1 - l_discount)), \
+      SUM(l_extendedprice * (1 - l_discount) * (1 + l_tax)), \
+      AVG(l_quantity), AVG(l_extendedprice), AVG(l_discount), COUNT(*) \
+    FROM lineitem WHERE l_shipdate <= '1998-09-02' \
+    GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus";
+
+/// TPC-H Q6 with its default substitution parameters.
+const Q6: &str = "SELECT SUM(l_extendedprice * l_discount) AS revenue FROM lineitem \
+    WHERE l_shipdate >= '1994-01-01' AND l_shipdate < '1995-01-01' \
+    AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24";
+
+/// Checks Q1's rows (`flag|status|` and eight numbers) against `answers`,
+/// each number within `tolerance(expected)`.
+fn check_q1(q1: &[String], answers: &[(&str, [f64; 8])], tolerance: impl Fn(f64) -> f64) {
+    assert_eq!(q1.len(), answers.len(), "{q1:?}");
+    for (row, (group, expected)) in q1.iter().zip(answers) {
+        let cells: Vec<&str> = row.split('|').collect();
+        assert_eq!(cells[..2].join("|"), *group, "{row}");
+        for (i, (cell, want)) in cells[2..].iter().zip(expected).enumerate() {
+            let got: f64 = cell.parse().unwrap();
+            assert!(
+                (got - want).abs() <= tolerance(*want),
+                "{group} column {i}: {got} != {want}"
+            );
         }
     }
-    out
+}
+
+/// The rows of a query, each as its cells separated by `|`.
+fn rows(db: &Database, sql: &str) -> Vec<String> {
+    common::lines(&db.execute(sql).unwrap())
 }
 
 /// The row count of every TPC-H table.
@@ -132,15 +151,7 @@ fn scale_factor_001_has_the_specifications_rows_and_the_reference_values() {
     // reference dbgen's data (extension/tpch/dbgen/answers/sf0.01/q01.csv
     // and q06.csv in the DuckDB repository), with the dates of the
     // queries' default substitution parameters written out.
-    let q1 = rows(
-        &db,
-        "SELECT l_returnflag, l_linestatus, SUM(l_quantity), SUM(l_extendedprice), \
-           SUM(l_extendedprice * (1 - l_discount)), \
-           SUM(l_extendedprice * (1 - l_discount) * (1 + l_tax)), \
-           AVG(l_quantity), AVG(l_extendedprice), AVG(l_discount), COUNT(*) \
-         FROM lineitem WHERE l_shipdate <= '1998-09-02' \
-         GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus",
-    );
+    let q1 = rows(&db, Q1);
     let answers: [(&str, [f64; 8]); 4] = [
         (
             "A|F",
@@ -195,27 +206,10 @@ fn scale_factor_001_has_the_specifications_rows_and_the_reference_values() {
             ],
         ),
     ];
-    assert_eq!(q1.len(), answers.len(), "{q1:?}");
-    for (row, (group, expected)) in q1.iter().zip(answers) {
-        let cells: Vec<&str> = row.split('|').collect();
-        assert_eq!(cells[..2].join("|"), group, "{row}");
-        for (i, (cell, want)) in cells[2..].iter().zip(expected).enumerate() {
-            // DuckDB printed its double results to 6 decimals (its sums
-            // are off the exact decimal sums by a few 1e-6).
-            let got: f64 = cell.parse().unwrap();
-            let tolerance = 1e-6 + 1e-11 * want.abs();
-            assert!(
-                (got - want).abs() <= tolerance,
-                "{group} column {i}: {got} != {want}"
-            );
-        }
-    }
-    let q6 = rows(
-        &db,
-        "SELECT SUM(l_extendedprice * l_discount) AS revenue FROM lineitem \
-         WHERE l_shipdate >= '1994-01-01' AND l_shipdate < '1995-01-01' \
-         AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24",
-    );
+    // DuckDB printed its double results to 6 decimals (its sums are off
+    // the exact decimal sums by a few 1e-6).
+    check_q1(&q1, &answers, |want| 1e-6 + 1e-11 * want.abs());
+    let q6 = rows(&db, Q6);
     assert!(close(&q6[0], 1193053.2253), "{q6:?}");
 }
 
@@ -327,15 +321,7 @@ fn scale_factor_1_answers_q1_and_q6_as_the_tpc_does() {
             5, 25, 10_000, 150_000, 200_000, 800_000, 1_500_000, 6_001_215
         ]
     );
-    let q1 = rows(
-        &db,
-        "SELECT l_returnflag, l_linestatus, SUM(l_quantity), SUM(l_extendedprice), \
-           SUM(l_extendedprice * (1 - l_discount)), \
-           SUM(l_extendedprice * (1 - l_discount) * (1 + l_tax)), \
-           AVG(l_quantity), AVG(l_extendedprice), AVG(l_discount), COUNT(*) \
-         FROM lineitem WHERE l_shipdate <= '1998-09-02' \
-         GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus",
-    );
+    let q1 = rows(&db, Q1);
     let answers: [(&str, [f64; 8]); 4] = [
         (
             "A|F",
@@ -390,25 +376,9 @@ fn scale_factor_1_answers_q1_and_q6_as_the_tpc_does() {
             ],
         ),
     ];
-    assert_eq!(q1.len(), answers.len(), "{q1:?}");
-    for (row, (group, expected)) in q1.iter().zip(answers) {
-        let cells: Vec<&str> = row.split('|').collect();
-        assert_eq!(cells[..2].join("|"), group, "{row}");
-        for (i, (cell, want)) in cells[2..].iter().zip(expected).enumerate() {
-            // Rounded to cents; the double sums are within a cent.
-            let got: f64 = cell.parse().unwrap();
-            assert!(
-                (got - want).abs() <= 0.005 + 1e-12 * want.abs(),
-                "{group} column {i}: {got} != {want}"
-            );
-        }
-    }
-    let q6 = rows(
-        &db,
-        "SELECT SUM(l_extendedprice * l_discount) AS revenue FROM lineitem \
-         WHERE l_shipdate >= '1994-01-01' AND l_shipdate < '1995-01-01' \
-         AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24",
-    );
+    // Rounded to cents; the double sums are within a cent.
+    check_q1(&q1, &answers, |want| 0.005 + 1e-12 * want.abs());
+    let q6 = rows(&db, Q6);
     let revenue: f64 = q6[0].parse().unwrap();
     assert!((revenue - 123141078.23).abs() <= 0.005, "{q6:?}");
 }

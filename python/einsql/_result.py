@@ -74,9 +74,10 @@ class Result:
         return polars.from_arrow(self.arrow())
 
     def fetchall(self) -> list[tuple[Any, ...]]:
-        """The rows as a list of tuples."""
+        """The rows as a list of tuples (a HUGEINT as a Python ``int``, as
+        DuckDB gives it)."""
         table = self.arrow()
-        return list(zip(*(column.to_pylist() for column in table.columns)))
+        return list(zip(*(_python_values(column) for column in table.columns)))
 
     def to_scipy(
         self,
@@ -150,3 +151,12 @@ class Result:
         elif len(data) == 1:
             out[()] = data[0]
         return out
+
+
+def _python_values(column: "pa.ChunkedArray") -> list[Any]:
+    """A column's values as Python objects; HUGEINT (``decimal128(38,
+    0)``) values as ``int`` rather than ``Decimal``."""
+    values = column.to_pylist()
+    if pa.types.is_decimal(column.type) and column.type.scale == 0:
+        return [None if v is None else int(v) for v in values]
+    return values

@@ -64,8 +64,12 @@ def test_type_mismatch(con):
 def test_integer_overflow(con):
     big = np.array([2**62, 2**62], dtype=np.int64)
     con.register("B", pa.table({"i": [0, 1], "v": big}))
+    # A sum past 64 bits is an exact HUGEINT; past 128 bits an error.
+    result = con.sql("SELECT SUM(v) AS s FROM B")
+    assert result.arrow().schema.field("s").type == pa.decimal128(38, 0)
+    assert result.fetchall() == [(2**63,)]
     with pytest.raises(einsql.IntegerOverflowError, match="Integer overflow"):
-        con.sql("SELECT SUM(v) FROM B")
+        con.sql("SELECT SUM(v * v * v) FROM B")
 
 
 def test_file_errors(con, tmp_path):

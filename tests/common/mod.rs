@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use einsql::QueryResult;
+
 /// The public datasets folder: `$EINSQL_DATA`, or `../shared/datasets` beside
 /// the repository. `None` (after saying so on stderr) when it is absent, so
 /// tests that need it skip instead of failing on a machine without the data.
@@ -67,4 +70,22 @@ impl Rng {
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
+}
+
+/// The rows of a result, each as its cells (Arrow's display) joined by `|`.
+#[allow(dead_code)]
+pub fn lines(result: &QueryResult) -> Vec<String> {
+    let mut out = Vec::new();
+    for batch in &result.batches {
+        let columns: Vec<ArrayFormatter<'_>> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &FormatOptions::default()).unwrap())
+            .collect();
+        for row in 0..batch.num_rows() {
+            let cells: Vec<String> = columns.iter().map(|c| c.value(row).to_string()).collect();
+            out.push(cells.join("|"));
+        }
+    }
+    out
 }
