@@ -67,7 +67,11 @@ impl<E: SparsityEstimator> Masker<'_, E> {
                 // every argument (as do the masks from outside).
                 let mut inner: Vec<Input> = masks.to_vec();
                 if let Some(a) = op.algebra().annihilator.filter(|a| a.value.is_zero()) {
-                    let annihilating = if a.only_first { &args[..1] } else { &args[..] };
+                    let annihilating = if a.only_first {
+                        args.get(..1).unwrap_or(&[])
+                    } else {
+                        &args[..]
+                    };
                     inner.extend(annihilating.iter().filter_map(indicator));
                 }
                 Expr::Map {
