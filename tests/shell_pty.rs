@@ -271,15 +271,7 @@ fn ctrl_c_cancels_a_long_load_and_keeps_the_session() {
     // The progress spinner (drawn after about a second) shows the load is
     // under way: "endless.mtx 88.00 MiB (67.10 MiB/s)".
     session.exp_string("MiB/s)").unwrap();
-    session.send_control('c').unwrap();
-    session
-        .exp_string("Interrupted: the statement under way was cancelled and changed nothing")
-        .unwrap();
-    session.exp_string("einsql> ").unwrap();
-    enter(&mut session, ".tables");
-    let listing = session.exp_string("einsql> ").unwrap();
-    assert!(listing.contains("kept"), "{listing}");
-    assert!(!listing.contains("big"), "{listing}");
+    interrupt_and_list_tables(&mut session, "kept", "big");
     quit(session);
     writer.join().unwrap();
 }
@@ -295,14 +287,20 @@ fn ctrl_c_cancels_dbgen_and_creates_no_table() {
     // The progress bar (drawn after about a second) counts rows:
     // "dbgen(sf = 1) [=====>   ] 1.20M/8.66M rows (...)".
     session.exp_string(" rows (").unwrap();
+    interrupt_and_list_tables(&mut session, "kept", "lineitem");
+    quit(session);
+}
+
+/// Presses Ctrl-C during a statement, expects it cancelled, and checks
+/// that `.tables` still lists `kept` and not `absent`.
+fn interrupt_and_list_tables(session: &mut PtySession, kept: &str, absent: &str) {
     session.send_control('c').unwrap();
     session
         .exp_string("Interrupted: the statement under way was cancelled and changed nothing")
         .unwrap();
     session.exp_string("einsql> ").unwrap();
-    enter(&mut session, ".tables");
+    enter(session, ".tables");
     let listing = session.exp_string("einsql> ").unwrap();
-    assert!(listing.contains("kept"), "{listing}");
-    assert!(!listing.contains("lineitem"), "{listing}");
-    quit(session);
+    assert!(listing.contains(kept), "{listing}");
+    assert!(!listing.contains(absent), "{listing}");
 }

@@ -27,7 +27,7 @@
 //! when the masked aggregate is estimated to have at most half the entries
 //! of the unmasked one (a dense `X` masks nothing and is left out).
 
-use crate::ir::{Annotation, Expr, Input, Program, Query, ScalarOp};
+use crate::ir::{Annotation, Expr, Input, Program, ScalarOp};
 use crate::storage::ValueType;
 
 use super::estimate::{Aliases, SparsityEstimator, estimate_nnz};
@@ -37,19 +37,25 @@ use super::estimate::{Aliases, SparsityEstimator, estimate_nnz};
 const MIN_GAIN: f64 = 2.0;
 
 /// The `mask` phase over every query of `program` (see the module
-/// documentation).
-pub fn mask_program<E: SparsityEstimator>(estimator: &E, program: &Program) -> Program {
+/// documentation), in place; a query without an aggregate under a map
+/// (every subgraph count) is left as it is without being copied.
+pub fn mask_program<E: SparsityEstimator>(estimator: &E, program: &mut Program) {
     let masker = Masker { estimator };
-    let queries = program
-        .queries
-        .iter()
-        .map(|query| Query {
-            name: query.name.clone(),
-            indices: query.indices.clone(),
-            expr: masker.rewrite(&query.expr, &[]),
-        })
-        .collect();
-    Program { queries }
+    for query in &mut program.queries {
+        if aggregate_under_map(&query.expr, false) {
+            query.expr = masker.rewrite(&query.expr, &[]);
+        }
+    }
+}
+
+/// Whether `expr` has an aggregate under a map (`under_map`: `expr` is an
+/// argument of one): the only place a mask can go.
+fn aggregate_under_map(expr: &Expr, under_map: bool) -> bool {
+    match expr {
+        Expr::Map { args, .. } => args.iter().any(|a| aggregate_under_map(a, true)),
+        Expr::Agg { body, .. } => under_map || aggregate_under_map(body, false),
+        _ => false,
+    }
 }
 
 struct Masker<'a, E: SparsityEstimator> {

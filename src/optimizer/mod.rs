@@ -345,10 +345,9 @@ fn with<E: SparsityEstimator>(
 
     if phases.runs(Phase::Mask) {
         let begin = Instant::now();
-        let masked = mask::mask_program(estimator, &program);
+        mask::mask_program(estimator, &mut program);
         phases.ran(Phase::Mask, begin.elapsed());
-        phases.check(&[Phase::Mask], &masked, &[])?;
-        program = masked;
+        phases.check(&[Phase::Mask], &program, &[])?;
     } else {
         phases.skipped(Phase::Mask);
     }
