@@ -51,6 +51,7 @@ VARIANTS = {
     "chain-exact": [],
     "uniform": ["estimator='uniform'"],
     "greedy": ["optimizer='greedy'"],
+    "no-factorize": ["disabled_optimizers='factorize'"],
 }
 DEFAULT_VARIANT = "chain-exact"
 DUCKDB = "duckdb"
@@ -122,6 +123,38 @@ def emit(binary, dataset, folder, args):
     queries = [json.loads(line) for line in open(folder / "queries.jsonl") if line.strip()]
     info = json.loads((folder / "dataset.json").read_text())
     return info, queries
+
+
+def one_label(dataset, repo, out):
+    """A copy of `dataset` (a name under the datasets folder, or a folder)
+    with every vertex label of the data graph and of its query graphs
+    replaced by 0, in `out`; its `truth/` counts no longer hold and are
+    left out. Returns the copy's folder."""
+    source = Path(dataset)
+    if not source.is_dir():
+        root = Path(os.environ.get("EINSQL_DATA", repo.parent / "shared" / "datasets"))
+        source = root / "subgraph" / dataset
+    if not source.is_dir():
+        sys.exit(f"no dataset folder for '{dataset}' (looked in {source})")
+    target = out / "one-label" / f"{source.name}-1"
+    shutil.rmtree(target, ignore_errors=True)
+
+    def relabel(src, dst):
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with open(src) as lines, open(dst, "w") as copy:
+            for line in lines:
+                fields = line.split()
+                if fields and fields[0] == "v" and len(fields) >= 3:
+                    fields[2] = "0"
+                    line = " ".join(fields) + "\n"
+                copy.write(line)
+
+    for graph in source.glob("*.graph"):
+        relabel(graph, target / f"{source.name}-1.graph")
+    for folder in ("queries", "queries-lite"):
+        for query in sorted((source / folder).glob("*.graph")):
+            relabel(query, target / folder / query.name)
+    return str(target)
 
 
 def run_einsql(binary, folder, variant, threads, args, total):
@@ -582,6 +615,12 @@ def main():
         help="take DuckDB's outcomes from this results.csv of an earlier run "
         "(same datasets, queries, threads and timeout) instead of running DuckDB",
     )
+    parser.add_argument(
+        "--one-label",
+        action="store_true",
+        help="replace every vertex label (data and query graphs) by one label; "
+        "counts are then checked between the engines only",
+    )
     parser.add_argument("--out", type=Path, help="default: REPO/bench-results/subgraph")
     args = parser.parse_args()
 
@@ -613,6 +652,8 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     all_rows = []
     for dataset in [d.strip() for d in args.datasets.split(",") if d.strip()]:
+        if args.one_label:
+            dataset = one_label(dataset, repo, out)
         name = Path(dataset).name
         folder = out / "input" / name
         info, queries = emit(binary, dataset, folder, args)

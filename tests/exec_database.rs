@@ -130,6 +130,7 @@ fn results_do_not_depend_on_the_thread_count() {
                         drivers: vec![Driver::Smallest; 3],
                         input_format: None,
                         accumulator: Some(OutputFormat::Hashed),
+                        factorize: false,
                     },
                 )]
                 .into_iter()

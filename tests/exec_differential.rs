@@ -553,6 +553,7 @@ fn choices(
                     OutputFormat::Bytemap,
                     OutputFormat::Hashed,
                 ])),
+                factorize: rng.below(2) == 0,
             },
         );
     }
@@ -577,7 +578,17 @@ fn with_drivers(
                 }
             })
             .collect();
-        choices.queries.entry(q).or_default().drivers = drivers;
+        // The drivers go with the planned loops, which factorizing may
+        // have reordered: the order is the planned one.
+        let entry = choices.queries.entry(q).or_default();
+        entry.drivers = drivers;
+        entry.loop_order = Some(
+            query
+                .loop_vars()
+                .iter()
+                .map(|&v| query.vars[v].name.clone())
+                .collect(),
+        );
     }
     choices
 }
@@ -790,7 +801,8 @@ fn optimized_plans_agree_with_the_reference() {
 /// results with each phase of `Phase::ALL` disabled and with all of them
 /// disabled (in debug builds the optimizer also checks after every phase
 /// that the program still binds), and every phase is reported in pipeline
-/// order, skipped exactly when disabled or when a phase it needs is.
+/// order, skipped exactly when disabled or when a phase it needs is
+/// (`distribute` and `cse` need `eliminate`, `factorize` needs `physical`).
 #[test]
 fn every_optimizer_phase_can_be_disabled() {
     let mut generator = Gen {
@@ -822,9 +834,13 @@ fn every_optimizer_phase_can_be_disabled() {
             let order: Vec<Phase> = optimized.phases.iter().map(|t| t.phase).collect();
             assert_eq!(order, Phase::ALL, "case {case}");
             let eliminated = !disabled.contains(Phase::Eliminate);
+            let physical = !disabled.contains(Phase::Physical);
             for time in &optimized.phases {
                 let needs_elimination = matches!(time.phase, Phase::Distribute | Phase::Cse);
-                let skipped = disabled.contains(time.phase) || (needs_elimination && !eliminated);
+                let needs_physical = time.phase == Phase::Factorize;
+                let skipped = disabled.contains(time.phase)
+                    || (needs_elimination && !eliminated)
+                    || (needs_physical && !physical);
                 assert_eq!(
                     time.skipped, skipped,
                     "case {case} (without {disabled}): {time:?}"

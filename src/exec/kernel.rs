@@ -243,6 +243,8 @@ pub(crate) struct Kernel<'a> {
     pub part_of: Vec<Vec<Option<usize>>>,
     pub sup: Sup,
     pub body_fill: Value,
+    /// Per loop, the end of its subtree ([`Loop::end`](super::plan::Loop::end)).
+    pub ends: Vec<usize>,
     /// Per loop, the variable and its size.
     pub vars: Vec<usize>,
     pub sizes: Vec<u64>,
@@ -314,6 +316,7 @@ impl<'a> Kernel<'a> {
         let fills: Vec<Value> = inputs.iter().map(|i| i.fill).collect();
         let (sup, body_fill) = Sup::of(&query.body, &fills)?;
         let vars: Vec<usize> = query.loops.iter().map(|l| l.var).collect();
+        let ends = query.loops.iter().map(|l| l.end).collect();
         let size = |v: usize| query.vars.get(v).map_or(0, |var| var.size);
         let sizes = vars.iter().map(|&v| size(v)).collect();
         let prefix = query.sorted_prefix();
@@ -352,6 +355,7 @@ impl<'a> Kernel<'a> {
             part_of,
             sup,
             body_fill,
+            ends,
             vars,
             sizes,
             prefix,

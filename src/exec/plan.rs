@@ -9,7 +9,10 @@
 //!   are the output's dimensions, and which are aggregated;
 //! - the loop order ([`Loop`]), and per loop the input that drives the
 //!   iteration ([`Driver`]): the driver's fiber is iterated and the current
-//!   coordinate is looked up in every other input read at that loop;
+//!   coordinate is looked up in every other input read at that loop. The
+//!   loops form a tree ([`Loop::end`]): a loop nest is a path, and a
+//!   factorized one ([`PhysicalQuery::factorize`]) runs sibling subtrees
+//!   that share no input one after the other and multiplies their sums;
 //! - per input ([`Access`]) the fibertree index it is read through, whose
 //!   level order follows the loop order (constants first). When that order
 //!   is not the stored one the input is re-indexed: an explicit step that
@@ -90,13 +93,20 @@ pub struct Variable {
     pub dictionary: Option<Arc<Dictionary>>,
 }
 
-/// One loop: a variable and who drives its iteration.
+/// One loop: a variable, who drives its iteration, and which loops run
+/// inside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Loop {
     /// The variable (a position in [`PhysicalQuery::vars`]).
     pub var: usize,
     /// Which input is iterated; the others read at this loop are looked up.
     pub driver: Driver,
+    /// The end of the loop's subtree: the loops after this one and before
+    /// `end` run inside it. The loops from `end` to the end of its parent's
+    /// subtree read no input this subtree reads, so they run after it, once
+    /// per assignment of the enclosing loops, and the two sums multiply. In
+    /// a loop nest that is a path, `end` is the number of loops.
+    pub end: usize,
 }
 
 /// The access protocol of a loop.
@@ -207,6 +217,69 @@ impl PhysicalQuery {
             .collect()
     }
 
+    /// Makes the loop nest a tree where that saves work: after the loops
+    /// that bind the output variables (and never at the outermost loop,
+    /// which parallel workers divide), the remaining loops are grouped by
+    /// the inputs they share; a group that shares no input with the loops
+    /// after it becomes a subtree of its own, whose sum multiplies the
+    /// sum of its siblings (`Σ_{x,y} f(x)·g(y) = Σ_x f(x) · Σ_y g(y)`),
+    /// recursively. Only for a `SUM` of a product of inputs that are 0
+    /// where absent, where that identity holds. Each group keeps its
+    /// loops' relative order, so every input's level order is unchanged.
+    /// Returns whether the tree has a branch.
+    pub fn factorize(&mut self) -> bool {
+        if !self.sums_a_product() {
+            return false;
+        }
+        let first = self
+            .loops
+            .iter()
+            .rposition(|l| self.output.contains(&l.var))
+            .map_or(1, |d| d + 1);
+        if first + 2 > self.loops.len() {
+            return false;
+        }
+        let inputs: Vec<Vec<usize>> = self
+            .inputs
+            .iter()
+            .map(|a| {
+                a.terms
+                    .iter()
+                    .filter_map(|t| match t {
+                        Term::Var(v) => Some(*v),
+                        Term::Const(_) => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut tree: Vec<Loop> = self.loops[..first].to_vec();
+        arrange(&self.loops[first..], &inputs, first, &mut tree);
+        self.loops = tree;
+        self.loops.iter().any(|l| l.end < self.loops.len())
+    }
+
+    /// Whether the query is a `SUM` of a product of inputs that are 0
+    /// where absent: the queries [`PhysicalQuery::factorize`] applies to.
+    pub fn sums_a_product(&self) -> bool {
+        let product = match &self.body {
+            Node::Input(_) => true,
+            Node::Map(ScalarOp::Mul, args) => args.iter().all(|a| matches!(a, Node::Input(_))),
+            _ => false,
+        };
+        self.aggregate == Some(AggOp::Sum)
+            && product
+            && self.inputs.iter().all(|a| a.fill.is_zero())
+    }
+
+    /// How many loops enclose loop `depth` (its depth in the loop tree).
+    pub fn tree_depth(&self, depth: usize) -> usize {
+        self.loops
+            .iter()
+            .take(depth)
+            .filter(|l| l.end > depth)
+            .count()
+    }
+
     /// How many leading loops bind output variables: the output levels
     /// that are written in order.
     pub fn sorted_prefix(&self) -> usize {
@@ -299,6 +372,49 @@ impl PhysicalQuery {
     }
 }
 
+/// Appends `seq` (the loops from `offset`, all inside one parent) to
+/// `tree` as subtrees: the first loop with every later loop connected to
+/// it through shared inputs (its own subtree, arranged the same way), then
+/// the loops left, as its siblings.
+fn arrange(seq: &[Loop], inputs: &[Vec<usize>], offset: usize, tree: &mut Vec<Loop>) {
+    let Some(&head) = seq.first() else {
+        return;
+    };
+    let mut member = vec![false; seq.len()];
+    member[0] = true;
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for vars in inputs {
+            let joined = seq
+                .iter()
+                .zip(&member)
+                .any(|(l, &m)| m && vars.contains(&l.var));
+            if !joined {
+                continue;
+            }
+            for (l, m) in seq.iter().zip(member.iter_mut()) {
+                if !*m && vars.contains(&l.var) {
+                    *m = true;
+                    grew = true;
+                }
+            }
+        }
+    }
+    let (mut group, mut rest) = (Vec::new(), Vec::new());
+    for (&l, &m) in seq.iter().zip(&member) {
+        if m {
+            group.push(l);
+        } else {
+            rest.push(l);
+        }
+    }
+    let end = offset + group.len();
+    tree.push(Loop { end, ..head });
+    arrange(&group[1..], inputs, offset + 1, tree);
+    arrange(&rest, inputs, end, tree);
+}
+
 impl fmt::Display for PhysicalPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (n, query) in self.queries.iter().enumerate() {
@@ -358,7 +474,15 @@ impl fmt::Display for PhysicalQuery {
         for (depth, l) in self.loops.iter().enumerate() {
             let read = self.inputs_at(depth);
             let var = self.var_name(l.var);
-            write!(f, "\n  {}for {var}: ", "  ".repeat(depth))?;
+            // A loop that is not inside the one above it starts a sibling
+            // subtree, whose sum multiplies the sums before it.
+            let sibling = depth > 0 && self.loops[depth - 1].end <= depth;
+            write!(
+                f,
+                "\n  {}{}for {var}: ",
+                "  ".repeat(self.tree_depth(depth)),
+                if sibling { "× " } else { "" }
+            )?;
             if read.is_empty() {
                 f.write_str("every coordinate")?;
                 continue;

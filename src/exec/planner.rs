@@ -79,6 +79,9 @@ pub struct QueryChoices {
     /// The format of the output levels that are not written in order
     /// (dense, bytemap or hashed).
     pub accumulator: Option<OutputFormat>,
+    /// Whether to make the loop nest a tree where the algebra allows
+    /// ([`PhysicalQuery::factorize`]); the drivers follow their loops.
+    pub factorize: bool,
 }
 
 /// Decides the loop order, drivers and formats of each physical query as
@@ -420,9 +423,16 @@ impl Planner<'_> {
                     .get(depth)
                     .copied()
                     .unwrap_or(Driver::Smallest);
-                Loop { var, driver }
+                Loop {
+                    var,
+                    driver,
+                    end: order.len(),
+                }
             })
             .collect();
+        if choices.factorize {
+            query.factorize();
+        }
         for depth in 0..query.loops.len() {
             if let Driver::Input(k) = query.loops[depth].driver
                 && !query.inputs_at(depth).contains(&k)

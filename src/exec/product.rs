@@ -742,7 +742,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         if kernel.vars.is_empty() {
             self.add(scale)?;
         } else if kernel.group == 0 {
-            if let Some(sum) = self.group(0)? {
+            if let Some(sum) = self.group(0, kernel.vars.len())? {
                 self.add(scale.times(sum)?)?;
             }
         } else {
@@ -787,7 +787,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             let v = partial.times(factor)?;
             w.set(depth, positions);
             if depth + 1 == kernel.group {
-                if let Some(inner) = w.group(depth + 1)? {
+                if let Some(inner) = w.group(depth + 1, kernel.vars.len())? {
                     w.add(v.times(inner)?)?;
                 }
             } else {
@@ -800,13 +800,25 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         })
     }
 
-    /// The sum over the loops from `depth` of the product of the factors
-    /// they complete; `None` when no product is non-zero.
-    fn group(&mut self, depth: usize) -> Result<Option<T>> {
+    /// The sum over the loops from `depth` to `end` (siblings in the loop
+    /// tree, or one subtree) of the product of the factors they complete;
+    /// `None` when no product is non-zero. Sibling subtrees share no
+    /// input, so their sums multiply.
+    fn group(&mut self, depth: usize, end: usize) -> Result<Option<T>> {
         let kernel = self.shared.kernel;
         let n = kernel.vars.len();
-        if depth == n {
+        if depth == end {
             return Ok(Some(T::ONE));
+        }
+        let subtree = kernel.ends[depth];
+        if subtree < end {
+            let Some(first) = self.group(depth, subtree)? else {
+                return Ok(None);
+            };
+            return match self.group(subtree, end)? {
+                Some(rest) => first.times(rest).map(Some),
+                None => Ok(None),
+            };
         }
         let mut sum = T::ZERO;
         let mut any = false;
@@ -818,7 +830,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
                 return result;
             }
         }
-        if depth + 1 == n {
+        if depth + 1 == end {
             visit(self, depth, |w, positions| {
                 let v = w.factors(depth, positions)?;
                 if v != T::ZERO {
@@ -834,7 +846,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
                     return Ok(());
                 }
                 w.set(depth, positions);
-                if let Some(inner) = w.group(depth + 1)? {
+                if let Some(inner) = w.group(depth + 1, end)? {
                     sum.add(v.times(inner)?)?;
                     any = true;
                 }

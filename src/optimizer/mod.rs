@@ -14,6 +14,7 @@
 //! | `distribute` | products of sums planned distributed when cheaper (within `eliminate`, see [`logical`]) |
 //! | `cse` | equal steps computed once ([`logical::cse`]) |
 //! | `physical` | each query's loop order and output formats ([`physical`]), while the executor's planner builds the plan |
+//! | `factorize` | loop nests of sums of products made trees, independent subtrees' sums multiplied (within `physical`, timed apart: the costing of the trees) |
 //!
 //! The phases compare candidates by estimated non-zeros, from the
 //! estimator [`SET estimator`](EstimatorKind) selects; [`SET
@@ -204,7 +205,10 @@ pub struct Optimized {
 /// - without `distribute` or `cse`, products of sums stay as written and
 ///   equal steps are computed each;
 /// - without `physical`, the planner's default loop orders and formats
-///   are used ([`PlanChoices`]).
+///   are used ([`PlanChoices`]), and `factorize`, which works on them, is
+///   skipped too;
+/// - without `factorize`, every loop nest is a path: each loop runs
+///   inside all the loops before it.
 ///
 /// With [`Search::None`] no phase runs: the program is planned as written
 /// with the default choices.
@@ -405,7 +409,8 @@ fn with<E: SparsityEstimator>(
             Some(plan) => plan,
             None => logical::as_written(estimator, program)?,
         };
-        let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats);
+        let factorize = phases.runs(Phase::Factorize);
+        let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, factorize);
         let plan = plan_by(
             &logical.program,
             &logical.intermediates,
@@ -414,10 +419,20 @@ fn with<E: SparsityEstimator>(
                 queries: in_order,
             },
         )?;
-        phases.ran(Phase::Physical, begin.elapsed());
+        let factorize_time = chooser.factorize_time;
+        phases.ran(
+            Phase::Physical,
+            begin.elapsed().saturating_sub(factorize_time),
+        );
+        if factorize {
+            phases.ran(Phase::Factorize, factorize_time);
+        } else {
+            phases.skipped(Phase::Factorize);
+        }
         (logical, plan)
     } else {
         phases.skipped(Phase::Physical);
+        phases.skipped(Phase::Factorize);
         let logical = match eliminated {
             Some(plan) => plan,
             None => LogicalPlan::unestimated(program),

@@ -45,11 +45,15 @@ pub enum Phase {
     /// Loop orders and output formats chosen by estimated cost
     /// ([`super::physical`]).
     Physical,
+    /// Loop nests of sums of products made trees whose independent
+    /// subtrees' sums multiply ([`crate::exec::plan::PhysicalQuery::factorize`]);
+    /// runs within `physical`, which it needs.
+    Factorize,
 }
 
 impl Phase {
     /// Every phase, in the order the optimizer runs them.
-    pub const ALL: [Phase; 7] = [
+    pub const ALL: [Phase; 8] = [
         Phase::Normalize,
         Phase::Mask,
         Phase::Semijoin,
@@ -57,6 +61,7 @@ impl Phase {
         Phase::Distribute,
         Phase::Cse,
         Phase::Physical,
+        Phase::Factorize,
     ];
 
     /// The name `SET disabled_optimizers` takes.
@@ -69,6 +74,7 @@ impl Phase {
             Phase::Distribute => "distribute",
             Phase::Cse => "cse",
             Phase::Physical => "physical",
+            Phase::Factorize => "factorize",
         }
     }
 

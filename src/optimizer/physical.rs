@@ -20,6 +20,13 @@
 //!   variable the one whose loop visits fewest assignments. When the
 //!   inputs' re-index choices multiply the keys of one level past
 //!   [`LEVEL_STATES`], the cheapest of them go on.
+//! - **Loop trees.** With [`Phase::Factorize`](super::Phase::Factorize)
+//!   on, a `SUM` of a product has its loop nest made a tree
+//!   ([`PhysicalQuery::factorize`]): loops that share no input with each
+//!   other, given the loops around them, run one after the other and their
+//!   sums multiply. The search costs each loop by the assignments of the
+//!   loops that will enclose it in that tree, so it prefers orders whose
+//!   trees branch early.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
 //!   iterated and the others are looked up. That is the choice Galley
@@ -33,6 +40,8 @@
 //!   bytemap when at least 1/64; in a hash table otherwise.
 //!
 //! [`Tensor::index`]: crate::storage::Tensor::index
+
+use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 
@@ -71,25 +80,35 @@ const LARGE_SPACE: f64 = (1u64 << 20) as f64;
 pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
     estimator: &'a E,
     stats: &'a Aliases<E::Stats>,
+    /// Whether loop nests become trees where the algebra allows
+    /// ([`Phase::Factorize`](super::Phase::Factorize)).
+    factorize: bool,
     /// The estimated cost of every query planned so far, in plan order.
     pub costs: Vec<f64>,
+    /// The time spent costing loop trees (the `factorize` phase).
+    pub factorize_time: Duration,
 }
 
 impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
     /// A physical optimizer that reads the estimated statistics of
-    /// earlier results in `stats`.
-    pub fn new(estimator: &'a E, stats: &'a Aliases<E::Stats>) -> Self {
+    /// earlier results in `stats`, and factorizes loop nests when
+    /// `factorize` says so.
+    pub fn new(estimator: &'a E, stats: &'a Aliases<E::Stats>, factorize: bool) -> Self {
         PhysicalOptimizer {
             estimator,
             stats,
+            factorize,
             costs: Vec::new(),
+            factorize_time: Duration::ZERO,
         }
     }
 }
 
 impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
     fn choose(&mut self, _: usize, query: &PhysicalQuery, bound: &[usize]) -> Result<QueryChoices> {
-        let Ok(mut search) = OrderSearch::new(self.estimator, self.stats, query, bound) else {
+        let factorize = self.factorize && query.sums_a_product();
+        let Ok(mut search) = OrderSearch::new(self.estimator, self.stats, query, bound, factorize)
+        else {
             self.costs.push(f64::NAN);
             return Ok(QueryChoices::default());
         };
@@ -102,6 +121,7 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             search.greedy()
         };
         self.costs.push(cost);
+        self.factorize_time += search.tree_time;
         let accumulator = search.accumulator(&order);
         Ok(QueryChoices {
             loop_order: Some(
@@ -113,6 +133,7 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             drivers: vec![Driver::Smallest; order.len()],
             input_format: None,
             accumulator: Some(accumulator),
+            factorize,
         })
     }
 }
@@ -134,6 +155,11 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     table: Option<Vec<f64>>,
     visits: HashMap<u64, f64>,
     estimates: usize,
+    /// Whether the chosen order will be factorized: a loop then visits the
+    /// assignments of the loops that enclose it, not of all outer loops.
+    factorized: bool,
+    /// The time spent finding the enclosing loops.
+    tree_time: Duration,
 }
 
 /// A key of the exact search: the variables bound and the inputs
@@ -163,6 +189,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         stats: &Aliases<E::Stats>,
         query: &'a PhysicalQuery,
         bound: &[usize],
+        factorized: bool,
     ) -> Result<Self> {
         let vars = bound.to_vec();
         let name_of = |v: usize| query.vars[v].name.clone();
@@ -268,6 +295,8 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             table,
             visits: HashMap::new(),
             estimates: 0,
+            factorized,
+            tree_time: Duration::ZERO,
         })
     }
 
@@ -337,7 +366,15 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     /// 64th have no bit (only the greedy search sees them, the exact one
     /// refuses them): their re-index is charged at each loop that needs it.
     fn step(&mut self, order: &[usize], set: u64, reindexed: u64, v: usize) -> (f64, u64) {
-        let mut cost = self.visits(set | 1 << v);
+        let enclosing = if self.factorized {
+            let begin = Instant::now();
+            let enclosing = self.enclosing(order, set, v);
+            self.tree_time += begin.elapsed();
+            enclosing
+        } else {
+            set
+        };
+        let mut cost = self.visits(enclosing | 1 << v);
         let mut now = reindexed;
         for k in 0..self.inputs.len() {
             let bit = u32::try_from(k)
@@ -354,6 +391,53 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             }
         }
         (cost, now)
+    }
+
+    /// The variables (bits) of the loops that will enclose a loop over
+    /// `v` bound after `order` (whose set is `set`) in the factorized nest
+    /// ([`PhysicalQuery::factorize`]): past
+    /// the output variables and the first loop, a loop over `u` encloses
+    /// `v` only when some chain of inputs joins `u` to `v` through
+    /// variables bound after `u` (the loop tree's ancestors).
+    fn enclosing(&self, order: &[usize], set: u64, v: usize) -> u64 {
+        let output = self.output_bits();
+        if output & !set != 0 {
+            return set;
+        }
+        let first = order
+            .iter()
+            .rposition(|&u| output >> u & 1 == 1)
+            .map_or(1, |p| p + 1);
+        let mut enclosing = order.iter().take(first).fold(0, |acc, &u| acc | 1 << u);
+        let mut later = !set | 1 << v;
+        for &u in order.iter().skip(first).rev() {
+            if self.joined(v, u, later) {
+                enclosing |= 1 << u;
+            }
+            later |= 1 << u;
+        }
+        enclosing
+    }
+
+    /// Whether a chain of inputs joins `from` to `to` through variables of
+    /// `within` (bits).
+    fn joined(&self, from: usize, to: usize, within: u64) -> bool {
+        let target = 1u64 << to;
+        let mut reach = 1u64 << from;
+        loop {
+            let next = self
+                .inputs
+                .iter()
+                .filter(|i| i.vars & reach != 0)
+                .fold(reach, |acc, i| acc | i.vars & (within | target));
+            if next & target != 0 {
+                return true;
+            }
+            if next == reach {
+                return false;
+            }
+            reach = next;
+        }
     }
 
     /// Dynamic programming over (bound variables, re-indexed inputs),
