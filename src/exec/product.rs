@@ -1100,6 +1100,24 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         let (coords, base) = join.sorted()?;
         let values = self.shared.values;
         let driver = values[parts[join.driver].input].slice();
+        if let [(j, Probe::Seek(_))] = scratch.probes.as_slice() {
+            // Two sorted fibers (triangles' `L[j,k] * L[i,k]`): a merge, or
+            // a galloping search through the longer one when it is much
+            // longer, without a probe per coordinate.
+            let fiber = scratch.fibers[*j];
+            let other = fiber.sorted_coords()?;
+            let other_base = fiber.cursor().current().map_or(0, |(_, p)| p);
+            let other_values = values[parts[*j].input].slice();
+            if let Err(e) = self.count_steps(coords.len()) {
+                return Some(Err(e));
+            }
+            let a = (coords, driver.map(|v| v.get(base..).unwrap_or(&[])));
+            let b = (
+                other,
+                other_values.map(|v| v.get(other_base..).unwrap_or(&[])),
+            );
+            return Some(merged_sum(a, b));
+        }
         const MOST_PROBES: usize = 8;
         if scratch.probes.len() > MOST_PROBES {
             return None;
@@ -1653,6 +1671,96 @@ struct Scratch<'a> {
     probes: Vec<(usize, Probe<'a>)>,
 }
 
+/// The sum over the coordinates two sorted fibers share of the product
+/// of their values (`None`: every value is 1, and the sum is the number of
+/// shared coordinates); `None` when no product is non-zero.
+fn merged_sum<T: Num>(
+    (a, va): (&[i64], Option<&[T]>),
+    (b, vb): (&[i64], Option<&[T]>),
+) -> Result<Option<T>> {
+    if va.is_none() && vb.is_none() {
+        let n = if b.len() / GALLOP_RATIO > a.len() {
+            let mut n = 0u128;
+            for_common(a, b, |_, _| {
+                n += 1;
+                Ok(())
+            })?;
+            n
+        } else {
+            common_count(a, b)
+        };
+        return if n == 0 {
+            Ok(None)
+        } else {
+            T::ONE.repeat(n).map(Some)
+        };
+    }
+    let (mut sum, mut any) = (T::ZERO, false);
+    for_common(a, b, |i, j| {
+        let (x, y) = (read(va, i), read(vb, j));
+        if x != T::ZERO && y != T::ZERO {
+            sum.add(x.times(y)?)?;
+            any = true;
+        }
+        Ok(())
+    })?;
+    Ok(any.then_some(sum))
+}
+
+/// A fiber this many times longer than the other is searched (galloping)
+/// rather than merged.
+const GALLOP_RATIO: usize = 16;
+
+/// Calls `f(i, j)` for every `a[i] == b[j]`, in order: a merge, or for each
+/// coordinate of `a` a galloping search in `b` when `b` is more than
+/// [`GALLOP_RATIO`] times longer.
+#[inline]
+fn for_common(a: &[i64], b: &[i64], mut f: impl FnMut(usize, usize) -> Result<()>) -> Result<()> {
+    if b.len() / GALLOP_RATIO > a.len() {
+        let mut lo = 0;
+        for (i, &x) in a.iter().enumerate() {
+            let rest = &b[lo..];
+            let mut step = 1;
+            while step < rest.len() && rest[step] < x {
+                step *= 2;
+            }
+            lo += rest[..(step + 1).min(rest.len())].partition_point(|&y| y < x);
+            match b.get(lo) {
+                None => break,
+                Some(&y) if y == x => {
+                    f(i, lo)?;
+                    lo += 1;
+                }
+                Some(_) => {}
+            }
+        }
+        return Ok(());
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        if x == y {
+            f(i, j)?;
+        }
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    Ok(())
+}
+
+/// The number of coordinates two sorted slices share: a branch-free merge.
+#[inline]
+fn common_count(a: &[i64], b: &[i64]) -> u128 {
+    let (mut i, mut j, mut n) = (0, 0, 0u64);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        n += u64::from(x == y);
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    u128::from(n)
+}
+
 /// The intersection of the fibers read at one loop: the driver's fiber,
 /// iterated, and a probe into each other fiber (kept in the loop's
 /// [`Scratch`]).
@@ -1814,4 +1922,61 @@ fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Entries<T>>) -> Result<Entries<
         merged.push(key, v);
     }
     Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sorted distinct coordinates below `range`, each kept with
+    /// probability `1 / keep` (xorshift from `seed`).
+    fn sorted(seed: &mut u64, range: i64, keep: u64) -> Vec<i64> {
+        (0..range)
+            .filter(|_| {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                *seed % keep == 0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merges_and_gallops_find_every_shared_coordinate() {
+        let mut seed = 0x1234_5678_9abc_def1;
+        for (range, keep_a, keep_b) in [(200, 2, 3), (5000, 400, 2), (300, 1, 1), (50, 60, 2)] {
+            for _ in 0..20 {
+                let a = sorted(&mut seed, range, keep_a);
+                let b = sorted(&mut seed, range, keep_b);
+                let expected: Vec<(usize, usize)> = a
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, x)| b.binary_search(x).ok().map(|j| (i, j)))
+                    .collect();
+                let mut found = Vec::new();
+                for_common(&a, &b, |i, j| {
+                    found.push((i, j));
+                    Ok(())
+                })
+                .expect("no error");
+                assert_eq!(found, expected);
+                assert_eq!(common_count(&a, &b), expected.len() as u128);
+                let count = merged_sum::<i64>((&a, None), (&b, None)).expect("fits");
+                assert_eq!(
+                    count,
+                    (!expected.is_empty()).then_some(expected.len() as i64)
+                );
+                let va: Vec<f64> = a.iter().map(|&c| c as f64).collect();
+                let vb: Vec<f64> = b.iter().map(|&c| (c % 3) as f64).collect();
+                let sum = merged_sum::<f64>((&a, Some(&va)), (&b, Some(&vb))).expect("sums");
+                let products: Vec<f64> = expected
+                    .iter()
+                    .map(|&(i, j)| va[i] * vb[j])
+                    .filter(|&p| p != 0.0)
+                    .collect();
+                let want = (!products.is_empty()).then(|| products.iter().sum::<f64>());
+                assert_eq!(sum, want);
+            }
+        }
+    }
 }
