@@ -1936,7 +1936,7 @@ mod tests {
                 *seed ^= *seed << 13;
                 *seed ^= *seed >> 7;
                 *seed ^= *seed << 17;
-                *seed % keep == 0
+                (*seed).is_multiple_of(keep)
             })
             .collect()
     }
