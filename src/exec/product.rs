@@ -649,6 +649,7 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
             out,
             steps: 0,
             scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
+            marks: Marks::default(),
             reserved,
             pending: 0,
             full: false,
@@ -680,6 +681,9 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     kept: u64,
     /// Buffers per loop depth.
     scratch: Vec<Scratch<'a>>,
+    /// The innermost loop's map of a fiber that stays while the loop
+    /// above it runs.
+    marks: Marks<'a>,
 }
 
 /// A worker's accumulator and entries are returned to the budget when it
@@ -1111,6 +1115,35 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             if let Err(e) = self.count_steps(coords.len()) {
                 return Some(Err(e));
             }
+            let driving = Side {
+                key: (parts[join.driver].input, scratch.parents[join.driver]),
+                coords,
+                base,
+                values: driver,
+            };
+            let probed = Side {
+                key: (parts[*j].input, scratch.parents[*j]),
+                coords: other,
+                base: other_base,
+                values: other_values,
+            };
+            // A fiber whose input the loop above does not read stays the
+            // same while that loop runs: mapped once, each visit then
+            // scans only the other fiber (masked two-paths on a hub).
+            let stays = |side: &Side<'_, '_, T>| {
+                depth > 0 && kernel.part_of[depth - 1][side.key.0].is_none()
+            };
+            let space = kernel.sizes[depth];
+            let sides = if stays(&probed) && self.marks.worth(&probed, space) {
+                Some((probed, driving))
+            } else if stays(&driving) && self.marks.worth(&driving, space) {
+                Some((driving, probed))
+            } else {
+                None
+            };
+            if let Some((mapped, scanned)) = sides {
+                return Some(self.marked_sum(mapped, scanned, space));
+            }
             let a = (coords, driver.map(|v| v.get(base..).unwrap_or(&[])));
             let b = (
                 other,
@@ -1155,6 +1188,51 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             any = true;
         }
         Some(Ok(any.then_some(sum)))
+    }
+
+    /// The sum over the coordinates `mapped` and `scanned` share of the
+    /// product of their values, through the map of `mapped`'s fiber
+    /// (built unless it is the one mapped last).
+    fn marked_sum(
+        &mut self,
+        mapped: Side<'a, '_, T>,
+        scanned: Side<'a, '_, T>,
+        space: u64,
+    ) -> Result<Option<T>> {
+        if self.marks.key != Some(mapped.key) {
+            let grown = self.marks.map(&mapped, space);
+            if grown > 0 {
+                self.shared.control.reserve(grown)?;
+                self.reserved += grown;
+            }
+        }
+        let slots = &self.marks.slots;
+        if mapped.values.is_none() && scanned.values.is_none() {
+            let n = scanned
+                .coords
+                .iter()
+                .filter(|&&c| slots.get(c as usize).is_some_and(|&s| s != 0))
+                .count();
+            return if n == 0 {
+                Ok(None)
+            } else {
+                T::ONE.repeat(n as u128).map(Some)
+            };
+        }
+        let (mut sum, mut any) = (T::ZERO, false);
+        for (t, &c) in scanned.coords.iter().enumerate() {
+            let slot = slots.get(c as usize).copied().unwrap_or(0);
+            if slot == 0 {
+                continue;
+            }
+            let x = read(scanned.values, scanned.base + t);
+            let y = read(mapped.values, slot as usize - 1);
+            if x != T::ZERO && y != T::ZERO {
+                sum.add(x.times(y)?)?;
+                any = true;
+            }
+        }
+        Ok(any.then_some(sum))
     }
 
     /// Counts inner iterations and checks for cancellation every
@@ -1669,6 +1747,80 @@ struct Scratch<'a> {
     fibers: Vec<Fiber<'a>>,
     formats: Vec<Option<LevelFormat>>,
     probes: Vec<(usize, Probe<'a>)>,
+}
+
+/// One sorted fiber of a two-input innermost loop: its input and parent
+/// position (which name it), coordinates, first position and the input's
+/// values (`None`: every value is 1).
+struct Side<'a, 'v, T> {
+    key: (usize, usize),
+    coords: &'a [i64],
+    base: usize,
+    values: Option<&'v [T]>,
+}
+
+/// A map from coordinates to positions of one fiber, for the innermost
+/// loop ([`ProductWorker::marked_sum`]): per coordinate of the loop's
+/// space, the child position + 1 (0: absent).
+#[derive(Default)]
+struct Marks<'a> {
+    /// The input and parent position of the fiber mapped.
+    key: Option<(usize, usize)>,
+    /// Its coordinates (to clear them).
+    coords: &'a [i64],
+    slots: Vec<u32>,
+}
+
+/// Fibers shorter than this are merged rather than mapped.
+const MARK_MIN: usize = 16;
+
+/// Loop spaces larger than this (coordinates) are not mapped: the map
+/// would take 4 bytes per coordinate per worker.
+const MARK_SPACE: u64 = 1 << 20;
+
+impl<'a> Marks<'a> {
+    /// Whether mapping `side` can pay and is exact: the fiber mapped
+    /// already, or a long enough one in a space small enough, whose
+    /// coordinates lie in the space and whose positions fit the map.
+    fn worth<T>(&self, side: &Side<'a, '_, T>, space: u64) -> bool {
+        if self.key == Some(side.key) {
+            return true;
+        }
+        let (Some(&first), Some(&last)) = (side.coords.first(), side.coords.last()) else {
+            return false;
+        };
+        side.coords.len() >= MARK_MIN
+            && space <= MARK_SPACE
+            && first >= 0
+            && u64::try_from(last).is_ok_and(|last| last < space)
+            && side.base + side.coords.len() < u32::MAX as usize
+    }
+
+    /// Maps `side`'s fiber instead of the one mapped before; returns the
+    /// bytes the map grew by.
+    fn map<T>(&mut self, side: &Side<'a, '_, T>, space: u64) -> u64 {
+        for &c in self.coords {
+            if let Some(slot) = self.slots.get_mut(c as usize) {
+                *slot = 0;
+            }
+        }
+        let before = self.slots.len();
+        let space = usize::try_from(space).unwrap_or(usize::MAX);
+        if self.slots.len() < space {
+            self.slots.resize(space, 0);
+        }
+        for (t, &c) in side.coords.iter().enumerate() {
+            if let (Some(slot), Ok(p)) = (
+                self.slots.get_mut(c as usize),
+                u32::try_from(side.base + t + 1),
+            ) {
+                *slot = p;
+            }
+        }
+        self.key = Some(side.key);
+        self.coords = side.coords;
+        ((self.slots.len() - before) * std::mem::size_of::<u32>()) as u64
+    }
 }
 
 /// The sum over the coordinates two sorted fibers share of the product
