@@ -40,8 +40,8 @@ fn direct(n: usize, edges: &[(usize, usize)]) -> (u64, f64) {
     }
     let (mut count, mut sum) = (0, 0.0);
     for &(i, j) in edges {
-        for k in 0..j {
-            if adjacent[j][k] && adjacent[i][k] {
+        for (k, (&jk, &ik)) in adjacent[j].iter().zip(&adjacent[i]).enumerate().take(j) {
+            if jk && ik {
                 count += 1;
                 sum += weight(i, j) * weight(j, k) * weight(i, k);
             }
