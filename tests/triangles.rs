@@ -97,3 +97,22 @@ fn triangle_counts_and_weighted_sums_equal_a_direct_computation() {
         }
     }
 }
+
+#[test]
+fn repeated_rows_count_as_often_as_they_are_stored() {
+    let db = Database::open_in_memory();
+    db.execute_all(
+        "CREATE TABLE l (i BIGINT, j BIGINT);
+         INSERT INTO l VALUES (1,0),(2,0),(2,1),(3,0),(3,1);
+         t = SUM(i,j,k) l[i,j] * l[j,k] * l[i,k];",
+    )
+    .expect("counts");
+    assert_eq!(lines(&db.execute("SELECT * FROM t").expect("reads")), ["2"]);
+    // (1,0) twice: every triangle on it counts twice.
+    db.execute_all(
+        "INSERT INTO l VALUES (1,0);
+         t = SUM(i,j,k) l[i,j] * l[j,k] * l[i,k];",
+    )
+    .expect("counts");
+    assert_eq!(lines(&db.execute("SELECT * FROM t").expect("reads")), ["4"]);
+}

@@ -7,8 +7,8 @@
 //! [`RowBudget`] and stops when it has them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, Value};
 use crate::progress::ProgressSink;
-use crate::storage::fibertree::FiberTree;
+use crate::storage::fibertree::{FiberTree, LeafValues};
 use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
 use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
@@ -96,6 +96,20 @@ fn index_bytes(tensor: &Tensor, levels: usize) -> u64 {
     (tensor.nnz() as u64).saturating_mul(16 * levels as u64 + 16)
 }
 
+/// Whether every multiplicity of a bag is 1, found once per tensor (kept
+/// with it, see [`Tensor::derived`]) from any of its indexes.
+#[derive(Default)]
+struct UnitMultiplicities(OnceLock<bool>);
+
+impl UnitMultiplicities {
+    fn of(&self, tree: &FiberTree) -> bool {
+        *self.0.get_or_init(|| match tree.leaf_values(0) {
+            Some(LeafValues::Int64(counts)) => counts.iter().all(|&m| m == 1),
+            _ => false,
+        })
+    }
+}
+
 /// Runs one query; returns its result, the value of its absent entries
 /// and how many chunks its outermost loop was split into.
 fn run_query(
@@ -141,7 +155,10 @@ fn run_query(
                 _ => None,
             })
             .collect();
-        opened.push((tree, annotation, tensor.is_bag(), fill, consts));
+        // A bag whose multiplicities are all 1 is read as a set: its
+        // values are not read at all.
+        let bag = tensor.is_bag() && !tensor.derived::<UnitMultiplicities>().of(&tree);
+        opened.push((tree, annotation, bag, fill, consts));
     }
     let inputs = opened
         .iter()
