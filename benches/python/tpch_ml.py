@@ -86,7 +86,11 @@ def einsql_model(binary, db, statements, settings, timeout):
         lines.append("EXPLAIN ANALYZE " + statement)
         if i + 1 < len(statements):
             lines.append(statement)
-    out = einsql(binary, db, lines, timeout)
+    try:
+        out = einsql(binary, db, lines, timeout)
+    except RuntimeError as error:
+        message = next(l for l in str(error).splitlines() if l.startswith("Error"))
+        return message.split(" (")[0]
     if out is None:
         return None
     optimized = sum(float(x) for x in re.findall(r"Optimized in ([0-9.]+) ms", out))
@@ -296,11 +300,13 @@ print(seconds, con.execute(f"SELECT SUM(v) FROM r{{len(statements) - 1}}").fetch
     return float(seconds), float(total)
 
 
-def numpy_models(tables, blocks, timeout):
+def numpy_models(tables, blocks, timeout, joins):
     """(build X s, model s, sum) of each model with numpy; a self-join
     model still running after `timeout` seconds stops (None)."""
     theta, w1, w2, w3 = tpch_ml.weights()
     out = {}
+    if "star" not in joins:
+        return numpy_self(tables, blocks, timeout, out)
     star = tpch_ml.Star(tables, blocks)
     start = time.perf_counter()
     x = star.matrix()
@@ -317,6 +323,12 @@ def numpy_models(tables, blocks, timeout):
         value = fn()
         out[("star", name)] = (build, time.perf_counter() - start, float(value.sum()))
     del x
+    return numpy_self(tables, blocks, timeout, out) if "self" in joins else out
+
+
+def numpy_self(tables, blocks, timeout, out):
+    """The self-join's models with numpy, X a chunk of pairs at a time."""
+    theta = tpch_ml.weights()[0]
     join = tpch_ml.SelfJoin(tables, blocks)
     t = theta[: tpch_ml.SELF_FEATURES]
     for name in SELF_MODELS:
@@ -349,6 +361,9 @@ def main() -> None:
     parser.add_argument("--skip-self-join-naive", action="store_true",
                         help="skip DuckDB's naive self-join SQL (X has ~9 entries per pair)")
     parser.add_argument("--plot", help="also draw the times into this PNG file")
+    parser.add_argument("--joins", default="star,self", help="which joins: star, self")
+    parser.add_argument("--systems", default="einsql,none,duckdb,numpy",
+                        help="which systems: einsql, none (optimizer = 'none'), duckdb, numpy")
     args = parser.parse_args()
 
     import duckdb
@@ -363,22 +378,30 @@ def main() -> None:
     selfjoin = sections(REPO / "sql" / "tpch_selfjoin.sql")
     settings = [f"SET threads = {args.threads};",
                 f"SET memory_limit = '{os.environ.get('EINSQL_MEMORY_LIMIT', '12GB')}';"]
+    joins = args.joins.split(",")
+    systems = args.systems.split(",")
+    plan = [(j, s, m) for j, s, m in [("star", star, STAR_MODELS), ("self", selfjoin, SELF_MODELS)]
+            if j in joins]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         db = f"{tmp}/einsql-db"
+        modes = [(m, e) for m, e in [("einsql", []), ("none", ["SET optimizer = 'none';"])]
+                 if m in systems]
         start = time.perf_counter()
-        einsql(args.binary, db,
+        modes and einsql(args.binary, db,
                settings + [f"CALL dbgen(sf = {args.sf});"] + star["features"]
                + selfjoin["features"] + [f"DROP TABLE {t};" for t in TPCH], 3600)
         print(f"# einsql: dbgen and features in {time.perf_counter() - start:.1f} s", flush=True)
-        for join, scripts, models in [("star", star, STAR_MODELS), ("self", selfjoin, SELF_MODELS)]:
+        for join, scripts, models in plan:
             for model in models:
-                for mode, extra in [("einsql", []), ("none", ["SET optimizer = 'none';"])]:
+                for mode, extra in modes:
                     r = einsql_model(args.binary, db, scripts[model], settings + extra,
                                      args.timeout)
                     results[(join, model, mode)] = r
                     print(f"# {join} {model} {mode}: {r}", flush=True)
 
+        if "duckdb" not in systems and "numpy" not in systems:
+            return
         tpch_ml.generate(args.tpchgen, args.sf, Path(tmp) / "parquet")
         tables = tpch_ml.load(Path(tmp) / "parquet")
         blocks = tpch_ml.feature_blocks(tables)
@@ -386,7 +409,7 @@ def main() -> None:
         con = duckdb.connect(duck)
         duckdb_tables(con, tables, blocks)
         con.close()
-        for join, models in [("star", STAR_MODELS), ("self", SELF_MODELS)]:
+        for join, _, models in plan if "duckdb" in systems else []:
             for model in models:
                 for mode, factorized in [("duckdb_naive", False), ("duckdb_factorized", True)]:
                     if join == "self" and not factorized and args.skip_self_join_naive:
@@ -396,23 +419,28 @@ def main() -> None:
                                          args.threads, args.timeout, f"{tmp}/duck-temp")
                     results[(join, model, mode)] = r
                     print(f"# {join} {model} {mode}: {r}", flush=True)
-        for (join, model), r in numpy_models(tables, blocks, args.timeout).items():
+        for (join, model), r in (numpy_models(tables, blocks, args.timeout, joins).items()
+                                 if "numpy" in systems else []):
             results[(join, model, "numpy")] = r
             print(f"# {join} {model} numpy: {r}", flush=True)
 
     fmt = lambda r: "" if r is None else r if isinstance(r, str) else f"{r:.3f}"
     print("join,model,einsql_opt_s,einsql_s,einsql_none_s,duckdb_naive_s,"
           "duckdb_factorized_s,numpy_build_x_s,numpy_model_s")
-    for join, models in [("star", STAR_MODELS), ("self", SELF_MODELS)]:
+    for join, _, models in plan:
         for model in models:
-            e = results[(join, model, "einsql")]
-            none = results[(join, model, "none")]
-            dn = results[(join, model, "duckdb_naive")]
-            df = results[(join, model, "duckdb_factorized")]
-            nb, nm, _ = results[(join, model, "numpy")] or (None, None, None)
+            e = results.get((join, model, "einsql"), "")
+            none = results.get((join, model, "none"), "")
+            dn = results.get((join, model, "duckdb_naive"), "")
+            df = results.get((join, model, "duckdb_factorized"), "")
+            nb, nm, _ = results.get((join, model, "numpy")) or (None, None, None)
+            if isinstance(e, str) and e:
+                e = (e, e)
             print(",".join([
-                join, model, fmt(e and e[0]), fmt(e and e[1]), fmt(none and none[1]),
-                fmt(dn if isinstance(dn, str) else dn and dn[0]), fmt(df and df[0]),
+                join, model, fmt(e and e[0]), fmt(e and e[1]),
+                fmt(none if isinstance(none, str) else none and none[1]),
+                fmt(dn if isinstance(dn, str) else dn and dn[0]),
+                fmt(df if isinstance(df, str) else df and df[0]),
                 fmt(nb), fmt(nm)]), flush=True)
     if args.plot:
         plot(results, args)
@@ -438,9 +466,11 @@ def plot(results, args) -> None:
     for i, (system, name) in enumerate(systems):
         xs, heights, unfinished = [], [], []
         for n, key in enumerate(keys):
+            if key + (system,) not in results:
+                continue
             r = results[key + (system,)]
             if isinstance(r, str):
-                continue
+                r = None
             if system == "numpy":
                 seconds = None if r is None else r[0] + r[1]
             elif system.startswith("duckdb"):
