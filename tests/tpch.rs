@@ -2,8 +2,8 @@
 //! row counts and against known values of the reference generator at SF
 //! 0.01 (and, ignored by default, the TPC's answers at SF 1); two runs
 //! give equal tables; a persistent database keeps them; a cancelled call
-//! creates none; `sql/tpch_star.sql` computes the star join's features and
-//! linear-regression inference. (Its errors are in `tests/slt/dbgen.slt`.)
+//! creates none. (Its errors are in `tests/slt/dbgen.slt`; the machine
+//! learning scripts over the tables are tested in `tests/tpch_ml.rs`.)
 
 mod common;
 
@@ -381,108 +381,4 @@ fn scale_factor_1_answers_q1_and_q6_as_the_tpc_does() {
     let q6 = rows(&db, Q6);
     let revenue: f64 = q6[0].parse().unwrap();
     assert!((revenue - 123141078.23).abs() <= 0.005, "{q6:?}");
-}
-
-/// The rows of `sql` as numbers (every cell parsed as `f64`).
-fn numbers(db: &Database, sql: &str) -> Vec<Vec<f64>> {
-    rows(db, sql)
-        .iter()
-        .map(|row| row.split('|').map(|c| c.parse().unwrap()).collect())
-        .collect()
-}
-
-/// `value` of `key` in a table read by [`numbers`] as `key|value` rows.
-fn lookup(rows: &[Vec<f64>]) -> std::collections::HashMap<i64, Vec<f64>> {
-    rows.iter()
-        .map(|row| (row[0] as i64, row[1..].to_vec()))
-        .collect()
-}
-
-#[test]
-fn the_star_join_script_computes_the_features_and_linear_regression() {
-    use std::collections::BTreeMap;
-
-    let db = Database::open_in_memory();
-    db.execute(include_str!("../sql/tpch_star.sql")).unwrap();
-
-    // The features of every line item, from the tables' rows.
-    let orders = lookup(&numbers(
-        &db,
-        "SELECT o_orderkey, o_custkey, o_totalprice FROM orders",
-    ));
-    let suppliers = lookup(&numbers(
-        &db,
-        "SELECT s_suppkey, s_nationkey, s_acctbal FROM supplier",
-    ));
-    let parts = lookup(&numbers(
-        &db,
-        "SELECT p_partkey, p_size, p_retailprice FROM part",
-    ));
-    let customers = lookup(&numbers(
-        &db,
-        "SELECT c_custkey, c_nationkey, c_acctbal FROM customer",
-    ));
-    let theta = lookup(&numbers(&db, "SELECT j, v FROM theta"));
-    let mut features: BTreeMap<(i64, i64, i64), f64> = BTreeMap::new();
-    let mut predictions: BTreeMap<(i64, i64), f64> = BTreeMap::new();
-    let lines = numbers(
-        &db,
-        "SELECT l_orderkey, l_linenumber, l_suppkey, l_partkey FROM lineitem",
-    );
-    for line in &lines {
-        let [o, n, s, p] = [line[0], line[1], line[2], line[3]].map(|x| x as i64);
-        let order = &orders[&o];
-        let (supplier, part, customer) =
-            (&suppliers[&s], &parts[&p], &customers[&(order[0] as i64)]);
-        let row = [
-            (0, supplier[1]),
-            (1 + supplier[0] as i64, 1.0),
-            (26, part[1]),
-            (26 + part[0] as i64, 1.0),
-            (77, order[1]),
-            (78, customer[1]),
-            (79 + customer[0] as i64, 1.0),
-        ];
-        for (j, v) in row {
-            *features.entry((o, n, j)).or_default() += v;
-            *predictions.entry((o, n)).or_default() += v * theta[&j][0];
-        }
-    }
-    assert_eq!(lines.len(), 6005);
-
-    let x = numbers(&db, "SELECT o, n, j, v FROM X");
-    assert_eq!(x.len(), features.len());
-    for row in &x {
-        let key = (row[0] as i64, row[1] as i64, row[2] as i64);
-        let want = features[&key];
-        assert!(
-            (row[3] - want).abs() <= 1e-9 * want.abs().max(1.0),
-            "X{key:?}: {} != {want}",
-            row[3]
-        );
-    }
-    // The optimizer pushes theta into the feature blocks rather than
-    // materializing the feature matrix under the sum.
-    let plan = rows(
-        &db,
-        "EXPLAIN y[o,n] = SUM(s,p,c,j) L[o,n,s,p,c] * (S[s,j] + P[p,j] + O[o,j] + C[c,j]) * theta[j]",
-    )
-    .join("\n");
-    for block in ["S.v[s,j]", "P.v[p,j]", "C.v[c,j]"] {
-        assert!(
-            plan.contains(&format!("= SUM(j) {block} * theta.v[j]")),
-            "{plan}"
-        );
-    }
-    let y = numbers(&db, "SELECT o, n, v FROM y");
-    assert_eq!(y.len(), predictions.len());
-    for row in &y {
-        let key = (row[0] as i64, row[1] as i64);
-        let want = predictions[&key];
-        assert!(
-            (row[2] - want).abs() <= 1e-9 * want.abs().max(1.0),
-            "y{key:?}: {} != {want}",
-            row[2]
-        );
-    }
 }

@@ -982,6 +982,8 @@ impl<'a> Writer<'a> {
             Or => infix("OR", &truth),
             Exp | Ln | Log | Sqrt => format!("{}({})", function(op), double(&args[0])),
             Abs => format!("abs({})", number(&args[0])),
+            Floor => format!("floor({})", number(&args[0])),
+            Mod => format!("({} % {})", number(&args[0]), number(&args[1])),
             Power => format!("power({}, {})", double(&args[0]), double(&args[1])),
             Greatest | Least => {
                 let parts: Vec<String> = args.iter().map(as_type).collect();

@@ -14,7 +14,8 @@
 //! that would overflow 64 bits is a `HUGEINT` instead, a `HUGEINT`
 //! argument makes the result a `HUGEINT`, and a result beyond 128 bits is
 //! an error (never a wrap); `/`, `exp`, `ln`, `log` (base 10),
-//! `sqrt`, `power` and `sigmoid` always give floats; `greatest` and `least`
+//! `sqrt`, `power` and `sigmoid` always give floats; `floor` and `%` (`mod`)
+//! keep the arithmetic type; `greatest` and `least`
 //! give the widest argument type; `hugeint` gives a `HUGEINT`; comparisons, `and`, `or` give booleans
 //! (numbers are true when non-zero). Division follows the sparse convention
 //! that 0 divided by anything is 0, so absent entries stay absent; a non-zero
@@ -83,6 +84,13 @@ pub enum ScalarOp {
     /// float is truncated toward zero, and one outside the 128-bit range
     /// (or not finite) is an error
     Hugeint,
+    /// `floor(a)`: the largest integral value not above `a` (a float stays
+    /// a float, an integer is itself)
+    Floor,
+    /// `mod(a, b)` (SQL `a % b`): the remainder of `a / b` truncated toward
+    /// zero, with the sign of `a` (as C, DuckDB and Julia's `rem`); `0 % b`
+    /// is 0 for every `b`, and a non-zero `a % 0` is an error
+    Mod,
 }
 
 /// How many arguments an operator takes.
@@ -161,7 +169,7 @@ const COMPARISON: Algebra = NOTHING;
 
 impl ScalarOp {
     /// Every operator, for tests and listings.
-    pub const ALL: [ScalarOp; 25] = [
+    pub const ALL: [ScalarOp; 27] = [
         ScalarOp::Add,
         ScalarOp::Sub,
         ScalarOp::Mul,
@@ -187,6 +195,8 @@ impl ScalarOp {
         ScalarOp::Relu,
         ScalarOp::IfElse,
         ScalarOp::Hugeint,
+        ScalarOp::Floor,
+        ScalarOp::Mod,
     ];
 
     /// The algebra of the operator (see [`Algebra`]).
@@ -211,7 +221,7 @@ impl ScalarOp {
                 distributes_over: &[AggOp::Sum],
                 ..NOTHING
             },
-            Div => Algebra {
+            Div | Mod => Algebra {
                 annihilator: Some(Annihilator {
                     value: Value::Int(0),
                     only_first: true,
@@ -220,7 +230,7 @@ impl ScalarOp {
             },
             Neg => zero_preserving(&[AggOp::Sum]),
             Sqrt | Abs | Hugeint => zero_preserving(&[]),
-            Relu => zero_preserving(&[AggOp::Max, AggOp::Min]),
+            Relu | Floor => zero_preserving(&[AggOp::Max, AggOp::Min]),
             Exp | Sigmoid => Algebra {
                 distributes_over: &[AggOp::Max, AggOp::Min],
                 ..NOTHING
@@ -258,8 +268,8 @@ impl ScalarOp {
         use ScalarOp::*;
         match self {
             Add | Mul | And | Or | Greatest | Least => Arity::Variadic,
-            Sub | Div | Eq | Ne | Lt | Le | Gt | Ge | Power => Arity::Binary,
-            Neg | Exp | Ln | Log | Sqrt | Abs | Sigmoid | Relu | Hugeint => Arity::Unary,
+            Sub | Div | Eq | Ne | Lt | Le | Gt | Ge | Power | Mod => Arity::Binary,
+            Neg | Exp | Ln | Log | Sqrt | Abs | Sigmoid | Relu | Hugeint | Floor => Arity::Unary,
             IfElse => Arity::Ternary,
         }
     }
@@ -312,6 +322,8 @@ impl ScalarOp {
             Relu => "relu",
             IfElse => "ifelse",
             Hugeint => "hugeint",
+            Floor => "floor",
+            Mod => "mod",
             _ => return None,
         })
     }
@@ -329,7 +341,7 @@ impl ScalarOp {
     pub fn result_type(self, types: &[ValueType]) -> ValueType {
         use ScalarOp::*;
         match self {
-            Add | Sub | Mul | Neg | Abs | Relu => arithmetic_type(types),
+            Add | Sub | Mul | Neg | Abs | Relu | Floor | Mod => arithmetic_type(types),
             Div | Exp | Ln | Log | Sqrt | Power | Sigmoid => ValueType::Float64,
             Eq | Ne | Lt | Le | Gt | Ge | And | Or => ValueType::Boolean,
             Hugeint => ValueType::Int128,
@@ -408,6 +420,12 @@ impl ScalarOp {
                 chosen.cast(self.result_type(&types))
             }
             Hugeint => unary.cast_exact(ValueType::Int128)?,
+            Floor => match unary {
+                Value::Float(x) => Value::Float(x.floor()),
+                Value::Bool(b) => Value::Int(i64::from(b)),
+                _ => unary,
+            },
+            Mod => remainder(args[0], args[1], float)?,
         })
     }
 }
@@ -505,6 +523,38 @@ fn divide(a: Value, b: Value) -> Result<Value> {
         )));
     }
     Ok(Value::Float(a.as_f64() / b.as_f64()))
+}
+
+/// `a % b`, truncated toward zero (the sign of `a`); exact on integers
+/// (a `HUGEINT` argument gives a `HUGEINT`).
+fn remainder(a: Value, b: Value, float: bool) -> Result<Value> {
+    if a.is_zero() {
+        return Ok(Value::zero(if float {
+            ValueType::Float64
+        } else {
+            arithmetic_type(&[a.value_type(), b.value_type()])
+        }));
+    }
+    if b.is_zero() {
+        return Err(Error::Invalid(format!(
+            "division by zero ({a} % {b}); a % b is defined where b is non-zero or a is zero"
+        )));
+    }
+    if float {
+        return Ok(Value::Float(a.as_f64() % b.as_f64()));
+    }
+    let (x, y) = (
+        a.as_i128().unwrap_or_default(),
+        b.as_i128().unwrap_or_default(),
+    );
+    let r = x.checked_rem(y).ok_or_else(|| overflow("%", &[a, b]))?;
+    Ok(
+        if matches!(a, Value::Huge(_)) || matches!(b, Value::Huge(_)) {
+            Value::huge(r)
+        } else {
+            Value::integer(r)
+        },
+    )
 }
 
 fn compare(op: ScalarOp, a: Value, b: Value) -> bool {

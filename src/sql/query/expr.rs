@@ -21,8 +21,8 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    BinaryOperator, CaseWhen, CastKind, DataType, DuplicateTreatment, Expr as SqlExpr, Function,
-    FunctionArg, FunctionArgExpr, FunctionArguments, UnaryOperator,
+    BinaryOperator, CaseWhen, CastKind, CeilFloorKind, DataType, DateTimeField, DuplicateTreatment,
+    Expr as SqlExpr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, UnaryOperator,
 };
 
 use super::scope::{Column, Scope};
@@ -113,6 +113,7 @@ fn visit(expr: &SqlExpr, f: &mut dyn FnMut(&SqlExpr)) {
         SqlExpr::UnaryOp { expr, .. }
         | SqlExpr::Nested(expr)
         | SqlExpr::Cast { expr, .. }
+        | SqlExpr::Floor { expr, .. }
         | SqlExpr::IsNull(expr)
         | SqlExpr::IsNotNull(expr) => visit(expr, f),
         SqlExpr::Between {
@@ -385,6 +386,14 @@ impl<'a> Lowerer<'a> {
                 level,
             ),
             SqlExpr::Function(function) => self.function(function, level),
+            // FLOOR(x), which sqlparser parses apart from other calls.
+            SqlExpr::Floor {
+                expr: inner,
+                field: CeilFloorKind::DateTimeField(DateTimeField::NoDateTime),
+            } => {
+                let operand = numeric(self.lower(inner, level)?, "FLOOR")?;
+                Ok(Typed::value(Expr::map(ScalarOp::Floor, vec![operand.expr])))
+            }
             SqlExpr::Cast {
                 kind: CastKind::Cast | CastKind::DoubleColon,
                 expr: inner,
@@ -827,6 +836,7 @@ fn binary(l: Typed, op: &BinaryOperator, r: Typed) -> Result<Typed> {
         B::Minus => ScalarOp::Sub,
         B::Multiply => ScalarOp::Mul,
         B::Divide => ScalarOp::Div,
+        B::Modulo => ScalarOp::Mod,
         B::And => ScalarOp::And,
         B::Or => ScalarOp::Or,
         other => return Err(Error::NotSupported(format!("the operator {other}"))),
