@@ -26,26 +26,7 @@ from pathlib import Path
 import graphblas as gb
 import numpy as np
 import scipy.sparse as sp
-
-
-def rmat_lower(scale: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The edges (i > j) of an undirected R-MAT graph of 2^scale vertices."""
-    a, b, c = 0.57, 0.19, 0.19
-    rng = np.random.default_rng(seed)
-    m = 8 << scale
-    src = np.zeros(m, dtype=np.int64)
-    dst = np.zeros(m, dtype=np.int64)
-    for bit in range(scale):
-        r = rng.random(m)
-        down = r >= a + b
-        right = ((r >= a) & (r < a + b)) | (r >= a + b + c)
-        src |= down.astype(np.int64) << bit
-        dst |= right.astype(np.int64) << bit
-    keep = src != dst
-    u = np.maximum(src[keep], dst[keep])
-    v = np.minimum(src[keep], dst[keep])
-    pairs = np.unique(u * (1 << scale) + v)
-    return pairs >> scale, pairs & ((1 << scale) - 1)
+from rmat import rmat_edges
 
 
 def einsql_runs(binary: str, csv: Path, threads: int, runs: int) -> tuple[list[float], int]:
@@ -74,7 +55,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for scale in [int(s) for s in args.scales.split(",")]:
-            i, j = rmat_lower(scale, seed=42)
+            i, j = rmat_edges(scale, edge_factor=8, seed=42)
             csv = Path(tmp) / f"L{scale}.csv"
             with open(csv, "w") as out:
                 out.write("i,j\n")
