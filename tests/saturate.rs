@@ -290,6 +290,15 @@ fn explore() {
         "G[i,j] = P[i] * X[i,j] - P[i] * P[i] * X[i,j]",
     ] {
         let program = compile(text, &catalog);
+        let normalized = einsql::optimizer::logical::normalize(&program);
+        for limits in [Limits::default(), Limits { time: Duration::from_secs(1), iterations: 30, nodes: 100_000, ..Limits::default() }] {
+            let begin = std::time::Instant::now();
+            if let Some(s) = einsql::optimizer::saturate::saturate(&normalized.queries[0].expr, &Default::default(), limits) {
+                let took = begin.elapsed();
+                eprintln!("  saturate: {:?} after {} iterations, {} nodes, {} classes, in {:?}", s.stop, s.iterations, s.egraph.total_number_of_nodes(), s.egraph.number_of_classes(), took);
+                for c in s.candidates().unwrap() { eprintln!("    candidate {c}"); }
+            }
+        }
         let start = std::time::Instant::now();
         let optimized = optimize(&program, &OptimizerOptions::default()).unwrap();
         eprintln!("{text}\n  in {:?}", start.elapsed());

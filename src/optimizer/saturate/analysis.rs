@@ -25,9 +25,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use egg::{Analysis, DidMerge, EGraph, Id, Language, Symbol};
+use egg::{Analysis, DidMerge, EGraph, Id, Language};
 
-use super::lang::{Const, LeafId, OpKind, Sp};
+use super::lang::{Const, LeafId, Name, OpKind, Sp};
 use crate::ir::{AggOp, Expr, ScalarOp, Value};
 use crate::storage::ValueType;
 
@@ -40,7 +40,7 @@ pub struct LeafInfo {
     /// The IR leaf: an `Input`, an `Alias` or an `Index`.
     pub expr: Expr,
     /// Its free index variables, sorted.
-    pub free: Vec<Symbol>,
+    pub free: Vec<Name>,
     /// Its value type.
     pub ty: ValueType,
     /// The estimated fraction of its coordinates that are stored.
@@ -54,9 +54,9 @@ pub struct Context {
     /// The leaves, by [`LeafId`].
     pub leaves: Vec<LeafInfo>,
     /// The size of every index variable.
-    pub sizes: HashMap<Symbol, u64>,
+    pub sizes: HashMap<Name, u64>,
     /// Every index name in use, fresh ones included.
-    pub taken: HashSet<Symbol>,
+    pub taken: HashSet<Name>,
 }
 
 impl Context {
@@ -71,7 +71,7 @@ impl Context {
     }
 
     /// The size of index `v` (1 if unknown).
-    pub fn size(&self, v: Symbol) -> u64 {
+    pub fn size(&self, v: Name) -> u64 {
         self.sizes.get(&v).copied().unwrap_or(1)
     }
 
@@ -80,7 +80,7 @@ impl Context {
     /// index of another size has, so that the same rewrite always picks
     /// the same name, whatever else the e-graph holds. It takes `v`'s
     /// size.
-    pub fn fresh_name(&mut self, v: Symbol, avoid: &[&[Symbol]]) -> Symbol {
+    pub fn fresh_name(&mut self, v: Name, avoid: &[&[Name]]) -> Name {
         let size = self.size(v);
         let text = v.as_str();
         let base = match text.rsplit_once('_') {
@@ -88,7 +88,7 @@ impl Context {
             _ => text,
         };
         let name = (2..)
-            .map(|n| Symbol::from(format!("{base}_{n}")))
+            .map(|n| Name::from(format!("{base}_{n}")))
             .find(|s| {
                 avoid.iter().all(|names| !names.contains(s))
                     && self.sizes.get(s).is_none_or(|known| *known == size)
@@ -104,12 +104,12 @@ impl Context {
 #[derive(Clone, Debug)]
 pub struct Data {
     /// The free index variables, sorted.
-    pub free: Vec<Symbol>,
+    pub free: Vec<Name>,
     /// The index variable, for the class of a `Var` node.
-    pub var: Option<Symbol>,
+    pub var: Option<Name>,
     /// Every index name, free or bound, of any expression of the class,
     /// sorted: what a fresh name avoids.
-    pub names: Vec<Symbol>,
+    pub names: Vec<Name>,
     /// The value type.
     pub ty: ValueType,
     /// The constant value, when the class is one.
@@ -134,14 +134,14 @@ impl Data {
     }
 
     /// Whether index `v` is free in the class.
-    pub fn has(&self, v: Symbol) -> bool {
+    pub fn has(&self, v: Name) -> bool {
         self.free.binary_search(&v).is_ok()
     }
 }
 
 /// The sorted union of `sets`.
-fn union(sets: impl IntoIterator<Item = Vec<Symbol>>) -> Vec<Symbol> {
-    let mut all: Vec<Symbol> = sets.into_iter().flatten().collect();
+fn union(sets: impl IntoIterator<Item = Vec<Name>>) -> Vec<Name> {
+    let mut all: Vec<Name> = sets.into_iter().flatten().collect();
     all.sort_unstable();
     all.dedup();
     all
@@ -171,7 +171,7 @@ fn map_density(op: ScalarOp, fills: &[Option<Value>], densities: &[f64]) -> f64 
 }
 
 impl Context {
-    fn cells(&self, free: &[Symbol]) -> f64 {
+    fn cells(&self, free: &[Name]) -> f64 {
         free.iter().map(|v| self.size(*v) as f64).product()
     }
 
@@ -194,10 +194,10 @@ impl Context {
     fn agg_data(
         &self,
         agg: AggOp,
-        vars: &[Symbol],
+        vars: &[Name],
         body: &Data,
-    ) -> (Vec<Symbol>, ValueType, Option<Value>, Option<Value>, f64) {
-        let free: Vec<Symbol> = body
+    ) -> (Vec<Name>, ValueType, Option<Value>, Option<Value>, f64) {
+        let free: Vec<Name> = body
             .free
             .iter()
             .copied()
@@ -245,7 +245,7 @@ impl Analysis<Sp> for Context {
             Sp::Leaf(LeafId(k)) => ctx.leaves[*k as usize].free.clone(),
             other => union(other.children().iter().map(|c| data(c).names.clone())),
         };
-        let var = |id: &Id| data(id).var.unwrap_or_else(|| Symbol::from("?"));
+        let var = |id: &Id| data(id).var.unwrap_or_else(|| Name::from("?"));
         let mapped = |op: ScalarOp, args: &[Id]| {
             let args: Vec<&Data> = args.iter().map(data).collect();
             let free = union(args.iter().map(|a| a.free.clone()));
@@ -282,7 +282,7 @@ impl Analysis<Sp> for Context {
             Sp::Sum([v, body]) => ctx.agg_data(AggOp::Sum, &[var(v)], data(body)),
             Sp::Op(OpKind::Agg(op, _), args) => {
                 let (body, vars) = args.split_last().expect("an aggregate has a body");
-                let vars: Vec<Symbol> = vars.iter().map(var).collect();
+                let vars: Vec<Name> = vars.iter().map(var).collect();
                 ctx.agg_data(*op, &vars, data(body))
             }
         };

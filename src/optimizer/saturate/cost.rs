@@ -23,13 +23,15 @@ use egg::{CostFunction, Id, Language};
 use super::analysis::Graph;
 use super::lang::Sp;
 
-/// The estimated non-zeros of the class of `enode` (0 for leaves).
+/// The estimated non-zeros of the class of `enode`, plus one for the
+/// operator (so that of equal estimates the smaller expression wins: a
+/// folded constant over the sum it folds); 0 for leaves.
 fn local(egraph: &Graph, enode: &Sp) -> f64 {
     match enode {
         Sp::Num(_) | Sp::Leaf(_) | Sp::Var(_) => 0.0,
         other => egraph
             .lookup(other.clone())
-            .map_or(f64::MAX, |id| egraph[id].data.nnz()),
+            .map_or(f64::MAX, |id| 1.0 + egraph[id].data.nnz()),
     }
 }
 

@@ -16,6 +16,7 @@
 //! Leaves are kept in a table beside the e-graph ([`super::analysis`]) so
 //! that the language needs no copy of a tensor reference per node.
 
+use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
 
@@ -33,7 +34,65 @@ define_language! {
         Num(Const),
         Leaf(LeafId),
         Op(OpKind, Vec<Id>),
-        Var(Symbol),
+        Var(Name),
+    }
+}
+
+/// An index variable's name: an interned string ordered by its text (not
+/// by when it was interned), so that the e-graph's node order, and with it
+/// which of two equally cheap terms is extracted, does not depend on what
+/// else the process interned first.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Name(Symbol);
+
+impl Name {
+    /// The name's text.
+    pub fn as_str(&self) -> &'static str {
+        self.0.as_str()
+    }
+}
+
+impl From<&str> for Name {
+    fn from(text: &str) -> Name {
+        Name(Symbol::from(text))
+    }
+}
+
+impl From<String> for Name {
+    fn from(text: String) -> Name {
+        Name(Symbol::from(text))
+    }
+}
+
+impl Ord for Name {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Name {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Name, Self::Err> {
+        Ok(Name::from(text))
     }
 }
 

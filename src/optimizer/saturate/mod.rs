@@ -41,14 +41,16 @@ pub mod rules;
 pub mod translate;
 
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use egg::{Extractor, Id, RecExpr, Rewrite, RewriteScheduler, Runner, SearchMatches, StopReason, Symbol};
+use egg::{
+    Extractor, Id, RecExpr, Rewrite, RewriteScheduler, Runner, SearchMatches, StopReason,
+};
 
 use crate::error::Result;
 use crate::ir::{Expr, Program, Query, ScalarOp};
 use analysis::{Context, Graph};
-use lang::Sp;
+use lang::{Name, Sp};
 use translate::AliasInfo;
 
 /// A candidate replaces a query only when its estimated cost is at most
@@ -109,8 +111,8 @@ pub fn worth_saturating(expr: &Expr) -> bool {
 }
 
 /// The rules, built once.
-fn all_rules() -> &'static [Rewrite<Sp, Context>] {
-    static RULES: OnceLock<Vec<Rewrite<Sp, Context>>> = OnceLock::new();
+fn all_rules() -> &'static rules::Rules {
+    static RULES: OnceLock<rules::Rules> = OnceLock::new();
     RULES.get_or_init(rules::rules)
 }
 
@@ -172,7 +174,7 @@ fn graph_of(exprs: &[&Expr], aliases: &AliasInfo) -> Option<(Graph, Vec<Id>)> {
     for expr in exprs {
         let sizes = translate::index_sizes(expr, aliases)?;
         for (name, size) in sizes {
-            let symbol = Symbol::from(name.as_str());
+            let symbol = Name::from(name.as_str());
             if *ctx.sizes.entry(symbol).or_insert(size) != size {
                 return None;
             }
@@ -203,38 +205,57 @@ pub struct Saturated {
 /// phase cannot take it (an index over dimensions of different sizes).
 pub fn saturate(expr: &Expr, aliases: &AliasInfo, limits: Limits) -> Option<Saturated> {
     let (egraph, roots) = graph_of(&[expr], aliases)?;
-    let runner = run(egraph, limits, None);
+    let (runner, iterations) = run(egraph, limits, None);
     Some(Saturated {
         root: runner.egraph.find(roots[0]),
         stop: runner.stop_reason.clone(),
-        iterations: runner.iterations.len(),
+        iterations,
         egraph: runner.egraph,
     })
 }
 
-/// Runs the rules on `egraph`; with `until`, stops as soon as those two
-/// classes are one.
-fn run(egraph: Graph, limits: Limits, until: Option<(Id, Id)>) -> Runner<Sp, Context> {
-    let mut runner = Runner::default()
-        .with_egraph(egraph)
-        .with_iter_limit(limits.iterations)
-        .with_node_limit(limits.nodes)
-        .with_time_limit(limits.time)
-        .with_scheduler(Sampling {
-            limit: limits.matches,
-            iteration: usize::MAX,
-            sampled: false,
-        });
-    if let Some((a, b)) = until {
-        runner = runner.with_hook(move |runner| {
-            if runner.egraph.find(a) == runner.egraph.find(b) {
-                Err("proved".to_string())
-            } else {
-                Ok(())
-            }
-        });
+/// Runs the rules on `egraph` in two stages within `limits` (the time
+/// and nodes for both): the expanding rules, then every rule
+/// ([`rules::Rules`]); with `until`, stops as soon as those two classes
+/// are one. Returns the runner of the last stage and the iterations of
+/// both.
+fn run(egraph: Graph, limits: Limits, until: Option<(Id, Id)>) -> (Runner<Sp, Context>, usize) {
+    let start = Instant::now();
+    let runner = |egraph: Graph, time: Duration| {
+        let mut runner = Runner::default()
+            .with_egraph(egraph)
+            .with_iter_limit(limits.iterations)
+            .with_node_limit(limits.nodes)
+            .with_time_limit(time)
+            .with_scheduler(Sampling {
+                limit: limits.matches,
+                iteration: usize::MAX,
+                sampled: false,
+            });
+        if let Some((a, b)) = until {
+            runner = runner.with_hook(move |runner| {
+                if runner.egraph.find(a) == runner.egraph.find(b) {
+                    Err("proved".to_string())
+                } else {
+                    Ok(())
+                }
+            });
+        }
+        runner
+    };
+    let rules = all_rules();
+    let first = runner(egraph, limits.time).run(&rules.expand);
+    let iterations = first.iterations.len();
+    if !matches!(
+        first.stop_reason,
+        Some(StopReason::Saturated | StopReason::IterationLimit(_))
+    ) {
+        return (first, iterations);
     }
-    runner.run(all_rules())
+    let left = limits.time.saturating_sub(start.elapsed());
+    let second = runner(first.egraph, left).run(&rules.all);
+    let iterations = iterations + second.iterations.len();
+    (second, iterations)
 }
 
 impl Saturated {
@@ -265,7 +286,7 @@ impl Saturated {
 pub fn proves(start: &Expr, goal: &Expr, limits: Limits) -> Option<bool> {
     let (egraph, roots) = graph_of(&[start, goal], &AliasInfo::new())?;
     let (a, b) = (roots[0], roots[1]);
-    let runner = run(egraph, limits, Some((a, b)));
+    let (runner, _) = run(egraph, limits, Some((a, b)));
     Some(runner.egraph.find(a) == runner.egraph.find(b))
 }
 

@@ -22,10 +22,10 @@
 //! change a class's type (`x * 1 = x` for a boolean `x`) check it; every
 //! rule keeps the free indices, which the appliers check in debug builds.
 
-use egg::{Applier, Id, Language, Pattern, PatternAst, Rewrite, Subst, Symbol, Var};
+use egg::{Applier, Id, Language, Pattern, PatternAst, Rewrite, Subst, Var};
 
 use super::analysis::{Graph, LeafInfo};
-use super::lang::{Const, LeafId, OpKind, Sp};
+use super::lang::{Const, LeafId, Name, OpKind, Sp};
 use crate::ir::{AggOp, Expr, IndexTerm, ScalarOp, Value};
 
 type Rw = Rewrite<Sp, super::analysis::Context>;
@@ -52,7 +52,7 @@ where
         eclass: Id,
         subst: &Subst,
         _: Option<&PatternAst<Sp>>,
-        _: Symbol,
+        _: egg::Symbol,
     ) -> Vec<Id> {
         let Some(new) = (self.0)(egraph, eclass, subst) else {
             return Vec::new();
@@ -94,8 +94,38 @@ fn node_name(op: ScalarOp) -> Option<&'static str> {
     }
 }
 
+/// The rules in two sets: `expand`, the directed rules that reach
+/// SPORES' canonical form (a sum of sum-products: distributing, splitting
+/// sums, pulling sums out of products, squares, constants) without the
+/// associativity and commutativity that make e-graphs grow fast; and
+/// `all`, every rule (see the module documentation).
+pub struct Rules {
+    /// The expanding rules, run first.
+    pub expand: Vec<Rw>,
+    /// Every rule.
+    pub all: Vec<Rw>,
+}
+
+/// The rules of both stages.
+pub fn rules() -> Rules {
+    let expand = every_rule()
+        .into_iter()
+        .filter(|r| {
+            let name = r.name.as_str();
+            EXPAND.contains(&name) || (name.contains(" maps ") && !name.ends_with(" back"))
+        })
+        .collect();
+    // The mirrored rules are for the first stage, which has no
+    // commutativity; with it they are redundant.
+    let all = every_rule()
+        .into_iter()
+        .filter(|r| !r.name.as_str().ends_with(" right"))
+        .collect();
+    Rules { expand, all }
+}
+
 /// Every rule (see the module documentation).
-pub fn rules() -> Vec<Rw> {
+fn every_rule() -> Vec<Rw> {
     let mut rules = Vec::new();
     // Associativity, commutativity, identities and annihilators of the
     // operators with nodes of their own (R_EQ 6 and 7).
@@ -115,11 +145,7 @@ pub fn rules() -> Vec<Rw> {
                 &format!("({f} ?a ({f} ?b ?c))"),
                 &format!("({f} ({f} ?a ?b) ?c)"),
             ));
-            rules.push(plain(
-                &format!("associate {f} back"),
-                &format!("({f} ({f} ?a ?b) ?c)"),
-                &format!("({f} ?a ({f} ?b ?c))"),
-            ));
+            // With commutativity, one direction reaches every grouping.
         }
         if let Some(identity) = algebra.identity {
             rules.push(build(
@@ -163,6 +189,11 @@ pub fn rules() -> Vec<Rw> {
             &format!("({plus} (* ?a ?b) (* ?a ?c))"),
         ));
         rules.push(plain(
+            "distribute right",
+            &format!("(* ({plus} ?b ?c) ?a)"),
+            &format!("({plus} (* ?b ?a) (* ?c ?a))"),
+        ));
+        rules.push(plain(
             "factor",
             &format!("({plus} (* ?a ?b) (* ?a ?c))"),
             &format!("(* ?a ({plus} ?b ?c))"),
@@ -192,6 +223,7 @@ pub fn rules() -> Vec<Rw> {
             ));
         }
         rules.push(build("pull sum", "(* ?a (sum ?i ?b))", pull_sum));
+        rules.push(build("pull sum right", "(* (sum ?i ?b) ?a)", pull_sum));
         rules.push(build(
             "push sum",
             "(sum ?i (* ?a ?b))",
@@ -309,6 +341,23 @@ pub fn rules() -> Vec<Rw> {
     rules
 }
 
+/// The rules of the first, expanding stage (see [`Rules`]).
+const EXPAND: &[&str] = &[
+    "identity +",
+    "identity *",
+    "annihilate *",
+    "distribute",
+    "distribute right",
+    "twice",
+    "pull sum",
+    "pull sum right",
+    "split sum",
+    "sum of a constant",
+    "sum of one",
+    "square",
+    "divide by a constant",
+];
+
 /// `a * SUM(i) b = SUM(i) a * b` (R_EQ 3); when `i` is free in `a`, the
 /// sum's index is renamed in `b` first, to the first of `i_2`, `i_3`, ...
 /// that is neither free in `a` nor a name in `b` ([`Context::fresh_name`]).
@@ -334,7 +383,7 @@ fn pull_sum(egraph: &mut Graph, _: Id, subst: &Subst) -> Option<Id> {
 #[derive(Clone, Copy, Debug)]
 pub enum Target {
     /// Another index variable (not bound anywhere in the expression).
-    Var(Symbol),
+    Var(Name),
     /// A coordinate.
     Const(i64),
 }
@@ -348,7 +397,7 @@ const MAX_DEPTH: usize = 64;
 pub fn substitute(
     egraph: &mut Graph,
     class: Id,
-    from: Symbol,
+    from: Name,
     to: Target,
     depth: usize,
 ) -> Option<Id> {
@@ -367,7 +416,7 @@ pub fn substitute(
             if let Expr::Literal(v) = expr {
                 return Some(egraph.add(Sp::Num(Const::of(v))));
             }
-            let mut free: Vec<Symbol> = leaf
+            let mut free: Vec<Name> = leaf
                 .free
                 .iter()
                 .filter(|v| **v != from)
@@ -416,7 +465,7 @@ pub fn substitute(
 }
 
 /// `leaf` (an input, alias or `coord(i)`) with `from` replaced by `to`.
-fn substitute_leaf(leaf: &Expr, from: Symbol, to: Target) -> Option<Expr> {
+fn substitute_leaf(leaf: &Expr, from: Name, to: Target) -> Option<Expr> {
     let term = |t: &IndexTerm| match t {
         IndexTerm::Var(v) if v.as_str() == from.as_str() => match to {
             Target::Var(w) => IndexTerm::Var(w.as_str().to_string()),

@@ -9,12 +9,13 @@
 //! over an index its body does not have is its body times the index's
 //! size.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use egg::{Id, RecExpr, Symbol};
+use egg::{Id, RecExpr};
 
 use super::analysis::{Context, Graph, LeafInfo};
-use super::lang::{Const, OpKind, Sp};
+use super::lang::{Const, Name, OpKind, Sp};
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Expr, IndexTerm, ScalarOp, Value};
 use crate::optimizer::estimate::{Aliases, estimate_nnz};
@@ -93,7 +94,7 @@ pub fn add(egraph: &mut Graph, expr: &Expr, aliases: &AliasInfo) -> Id {
             let body = add(egraph, body, aliases);
             let vars: Vec<Id> = indices
                 .iter()
-                .map(|v| egraph.add(Sp::Var(Symbol::from(v.as_str()))))
+                .map(|v| egraph.add(Sp::Var(Name::from(v.as_str()))))
                 .collect();
             match op {
                 AggOp::Sum => vars
@@ -142,10 +143,10 @@ fn map(egraph: &mut Graph, op: ScalarOp, args: Vec<Id>) -> Id {
 
 /// The leaf table entry of an input, alias or `coord(i)`.
 fn leaf_info(expr: &Expr, ctx: &Context, aliases: &AliasInfo) -> LeafInfo {
-    let mut free: Vec<Symbol> = expr
+    let mut free: Vec<Name> = expr
         .free_indices()
         .iter()
-        .map(|v| Symbol::from(v.as_str()))
+        .map(|v| Name::from(v.as_str()))
         .collect();
     free.sort_unstable();
     let (ty, density) = match expr {
@@ -233,18 +234,58 @@ impl Back<'_> {
                 self.factors(id, &mut ids);
                 let mut negative = false;
                 let mut factors = Vec::new();
+                let mut constants = Vec::new();
                 for f in ids {
-                    if matches!(self.node(f), Sp::Num(Const::Int(-1))) {
-                        negative = !negative;
-                    } else {
-                        let (sign, factor) = self.signed(f)?;
-                        negative ^= sign;
-                        factors.push(factor);
+                    match self.node(f) {
+                        // A negative constant is a negation of its absolute
+                        // value (of the same type).
+                        Sp::Num(c) if c.value().compare(Value::Int(0)) == Some(Ordering::Less) => {
+                            negative = !negative;
+                            let magnitude = match c.value() {
+                                Value::Int(i) => i.checked_neg().map(Value::Int),
+                                Value::Huge(h) => h.get().checked_neg().map(Value::huge),
+                                Value::Float(x) => Some(Value::Float(-x)),
+                                Value::Bool(_) => None,
+                            };
+                            match magnitude {
+                                Some(m) if !m.same(Value::Int(1)) || m.value_type() != ValueType::Int64 => {
+                                    constants.push(Expr::Literal(m));
+                                }
+                                Some(_) => {}
+                                None => {
+                                    negative = !negative;
+                                    constants.push(Expr::Literal(c.value()));
+                                }
+                            }
+                        }
+                        Sp::Num(c) => constants.push(Expr::Literal(c.value())),
+                        _ => {
+                            let (sign, factor) = self.signed(f)?;
+                            negative ^= sign;
+                            factors.push(factor);
+                        }
                     }
                 }
+                // Constants first: `2 * x`.
+                constants.extend(factors);
+                let mut factors = constants;
                 if factors.is_empty() {
                     let one = if negative { -1 } else { 1 };
                     return Ok((false, Expr::Literal(Value::Int(one))));
+                }
+                // A factor 1 goes where the product keeps its type without
+                // it (`x * 1` for a float x).
+                let ty = value_type(&Expr::product(factors.clone()), self.ctx);
+                let others: Vec<Expr> = factors
+                    .iter()
+                    .filter(|f| !matches!(f, Expr::Literal(v) if v.same(Value::Int(1))))
+                    .cloned()
+                    .collect();
+                if !others.is_empty()
+                    && others.len() < factors.len()
+                    && value_type(&Expr::product(others.clone()), self.ctx) == ty
+                {
+                    factors = others;
                 }
                 Ok((negative, Expr::product(factors)))
             }
@@ -261,7 +302,7 @@ impl Back<'_> {
                     indices.into_iter().partition(|v| free.contains(v));
                 let copies: u64 = absent
                     .iter()
-                    .map(|v| self.ctx.size(Symbol::from(v.as_str())))
+                    .map(|v| self.ctx.size(Name::from(v.as_str())))
                     .product();
                 let summed = Expr::sum(kept, body);
                 if absent.is_empty() {
@@ -278,10 +319,24 @@ impl Back<'_> {
             Sp::Add(_) => {
                 let mut ids = Vec::new();
                 self.terms(id, &mut ids);
-                let mut plus = Vec::new();
-                let mut minus = Vec::new();
+                // Equal terms of one sign count once, times their number
+                // (a + a = 2·a).
+                let mut counted: Vec<(bool, Expr, i64)> = Vec::new();
                 for t in ids {
                     let (negative, term) = self.signed(t)?;
+                    match counted.iter_mut().find(|(n, e, _)| *n == negative && *e == term) {
+                        Some(known) => known.2 += 1,
+                        None => counted.push((negative, term, 1)),
+                    }
+                }
+                let mut plus = Vec::new();
+                let mut minus = Vec::new();
+                for (negative, term, count) in counted {
+                    let term = if count == 1 {
+                        term
+                    } else {
+                        Expr::map(ScalarOp::Mul, vec![Expr::Literal(Value::Int(count)), term])
+                    };
                     if negative {
                         minus.push(term);
                     } else {
@@ -356,4 +411,14 @@ impl Back<'_> {
             }
         })
     }
+}
+
+/// The value type of `expr`, whose aliases are leaves of `ctx`.
+fn value_type(expr: &Expr, ctx: &Context) -> ValueType {
+    expr.value_type(&|name| {
+        ctx.leaves.iter().find_map(|l| match &l.expr {
+            Expr::Alias { name: n, .. } if n == name => Some(l.ty),
+            _ => None,
+        })
+    })
 }
