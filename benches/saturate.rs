@@ -175,7 +175,7 @@ fn timed(program: &Program, options: &OptimizerOptions) -> Option<(Duration, Dur
 }
 
 fn algebra() {
-    let (m, n, k) = (20_000, 20_000, 50);
+    let (m, n, k) = (2_000, 2_000, 50);
     let catalog = catalog(m, n, k);
     let mut rng = Rng(0x0022_2026);
     let mut texts: Vec<String> = vec![
@@ -202,9 +202,11 @@ fn algebra() {
     let first = einsql::einsum::compile(&format!("{};", texts[0]), &catalog).expect("compiles");
     let _ = optimize(&first, &options);
     let mut buckets: Vec<Vec<Duration>> = vec![Vec::new(); 3];
+    let mut kept: Vec<Program> = Vec::new();
     let (mut all_on, mut all_off, mut phase_all) = (Vec::new(), Vec::new(), Vec::new());
     let mut rewritten = 0;
     let mut largest = 0;
+    let (mut saturation, mut nodes) = (Vec::new(), Vec::new());
     for text in &texts {
         let Ok(program) = einsql::einsum::compile(&format!("{text};"), &catalog) else {
             continue;
@@ -214,11 +216,28 @@ fn algebra() {
             continue;
         }
         largest = largest.max(ops);
+        kept.push(program.clone());
         let (Some((on, phase, changed)), Some((off, _, _))) =
             (timed(&program, &options), timed(&program, &without))
         else {
             continue;
         };
+        let normalized = einsql::optimizer::logical::normalize(&program);
+        let expr = &normalized.queries[0].expr;
+        if einsql::optimizer::saturate::worth_saturating(expr) {
+            let alone = (0..RUNS)
+                .map(|_| {
+                    let begin = std::time::Instant::now();
+                    let saturated =
+                        einsql::optimizer::saturate::saturate(expr, &Default::default(), Default::default());
+                    let nodes = saturated.as_ref().map_or(0, |s| s.egraph.total_number_of_nodes());
+                    (begin.elapsed(), nodes)
+                })
+                .min()
+                .unwrap_or_default();
+            saturation.push(alone.0);
+            nodes.push(alone.1);
+        }
         buckets[(ops.max(1) - 1) / 5].push(phase);
         phase_all.push(phase);
         all_on.push(on);
@@ -252,6 +271,15 @@ fn algebra() {
         ms(percentile(&phase_all, 0.95)),
         ms(phase_all.last().copied().unwrap_or_default())
     );
+    saturation.sort();
+    nodes.sort();
+    println!(
+        "Saturation alone (no extraction, no costing), median {} ms, max {} ms; e-nodes median {}, max {}",
+        ms(percentile(&saturation, 0.5)),
+        ms(saturation.last().copied().unwrap_or_default()),
+        nodes.get(nodes.len() / 2).copied().unwrap_or(0),
+        nodes.last().copied().unwrap_or(0),
+    );
     println!(
         "Whole optimization, median: {} ms with the phase, {} ms without (max {} / {} ms)",
         ms(percentile(&all_on, 0.5)),
@@ -259,6 +287,70 @@ fn algebra() {
         ms(all_on.last().copied().unwrap_or_default()),
         ms(all_off.last().copied().unwrap_or_default()),
     );
+    limits(&kept);
+}
+
+/// The phase under other limits on the same programs: its time, how many
+/// programs it rewrites, and the geometric mean of the estimated cost
+/// after over before (what the limits trade).
+fn limits(programs: &[Program]) {
+    use einsql::optimizer::saturate::{Limits, saturate_program};
+    let options = OptimizerOptions::default();
+    let estimator = einsql::optimizer::ChainEstimator::default();
+    let variants = [
+        ("default", Limits::default()),
+        ("first stage only", Limits { iterations: 0, ..Limits::default() }),
+        ("second stage 6 iterations, 2,000 nodes", Limits { iterations: 6, nodes: 2_000, ..Limits::default() }),
+        ("second stage 2 iterations, 600 nodes", Limits { iterations: 2, nodes: 600, ..Limits::default() }),
+        (
+            "generous: 12 iterations, 20,000 nodes, 1 s",
+            Limits { iterations: 12, nodes: 20_000, time: Duration::from_secs(1), ..Limits::default() },
+        ),
+    ];
+    println!("| limits | median ms | max ms | rewritten | estimated cost after / before, geometric mean |");
+    println!("|---|---|---|---|---|");
+    for (name, limits) in variants {
+        let (mut times, mut rewritten, mut log_ratio, mut costed) = (Vec::new(), 0, 0.0, 0);
+        for program in programs {
+            let program = einsql::optimizer::logical::normalize(program);
+            let normalize = |q: &einsql::ir::Query| {
+                einsql::optimizer::logical::normalize(&Program { queries: vec![q.clone()] })
+                    .queries
+                    .remove(0)
+            };
+            let mut best = None;
+            for _ in 0..2 {
+                let mut copy = program.clone();
+                let begin = std::time::Instant::now();
+                let done = saturate_program(&mut copy, limits, &normalize, &mut |queries| {
+                    einsql::optimizer::plan_cost(&estimator, queries, &options)
+                });
+                let took = begin.elapsed();
+                if let Ok(done) = done {
+                    best = Some((took.min(best.map_or(took, |b: (Duration, _, _)| b.0)), done.len(), copy));
+                }
+            }
+            let Some((took, changed, after)) = best else { continue };
+            times.push(took);
+            rewritten += usize::from(changed > 0);
+            let before = einsql::optimizer::plan_cost(&estimator, &program.queries, &options);
+            let now = einsql::optimizer::plan_cost(&estimator, &after.queries, &options);
+            if let (Some(b), Some(a)) = (before, now)
+                && b > 0.0
+                && a > 0.0
+            {
+                log_ratio += (a / b).ln();
+                costed += 1;
+            }
+        }
+        times.sort();
+        println!(
+            "| {name} | {} | {} | {rewritten} | {:.3} |",
+            ms(percentile(&times, 0.5)),
+            ms(times.last().copied().unwrap_or_default()),
+            (log_ratio / costed.max(1) as f64).exp()
+        );
+    }
 }
 
 fn subgraphs() {
@@ -271,8 +363,10 @@ fn subgraphs() {
         disabled: PhaseSet::EMPTY.with(Phase::Saturate),
         ..OptimizerOptions::default()
     };
-    println!("| dataset | lite queries | median ms with saturate | median ms without | plans changed |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| dataset | lite queries | median ms with saturate | median ms without | saturate phase, median ms | max ms | plans changed |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for dataset in ["yeast", "hprd"] {
         let dir = root.join("subgraph").join(dataset);
         let db = Database::open_in_memory();
@@ -288,27 +382,38 @@ fn subgraphs() {
             .map(|e| e.filter_map(|e| e.ok().map(|e| e.path())).collect())
             .unwrap_or_default();
         files.sort();
-        let (mut on, mut off, mut changed) = (Vec::new(), Vec::new(), 0);
+        let (mut on, mut off, mut phase, mut changed) = (Vec::new(), Vec::new(), Vec::new(), 0);
         for path in files {
             let Ok(graph) = QueryGraph::read(&path) else { continue };
             let Ok(text) = to_einsum(&graph, "c") else { continue };
             let Ok(program) = einsql::einsum::compile(&text, &catalog) else { continue };
-            let (Some(a), Some(b)) = (timed(&program, &options), timed(&program, &without)) else {
+            // Both orders, so that neither pays for the reductions the
+            // other cached.
+            let (Some(a1), Some(b1), Some(b2), Some(a2)) = (
+                timed(&program, &options),
+                timed(&program, &without),
+                timed(&program, &without),
+                timed(&program, &options),
+            ) else {
                 continue;
             };
-            on.push(a.0);
-            off.push(b.0);
+            on.push(a1.0.min(a2.0));
+            off.push(b1.0.min(b2.0));
+            phase.push(a1.1.min(a2.1));
             let with = optimize(&program, &options).expect("optimizes");
             let plain = optimize(&program, &without).expect("optimizes");
-            changed += usize::from(with.logical != plain.logical);
+            changed += usize::from(with.logical.to_string() != plain.logical.to_string());
         }
         on.sort();
         off.sort();
+        phase.sort();
         println!(
-            "| {dataset} | {} | {} | {} | {changed} |",
+            "| {dataset} | {} | {} | {} | {} | {} | {changed} |",
             on.len(),
             ms(percentile(&on, 0.5)),
-            ms(percentile(&off, 0.5))
+            ms(percentile(&off, 0.5)),
+            ms(percentile(&phase, 0.5)),
+            ms(phase.last().copied().unwrap_or_default()),
         );
     }
 }

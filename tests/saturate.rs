@@ -131,6 +131,7 @@ fn expr(text: &str, catalog: &Catalog) -> Expr {
 /// phase itself runs with tighter ones).
 fn generous() -> Limits {
     Limits {
+        expand_iterations: 40,
         iterations: 40,
         nodes: 60_000,
         time: Duration::from_secs(20),

@@ -358,6 +358,7 @@ fn with<E: SparsityEstimator>(
         let normalize = phases.runs(Phase::Normalize);
         rewritten = saturate::saturate_program(
             &mut program,
+            saturate::Limits::default(),
             &|query: &Query| {
                 if normalize {
                     logical::normalize(&Program {
@@ -488,13 +489,13 @@ fn with<E: SparsityEstimator>(
 }
 
 /// The estimated cost of running `queries` as the phases after
-/// `saturate` plan them (`mask`, `eliminate` with `distribute` and `cse`,
+/// `saturate` plan them under `options` (`mask`, `eliminate` with `distribute` and `cse`,
 /// each unless disabled, then the physical optimizer's loop orders): the
 /// sum of the physical optimizer's estimated cost of every query of the
 /// plan, steps and nested aggregates included. `None` when the program
 /// cannot be planned or estimated. The `saturate` phase ranks its
 /// candidates by it.
-fn plan_cost<E: SparsityEstimator>(
+pub fn plan_cost<E: SparsityEstimator>(
     estimator: &E,
     queries: &[Query],
     options: &OptimizerOptions,

@@ -58,14 +58,18 @@ use translate::AliasInfo;
 /// written).
 pub const MIN_GAIN: f64 = 0.8;
 
-/// The bounds of one saturation.
+/// The bounds of one saturation. The iteration and node limits bind
+/// first on the programs the phase is for, so that its result does not
+/// depend on the machine's speed; the time limit is a safety net.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// Iterations of the rules.
+    /// Iterations of the expanding rules (the first stage).
+    pub expand_iterations: usize,
+    /// Iterations of every rule (the second stage; 0 skips it).
     pub iterations: usize,
     /// E-nodes.
     pub nodes: usize,
-    /// Time.
+    /// Time, both stages together.
     pub time: Duration,
     /// Matches applied per rule and iteration; beyond, a sample of them
     /// (SPORES section 3.1).
@@ -73,13 +77,16 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// The phase's limits: planning stays within milliseconds.
+    /// The phase's limits: planning stays within milliseconds
+    /// (`benches/saturate.rs` compares others: on its random programs a
+    /// longer second stage buys little; see docs/benchmarks.md).
     fn default() -> Self {
         Limits {
-            iterations: 10,
-            nodes: 3_000,
-            time: Duration::from_millis(10),
-            matches: 150,
+            expand_iterations: 12,
+            iterations: 3,
+            nodes: 1_000,
+            time: Duration::from_millis(40),
+            matches: 100,
         }
     }
 }
@@ -221,10 +228,10 @@ pub fn saturate(expr: &Expr, aliases: &AliasInfo, limits: Limits) -> Option<Satu
 /// both.
 fn run(egraph: Graph, limits: Limits, until: Option<(Id, Id)>) -> (Runner<Sp, Context>, usize) {
     let start = Instant::now();
-    let runner = |egraph: Graph, time: Duration| {
+    let runner = |egraph: Graph, iterations: usize, time: Duration| {
         let mut runner = Runner::default()
             .with_egraph(egraph)
-            .with_iter_limit(limits.iterations)
+            .with_iter_limit(iterations)
             .with_node_limit(limits.nodes)
             .with_time_limit(time)
             .with_scheduler(Sampling {
@@ -244,16 +251,18 @@ fn run(egraph: Graph, limits: Limits, until: Option<(Id, Id)>) -> (Runner<Sp, Co
         runner
     };
     let rules = all_rules();
-    let first = runner(egraph, limits.time).run(&rules.expand);
+    let first = runner(egraph, limits.expand_iterations, limits.time).run(&rules.expand);
     let iterations = first.iterations.len();
-    if !matches!(
-        first.stop_reason,
-        Some(StopReason::Saturated | StopReason::IterationLimit(_))
-    ) {
+    if limits.iterations == 0
+        || !matches!(
+            first.stop_reason,
+            Some(StopReason::Saturated | StopReason::IterationLimit(_))
+        )
+    {
         return (first, iterations);
     }
     let left = limits.time.saturating_sub(start.elapsed());
-    let second = runner(first.egraph, left).run(&rules.all);
+    let second = runner(first.egraph, limits.iterations, left).run(&rules.all);
     let iterations = iterations + second.iterations.len();
     (second, iterations)
 }
@@ -291,7 +300,7 @@ pub fn proves(start: &Expr, goal: &Expr, limits: Limits) -> Option<bool> {
 }
 
 /// The `saturate` phase over every query of `program` worth it
-/// ([`worth_saturating`]), in place: each candidate the saturation finds
+/// ([`worth_saturating`]), in place, each saturated within `limits`: each candidate the saturation finds
 /// is normalized with `normalize` (the `normalize` phase, when it runs)
 /// and costed with `cost` as the last query of the program so far
 /// (`None`: it could not be costed, and is not taken). Returns the
@@ -300,6 +309,7 @@ pub fn proves(start: &Expr, goal: &Expr, limits: Limits) -> Option<bool> {
 /// Errors: an internal error of the translation back to the IR.
 pub fn saturate_program(
     program: &mut Program,
+    limits: Limits,
     normalize: &dyn Fn(&Query) -> Query,
     cost: &mut dyn FnMut(&[Query]) -> Option<f64>,
 ) -> Result<Vec<Rewritten>> {
@@ -308,7 +318,7 @@ pub fn saturate_program(
     for k in 0..program.queries.len() {
         let query = program.queries[k].clone();
         if worth_saturating(&query.expr)
-            && let Some(saturated) = saturate(&query.expr, &aliases, Limits::default())
+            && let Some(saturated) = saturate(&query.expr, &aliases, limits)
         {
             let mut best: Option<(f64, Query)> = None;
             let mut original: Option<Option<f64>> = None;
