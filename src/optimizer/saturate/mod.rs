@@ -48,7 +48,8 @@ use egg::{
 };
 
 use crate::error::Result;
-use crate::ir::{Expr, Program, Query, ScalarOp};
+use crate::ir::{AggOp, Expr, Program, Query, ScalarOp};
+use crate::storage::ValueType;
 use analysis::{Context, Graph};
 use lang::{Name, Sp};
 use translate::AliasInfo;
@@ -323,10 +324,11 @@ pub fn saturate_program(
             let mut best: Option<(f64, Query)> = None;
             let mut original: Option<Option<f64>> = None;
             for expr in saturated.candidates()? {
-                let candidate = normalize(&Query {
+                let mut candidate = normalize(&Query {
                     expr,
                     ..query.clone()
                 });
+                candidate.expr = constants_out_of_sums(candidate.expr);
                 if candidate == query {
                     continue;
                 }
@@ -370,4 +372,49 @@ pub fn saturate_program(
         }
     }
     Ok(rewritten)
+}
+
+/// `expr` with the numeric literal factors of every `SUM` over a product
+/// taken out of it (`SUM(i) 2 * x[i]` as `2 * SUM(i) x[i]`; `*`
+/// distributes over `SUM`): normalization lifts sums over them, and a
+/// sum-product of inputs alone runs on the executor's fastest loops (a
+/// literal factor inside one made a 20,000 × 20,000 sparse-dense product
+/// 100× slower).
+fn constants_out_of_sums(expr: Expr) -> Expr {
+    let literal = |e: &Expr| matches!(e, Expr::Literal(v) if v.value_type() != ValueType::Boolean);
+    match expr {
+        Expr::Agg {
+            op: AggOp::Sum,
+            indices,
+            body,
+        } => match constants_out_of_sums(*body) {
+            Expr::Map {
+                op: ScalarOp::Mul,
+                args,
+            } if args.iter().any(literal) && !args.iter().all(literal) => {
+                let (mut constants, rest): (Vec<Expr>, Vec<Expr>) =
+                    args.into_iter().partition(|a| literal(a));
+                constants.push(Expr::sum(indices, Expr::product(rest)));
+                Expr::Map {
+                    op: ScalarOp::Mul,
+                    args: constants,
+                }
+            }
+            body => Expr::Agg {
+                op: AggOp::Sum,
+                indices,
+                body: Box::new(body),
+            },
+        },
+        Expr::Agg { op, indices, body } => Expr::Agg {
+            op,
+            indices,
+            body: Box::new(constants_out_of_sums(*body)),
+        },
+        Expr::Map { op, args } => Expr::Map {
+            op,
+            args: args.into_iter().map(constants_out_of_sums).collect(),
+        },
+        other => other,
+    }
 }
