@@ -329,6 +329,78 @@ impl Gen {
         }
     }
 
+    /// A program the `saturate` phase has something to rewrite: sums,
+    /// differences, negations, squares and scalings of products and
+    /// sum-products, under aggregates, over inputs empty to dense (the
+    /// shape of losses and gradients written from linear algebra).
+    fn algebraic(&mut self) -> Program {
+        let vars = 2 + self.rng.below(3);
+        self.sizes = (0..VARS.len())
+            .map(|_| 1 + self.rng.below(5) as u64)
+            .collect();
+        let mut expr = self.polynomial(3, vars);
+        let free = expr.free_indices();
+        if !free.is_empty() && self.chance(60) {
+            let mut summed: Vec<String> =
+                free.iter().filter(|_| self.chance(70)).cloned().collect();
+            if summed.is_empty() {
+                summed.push(free[0].clone());
+            }
+            expr = Expr::sum(summed, expr);
+        }
+        Program {
+            queries: vec![query("Q1", expr, &mut self.rng)],
+        }
+    }
+
+    /// A random sum-product polynomial of at most `depth` levels (see
+    /// [`Gen::algebraic`]).
+    fn polynomial(&mut self, depth: usize, vars: usize) -> Expr {
+        if depth == 0 || self.chance(20) {
+            return if self.chance(10) {
+                let ty = *self.rng.pick(&[ValueType::Int64, ValueType::Float64]);
+                Expr::Literal(self.value(ty))
+            } else {
+                self.input(vars)
+            };
+        }
+        let next = |g: &mut Gen| g.polynomial(depth - 1, vars);
+        match self.rng.below(9) {
+            0 | 1 => {
+                let (a, b) = (next(self), next(self));
+                Expr::map(ScalarOp::Add, vec![a, b])
+            }
+            2 => {
+                let (a, b) = (next(self), next(self));
+                Expr::map(ScalarOp::Sub, vec![a, b])
+            }
+            3 | 4 => {
+                let (a, b) = (next(self), next(self));
+                Expr::map(ScalarOp::Mul, vec![a, b])
+            }
+            5 => Expr::map(ScalarOp::Neg, vec![next(self)]),
+            6 => {
+                let two = if self.chance(50) {
+                    Value::Int(2)
+                } else {
+                    Value::Float(2.0)
+                };
+                Expr::map(ScalarOp::Power, vec![next(self), Expr::Literal(two)])
+            }
+            7 => self.join(vars),
+            _ => {
+                let body = next(self);
+                let free = body.free_indices();
+                if free.is_empty() {
+                    return Expr::map(ScalarOp::Div, vec![body, Expr::Literal(Value::Float(4.0))]);
+                }
+                let indices: Vec<String> =
+                    free.iter().filter(|_| self.chance(50)).cloned().collect();
+                Expr::sum(indices, body)
+            }
+        }
+    }
+
     fn program(&mut self) -> Program {
         let vars = 2 + self.rng.below(3);
         self.sizes = (0..VARS.len())
@@ -971,4 +1043,54 @@ fn sum_program(values: ValueData) -> Program {
             },
         }],
     }
+}
+
+/// Programs the `saturate` phase rewrites (sums, differences, squares of
+/// products and sum-products, under aggregates, over sparse and dense
+/// inputs of every type) give the reference evaluator's answer with the
+/// phase and without it; the phase must rewrite a good share of them.
+#[test]
+fn saturated_programs_agree_with_the_reference() {
+    let mut generator = Gen {
+        rng: Rng(0x5a70_2026_1125_0022),
+        wide: Rng(0x5a70_2026_1125_0022 ^ 0x1280),
+        sizes: Vec::new(),
+        tensors: 0,
+    };
+    let without = OptimizerOptions {
+        disabled: PhaseSet::EMPTY.with(Phase::Saturate),
+        ..OptimizerOptions::default()
+    };
+    let (mut checked, mut rewritten) = (0, 0);
+    for case in 0..1500 {
+        let program = generator.algebraic();
+        let Ok(expected) = reference::evaluate(&program) else {
+            continue;
+        };
+        let with = optimize(&program, &OptimizerOptions::default())
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}"));
+        let plain = optimize(&program, &without)
+            .unwrap_or_else(|e| panic!("case {case} (without saturate): {e}\n{program}"));
+        let after = Program {
+            queries: with.rewritten.iter().map(|r| r.after.clone()).collect(),
+        };
+        for optimized in [&with, &plain] {
+            let actual = run(&optimized.plan, &options(2), &NoProgress).unwrap_or_else(|e| {
+                panic!("case {case}: {e}\n{program}\n{after}\n{}", optimized.plan)
+            });
+            if let Err(message) = compare(&expected, &actual) {
+                panic!(
+                    "case {case}: {message}\n{program}\nrewritten: {after}\n{}\n{}",
+                    optimized.logical, optimized.plan
+                );
+            }
+        }
+        checked += 1;
+        if !with.rewritten.is_empty() {
+            rewritten += 1;
+        }
+    }
+    eprintln!("{checked} programs checked, {rewritten} of them rewritten");
+    assert!(checked > 1000, "too few programs are checked");
+    assert!(rewritten > 100, "too few programs are rewritten");
 }

@@ -150,6 +150,7 @@ fn phase_names_round_trip() {
         names,
         [
             "normalize",
+            "saturate",
             "mask",
             "semijoin",
             "eliminate",

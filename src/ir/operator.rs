@@ -135,6 +135,10 @@ pub struct Algebra {
     /// Aggregates `α` with `f(x, α(a, b)) = α(f(x, a), f(x, b))` (for a
     /// unary operator, `f(α(a, b)) = α(f(a), f(b))`).
     pub distributes_over: &'static [AggOp],
+    /// `(g, h)` with `f(g(x, y)) = h(f(x), f(y))` for a unary `f`, up to
+    /// rounding and for finite results: `f` maps `g` onto `h`
+    /// (`exp(x + y) = exp(x) · exp(y)`).
+    pub homomorphism: Option<(ScalarOp, ScalarOp)>,
 }
 
 const NOTHING: Algebra = Algebra {
@@ -144,6 +148,7 @@ const NOTHING: Algebra = Algebra {
     associative: false,
     idempotent: false,
     distributes_over: &[],
+    homomorphism: None,
 };
 
 const fn zero_preserving(distributes_over: &'static [AggOp]) -> Algebra {
@@ -231,7 +236,12 @@ impl ScalarOp {
             Neg => zero_preserving(&[AggOp::Sum]),
             Sqrt | Abs | Hugeint => zero_preserving(&[]),
             Relu | Floor => zero_preserving(&[AggOp::Max, AggOp::Min]),
-            Exp | Sigmoid => Algebra {
+            Exp => Algebra {
+                distributes_over: &[AggOp::Max, AggOp::Min],
+                homomorphism: Some((Add, Mul)),
+                ..NOTHING
+            },
+            Sigmoid => Algebra {
                 distributes_over: &[AggOp::Max, AggOp::Min],
                 ..NOTHING
             },
@@ -748,6 +758,18 @@ mod tests {
                 }
                 if algebra.idempotent {
                     prop_assert!(same(&call(op, &[x, x]), &Ok(x)), "{op:?} idempotent");
+                }
+                if let Some((g, h)) = algebra.homomorphism {
+                    // Up to rounding: compared with a relative tolerance.
+                    let left = call(g, &[x, y]).and_then(|xy| call(op, &[xy]));
+                    let right = call(op, &[x])
+                        .and_then(|fx| call(op, &[y]).and_then(|fy| call(h, &[fx, fy])));
+                    let (Ok(left), Ok(right)) = (left, right) else {
+                        prop_assert!(false, "{op:?} maps {g:?} to {h:?}: an error");
+                        unreachable!()
+                    };
+                    let (l, r) = (left.as_f64(), right.as_f64());
+                    prop_assert!((l - r).abs() <= 1e-12 * l.abs().max(r.abs()), "{op:?} maps {g:?} to {h:?}");
                 }
                 for agg in algebra.distributes_over {
                     let combine = agg.combine();

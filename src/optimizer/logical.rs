@@ -75,7 +75,7 @@ use std::time::{Duration, Instant};
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
-use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp};
+use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp, Value};
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_with_fill};
 
@@ -493,20 +493,38 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         let Some(terms) = distribute(factors) else {
             return Ok(None);
         };
+        let sizes = index_sizes(&Expr::product(factors.to_vec()), &self.out.stats);
         let mut planned = Vec::new();
         for (sign, term) in &terms {
-            match self.plan_sum(indices, term) {
-                Ok(plan) => planned.push((*sign, term.clone(), plan)),
+            // A term without some of the summed indices is summed over the
+            // others and multiplied by the sizes of those (SUM(i) a =
+            // a · |i| when a lacks i).
+            let free: Vec<String> = term.iter().flat_map(Expr::free_indices).collect();
+            let (kept, absent): (Vec<String>, Vec<String>) =
+                indices.iter().cloned().partition(|v| free.contains(v));
+            let mut term = term.clone();
+            if !absent.is_empty() {
+                let copies: u64 = absent
+                    .iter()
+                    .map(|v| sizes.get(v).copied().unwrap_or(1))
+                    .product();
+                let Ok(copies) = i64::try_from(copies) else {
+                    return Ok(None);
+                };
+                term.push(Expr::Literal(Value::Int(copies)));
+            }
+            match self.plan_sum(&kept, &term) {
+                Ok(plan) => planned.push((*sign, kept, term, plan)),
                 Err(_) => break,
             }
         }
-        let cost: f64 = planned.iter().map(|(_, _, p)| p.0.cost).sum();
+        let cost: f64 = planned.iter().map(|(_, _, _, p)| p.0.cost).sum();
         if !(planned.len() == terms.len() && cost < plain) {
             return Ok(None);
         }
         let mut total: Option<Expr> = None;
-        for (sign, term, plan) in planned {
-            let expr = self.materialize(indices, term, plan)?;
+        for (sign, kept, term, plan) in planned {
+            let expr = self.materialize(&kept, term, plan)?;
             total = Some(match (total, sign) {
                 (None, Sign::Plus) => expr,
                 (None, Sign::Minus) => Expr::map(ScalarOp::Neg, vec![expr]),

@@ -8,6 +8,7 @@
 //! | phase | what it does |
 //! |---|---|
 //! | `normalize` | unique bound names, flat products, sums lifted out of products ([`logical::normalize`]) |
+//! | `saturate` | algebraic rewrites by equality saturation (SPORES), kept where the later phases estimate them cheaper ([`saturate`]) |
 //! | `mask` | nested aggregates under maps computed only where an annihilating stored input around them is stored (SystemML's Outer, [`mask`]) |
 //! | `semijoin` | stored inputs of products shrunk by their one-variable factors ([`reduce`]; it reads the data) |
 //! | `eliminate` | elimination orders searched, sums over products rewritten into aggregation steps ([`logical::eliminate`]) |
@@ -88,6 +89,7 @@ pub mod mask;
 pub mod phase;
 pub mod physical;
 pub mod reduce;
+pub mod saturate;
 pub mod uniform;
 
 use std::time::{Duration, Instant};
@@ -99,12 +101,13 @@ pub use estimate::{
 pub use logical::Search;
 pub use phase::{Phase, PhaseSet, PhaseTime};
 pub use reduce::{FilterColumn, KeyConstant, Reduction};
+pub use saturate::Rewritten;
 pub use uniform::{UniformEstimator, UniformStats};
 
 use crate::error::Result;
 use crate::exec::planner::{InOrder, PlanChoices, plan_by};
 use crate::exec::{PhysicalPlan, default_memory_limit};
-use crate::ir::Program;
+use crate::ir::{Program, Query};
 use logical::LogicalPlan;
 use physical::PhysicalOptimizer;
 use reduce::Reducer;
@@ -177,6 +180,9 @@ pub struct Optimized {
     /// The filters the reductions made redundant, left out of their
     /// products (see [`reduce::Reducer::reduce`]).
     pub absorbed: Vec<String>,
+    /// The queries the `saturate` phase rewrote, as they were and as they
+    /// run (normalized), in order.
+    pub rewritten: Vec<Rewritten>,
     /// How long the optimization took, every phase included.
     pub time: Duration,
     /// How long the semijoin reductions took: the `semijoin` phase's time.
@@ -195,6 +201,8 @@ pub struct Optimized {
 ///
 /// - without `normalize`, sums are searched as written (a `SUM` inside a
 ///   product is planned on its own instead of with the product);
+/// - without `saturate`, the queries keep the algebraic form they were
+///   written in (no factoring, no expansion of powers and differences);
 /// - without `mask`, a nested aggregate under a map is computed over its
 ///   whole domain;
 /// - without `semijoin`, the stored inputs are estimated and read whole;
@@ -265,6 +273,7 @@ fn as_written(
         cost: f64::NAN,
         reductions: Vec::new(),
         absorbed: Vec::new(),
+        rewritten: Vec::new(),
         time: start.elapsed(),
         reduce_time: Duration::ZERO,
         phases: Phase::ALL
@@ -346,6 +355,32 @@ fn with<E: SparsityEstimator>(
         phases.skipped(Phase::Normalize);
         program.clone()
     };
+
+    let mut rewritten = Vec::new();
+    if phases.runs(Phase::Saturate) {
+        let begin = Instant::now();
+        let normalize = phases.runs(Phase::Normalize);
+        rewritten = saturate::saturate_program(
+            &mut program,
+            saturate::Limits::default(),
+            &|query: &Query| {
+                if normalize {
+                    logical::normalize(&Program {
+                        queries: vec![query.clone()],
+                    })
+                    .queries
+                    .remove(0)
+                } else {
+                    query.clone()
+                }
+            },
+            &mut |queries: &[Query]| plan_cost(estimator, queries, options),
+        )?;
+        phases.ran(Phase::Saturate, begin.elapsed());
+        phases.check(&[Phase::Saturate], &program, &[])?;
+    } else {
+        phases.skipped(Phase::Saturate);
+    }
 
     if phases.runs(Phase::Mask) {
         let begin = Instant::now();
@@ -460,9 +495,51 @@ fn with<E: SparsityEstimator>(
         cost: logical.cost,
         reductions: reducer.reductions,
         absorbed: reducer.absorbed,
+        rewritten,
         time: start.elapsed(),
         reduce_time,
         phases: phases.times,
         options: *options,
     })
+}
+
+/// The estimated cost of running `queries` as the phases after
+/// `saturate` plan them under `options` (`mask`, `eliminate` with `distribute` and `cse`,
+/// each unless disabled, then the physical optimizer's loop orders): the
+/// sum of the physical optimizer's estimated cost of every query of the
+/// plan, steps and nested aggregates included. `None` when the program
+/// cannot be planned or estimated. The `saturate` phase ranks its
+/// candidates by it.
+pub fn plan_cost<E: SparsityEstimator>(
+    estimator: &E,
+    queries: &[Query],
+    options: &OptimizerOptions,
+) -> Option<f64> {
+    let mut program = Program {
+        queries: queries.to_vec(),
+    };
+    let runs = |phase: Phase| !options.disabled.contains(phase);
+    if runs(Phase::Mask) {
+        mask::mask_program(estimator, &mut program);
+    }
+    let logical = if runs(Phase::Eliminate) {
+        let mut plan = logical::eliminate(
+            estimator,
+            &program,
+            options.search,
+            runs(Phase::Distribute),
+            options.memory_limit,
+        )
+        .ok()?;
+        if runs(Phase::Cse) {
+            logical::cse(&mut plan);
+        }
+        plan
+    } else {
+        logical::as_written(estimator, program).ok()?
+    };
+    let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, runs(Phase::Factorize));
+    plan_by(&logical.program, &logical.intermediates, &mut chooser).ok()?;
+    let total: f64 = chooser.costs.iter().sum();
+    (!total.is_nan()).then_some(total)
 }

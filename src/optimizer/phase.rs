@@ -3,13 +3,13 @@
 //! and the time each took.
 //!
 //! A phase is named the way `SET disabled_optimizers` spells it
-//! (`normalize`, `mask`, `semijoin`, `eliminate`, `distribute`, `cse`,
-//! `physical`); [`Phase::from_str`] parses a name and rejects an unknown
-//! one with the closest known name ("did you mean"), and [`PhaseSet`]
-//! parses and prints a comma-separated list of them. New phases (an
-//! equality-saturation `rewrite`, a `fuse` of loop nests) are added as
-//! variants at their place in [`Phase::ALL`]; the driver in
-//! [`super::optimize`] runs them in that order.
+//! (`normalize`, `saturate`, `mask`, `semijoin`, `eliminate`,
+//! `distribute`, `cse`, `physical`, `factorize`); [`Phase::from_str`] parses a name and
+//! rejects an unknown one with the closest known name ("did you mean"),
+//! and [`PhaseSet`] parses and prints a comma-separated list of them. New
+//! phases (a `fuse` of loop nests) are added as variants at their place in
+//! [`Phase::ALL`]; the driver in [`super::optimize`] runs them in that
+//! order.
 //!
 //! [`OptimizerOptions`]: super::OptimizerOptions
 
@@ -26,6 +26,9 @@ pub enum Phase {
     /// Unique bound names, flattened products, sums lifted out of products
     /// ([`super::logical::normalize`]).
     Normalize,
+    /// Algebraic rewrites by equality saturation (SPORES), kept when the
+    /// rest of the optimizer estimates them cheaper ([`super::saturate`]).
+    Saturate,
     /// Nested aggregates under maps computed only where an annihilating
     /// stored input of the map around them is stored ([`super::mask`]).
     Mask,
@@ -53,8 +56,9 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order the optimizer runs them.
-    pub const ALL: [Phase; 8] = [
+    pub const ALL: [Phase; 9] = [
         Phase::Normalize,
+        Phase::Saturate,
         Phase::Mask,
         Phase::Semijoin,
         Phase::Eliminate,
@@ -68,6 +72,7 @@ impl Phase {
     pub fn name(self) -> &'static str {
         match self {
             Phase::Normalize => "normalize",
+            Phase::Saturate => "saturate",
             Phase::Mask => "mask",
             Phase::Semijoin => "semijoin",
             Phase::Eliminate => "eliminate",

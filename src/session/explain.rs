@@ -223,6 +223,13 @@ fn program_text_lines(program: &Program) -> Vec<String> {
 pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
     let options = optimized.options;
     let mut lines = Vec::new();
+    if !optimized.rewritten.is_empty() {
+        lines.push("Rewritten by equality saturation (saturate):".to_string());
+        for r in &optimized.rewritten {
+            lines.push(format!("  {}", r.before));
+            lines.push(format!("    as {}", r.after));
+        }
+    }
     if !optimized.reductions.is_empty() || !optimized.absorbed.is_empty() {
         lines.push("Semijoin reductions:".to_string());
         for r in &optimized.reductions {
