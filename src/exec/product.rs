@@ -5,9 +5,12 @@
 //! `HUGEINT`s and for integer runs that overflow 64 bits, or `f64`); every
 //! loop intersects the fibers of the inputs read there (the driver is
 //! iterated, the others looked up by dense slot, hash probe or galloping
-//! seek); a factor is multiplied in at the depth where its last index is
-//! bound, and the aggregated inner loops return their sums to the loop
-//! above (pushed-down aggregation), so the inner loop of SpMV is one
+//! seek; an innermost loop over two sorted fibers merges them, or maps the
+//! one that stays while the loop above runs and scans the other); sibling
+//! subtrees of a factorized loop nest run one after the other and their
+//! sums multiply; a factor is multiplied in at the depth where its last
+//! index is bound, and the aggregated inner loops return their sums to the
+//! loop above (pushed-down aggregation), so the inner loop of SpMV is one
 //! multiply-add per stored entry of the row.
 //!
 //! An integer kernel runs on `i64` first, so that exact 64-bit sums and
