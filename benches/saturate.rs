@@ -228,9 +228,14 @@ fn algebra() {
             let alone = (0..RUNS)
                 .map(|_| {
                     let begin = std::time::Instant::now();
-                    let saturated =
-                        einsql::optimizer::saturate::saturate(expr, &Default::default(), Default::default());
-                    let nodes = saturated.as_ref().map_or(0, |s| s.egraph.total_number_of_nodes());
+                    let saturated = einsql::optimizer::saturate::saturate(
+                        expr,
+                        &Default::default(),
+                        Default::default(),
+                    );
+                    let nodes = saturated
+                        .as_ref()
+                        .map_or(0, |s| s.egraph.total_number_of_nodes());
                     (begin.elapsed(), nodes)
                 })
                 .min()
@@ -244,7 +249,10 @@ fn algebra() {
         all_off.push(off);
         rewritten += usize::from(changed);
     }
-    for list in buckets.iter_mut().chain([&mut all_on, &mut all_off, &mut phase_all]) {
+    for list in buckets
+        .iter_mut()
+        .chain([&mut all_on, &mut all_off, &mut phase_all])
+    {
         list.sort();
     }
     println!(
@@ -299,24 +307,53 @@ fn limits(programs: &[Program]) {
     let estimator = einsql::optimizer::ChainEstimator::default();
     let variants = [
         ("default", Limits::default()),
-        ("first stage only", Limits { iterations: 0, ..Limits::default() }),
-        ("second stage 6 iterations, 2,000 nodes", Limits { iterations: 6, nodes: 2_000, ..Limits::default() }),
-        ("second stage 2 iterations, 600 nodes", Limits { iterations: 2, nodes: 600, ..Limits::default() }),
+        (
+            "first stage only",
+            Limits {
+                iterations: 0,
+                ..Limits::default()
+            },
+        ),
+        (
+            "second stage 6 iterations, 2,000 nodes",
+            Limits {
+                iterations: 6,
+                nodes: 2_000,
+                ..Limits::default()
+            },
+        ),
+        (
+            "second stage 2 iterations, 600 nodes",
+            Limits {
+                iterations: 2,
+                nodes: 600,
+                ..Limits::default()
+            },
+        ),
         (
             "generous: 12 iterations, 20,000 nodes, 1 s",
-            Limits { iterations: 12, nodes: 20_000, time: Duration::from_secs(1), ..Limits::default() },
+            Limits {
+                iterations: 12,
+                nodes: 20_000,
+                time: Duration::from_secs(1),
+                ..Limits::default()
+            },
         ),
     ];
-    println!("| limits | median ms | max ms | rewritten | estimated cost after / before, geometric mean |");
+    println!(
+        "| limits | median ms | max ms | rewritten | estimated cost after / before, geometric mean |"
+    );
     println!("|---|---|---|---|---|");
     for (name, limits) in variants {
         let (mut times, mut rewritten, mut log_ratio, mut costed) = (Vec::new(), 0, 0.0, 0);
         for program in programs {
             let program = einsql::optimizer::logical::normalize(program);
             let normalize = |q: &einsql::ir::Query| {
-                einsql::optimizer::logical::normalize(&Program { queries: vec![q.clone()] })
-                    .queries
-                    .remove(0)
+                einsql::optimizer::logical::normalize(&Program {
+                    queries: vec![q.clone()],
+                })
+                .queries
+                .remove(0)
             };
             let mut best = None;
             for _ in 0..2 {
@@ -327,10 +364,16 @@ fn limits(programs: &[Program]) {
                 });
                 let took = begin.elapsed();
                 if let Ok(done) = done {
-                    best = Some((took.min(best.map_or(took, |b: (Duration, _, _)| b.0)), done.len(), copy));
+                    best = Some((
+                        took.min(best.map_or(took, |b: (Duration, _, _)| b.0)),
+                        done.len(),
+                        copy,
+                    ));
                 }
             }
-            let Some((took, changed, after)) = best else { continue };
+            let Some((took, changed, after)) = best else {
+                continue;
+            };
             times.push(took);
             rewritten += usize::from(changed > 0);
             let before = einsql::optimizer::plan_cost(&estimator, &program.queries, &options);
@@ -384,9 +427,15 @@ fn subgraphs() {
         files.sort();
         let (mut on, mut off, mut phase, mut changed) = (Vec::new(), Vec::new(), Vec::new(), 0);
         for path in files {
-            let Ok(graph) = QueryGraph::read(&path) else { continue };
-            let Ok(text) = to_einsum(&graph, "c") else { continue };
-            let Ok(program) = einsql::einsum::compile(&text, &catalog) else { continue };
+            let Ok(graph) = QueryGraph::read(&path) else {
+                continue;
+            };
+            let Ok(text) = to_einsum(&graph, "c") else {
+                continue;
+            };
+            let Ok(program) = einsql::einsum::compile(&text, &catalog) else {
+                continue;
+            };
             // Both orders, so that neither pays for the reductions the
             // other cached.
             let (Some(a1), Some(b1), Some(b2), Some(a2)) = (

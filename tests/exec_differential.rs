@@ -341,7 +341,8 @@ impl Gen {
         let mut expr = self.polynomial(3, vars);
         let free = expr.free_indices();
         if !free.is_empty() && self.chance(60) {
-            let mut summed: Vec<String> = free.iter().filter(|_| self.chance(70)).cloned().collect();
+            let mut summed: Vec<String> =
+                free.iter().filter(|_| self.chance(70)).cloned().collect();
             if summed.is_empty() {
                 summed.push(free[0].clone());
             }
@@ -363,7 +364,7 @@ impl Gen {
                 self.input(vars)
             };
         }
-        let mut next = |g: &mut Gen| g.polynomial(depth - 1, vars);
+        let next = |g: &mut Gen| g.polynomial(depth - 1, vars);
         match self.rng.below(9) {
             0 | 1 => {
                 let (a, b) = (next(self), next(self));
@@ -391,12 +392,10 @@ impl Gen {
                 let body = next(self);
                 let free = body.free_indices();
                 if free.is_empty() {
-                    return Expr::map(
-                        ScalarOp::Div,
-                        vec![body, Expr::Literal(Value::Float(4.0))],
-                    );
+                    return Expr::map(ScalarOp::Div, vec![body, Expr::Literal(Value::Float(4.0))]);
                 }
-                let indices: Vec<String> = free.iter().filter(|_| self.chance(50)).cloned().collect();
+                let indices: Vec<String> =
+                    free.iter().filter(|_| self.chance(50)).cloned().collect();
                 Expr::sum(indices, body)
             }
         }

@@ -23,7 +23,7 @@
 //! The leaves (inputs, aliases, `coord(i)`) live in [`Context::leaves`];
 //! the sizes of the index variables in [`Context::sizes`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use egg::{Analysis, DidMerge, EGraph, Id, Language};
 
@@ -47,16 +47,14 @@ pub struct LeafInfo {
     pub density: f64,
 }
 
-/// What the analysis knows beside the e-graph: the leaves, the index
-/// sizes, and the names in use (which fresh names avoid).
+/// What the analysis knows beside the e-graph: the leaves and the index
+/// sizes.
 #[derive(Debug, Default)]
 pub struct Context {
     /// The leaves, by [`LeafId`].
     pub leaves: Vec<LeafInfo>,
-    /// The size of every index variable.
+    /// The size of every index variable, fresh ones included.
     pub sizes: HashMap<Name, u64>,
-    /// Every index name in use, fresh ones included.
-    pub taken: HashSet<Name>,
 }
 
 impl Context {
@@ -94,7 +92,6 @@ impl Context {
                     && self.sizes.get(s).is_none_or(|known| *known == size)
             })
             .unwrap_or(v);
-        self.taken.insert(name);
         self.sizes.insert(name, size);
         name
     }
@@ -159,7 +156,13 @@ fn apply(op: ScalarOp, args: &[Option<Value>]) -> Option<Value> {
 /// the operator bound it (the least of them), else any argument's entry
 /// may make one (their sum, at most 1).
 fn map_density(op: ScalarOp, fills: &[Option<Value>], densities: &[f64]) -> f64 {
-    let density = |k: usize| if fills[k].is_some() { densities[k] } else { 1.0 };
+    let density = |k: usize| {
+        if fills[k].is_some() {
+            densities[k]
+        } else {
+            1.0
+        }
+    };
     if let Some(a) = op.algebra().annihilator {
         let bounding = (0..fills.len())
             .filter(|&k| (k == 0 || !a.only_first) && fills[k].is_some_and(|f| f.same(a.value)));
@@ -176,7 +179,11 @@ impl Context {
     }
 
     /// The data of a map `op` over the classes `args`.
-    fn map_data(&self, op: ScalarOp, args: &[&Data]) -> (ValueType, Option<Value>, Option<Value>, f64) {
+    fn map_data(
+        &self,
+        op: ScalarOp,
+        args: &[&Data],
+    ) -> (ValueType, Option<Value>, Option<Value>, f64) {
         let types: Vec<ValueType> = args.iter().map(|a| a.ty).collect();
         let ty = op.result_type(&types);
         let constants: Vec<Option<Value>> = args.iter().map(|a| a.constant).collect();

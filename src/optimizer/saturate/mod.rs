@@ -22,9 +22,10 @@
 //! join, which variable elimination already solves, is left alone) goes
 //! into an e-graph ([`translate`]); the rules ([`rules`]: SPORES' R_EQ and
 //! the pointwise rules, each derived from the operator algebra the IR
-//! declares) run within [`Limits`] on iterations, nodes and time, with at
-//! most [`Limits::matches`] matches per rule per iteration (SPORES'
-//! sampling); the analysis ([`analysis`]) carries every class's free
+//! declares) run in two stages, the directed rules that reach SPORES'
+//! canonical form first and then every rule, within [`Limits`] on
+//! iterations, nodes and time, with at most [`Limits::matches`] matches
+//! per rule per iteration (SPORES' sampling); the analysis ([`analysis`]) carries every class's free
 //! indices, type, constant and estimated sparsity. A few candidates are
 //! extracted greedily ([`cost`]: SPORES' sparsity cost, and the most
 //! distributed form), each is normalized and costed by the rest of the
@@ -43,9 +44,7 @@ pub mod translate;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use egg::{
-    Extractor, Id, RecExpr, Rewrite, RewriteScheduler, Runner, SearchMatches, StopReason,
-};
+use egg::{Extractor, Id, RecExpr, Rewrite, RewriteScheduler, Runner, SearchMatches, StopReason};
 
 use crate::error::Result;
 use crate::ir::{AggOp, Expr, Program, Query, ScalarOp};
@@ -157,9 +156,13 @@ impl RewriteScheduler<Sp, Context> for Sampling {
         self.sampled = true;
         // A xorshift stream seeded by the iteration and the rule.
         let mut state = (iteration as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            ^ rewrite.name.as_str().bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3)
-            });
+            ^ rewrite
+                .name
+                .as_str()
+                .bytes()
+                .fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3)
+                });
         let mut keep = |_: &egg::Subst| {
             state ^= state << 13;
             state ^= state >> 7;
@@ -186,7 +189,6 @@ fn graph_of(exprs: &[&Expr], aliases: &AliasInfo) -> Option<(Graph, Vec<Id>)> {
             if *ctx.sizes.entry(symbol).or_insert(size) != size {
                 return None;
             }
-            ctx.taken.insert(symbol);
         }
     }
     let mut egraph = Graph::new(ctx);
@@ -280,9 +282,19 @@ impl Saturated {
     /// internal error).
     pub fn candidates(&self) -> Result<Vec<Expr>> {
         let mut terms: Vec<RecExpr<Sp>> = Vec::new();
-        let sparse = Extractor::new(&self.egraph, cost::Sparsity { egraph: &self.egraph });
+        let sparse = Extractor::new(
+            &self.egraph,
+            cost::Sparsity {
+                egraph: &self.egraph,
+            },
+        );
         terms.push(sparse.find_best(self.root).1);
-        let expanded = Extractor::new(&self.egraph, cost::Expanded { egraph: &self.egraph });
+        let expanded = Extractor::new(
+            &self.egraph,
+            cost::Expanded {
+                egraph: &self.egraph,
+            },
+        );
         let term = expanded.find_best(self.root).1;
         if !terms.contains(&term) {
             terms.push(term);
@@ -358,7 +370,9 @@ pub fn saturate_program(
             }
         }
         let current = &program.queries[k];
-        let ty = current.expr.value_type(&|name| aliases.get(name).map(|a| a.0));
+        let ty = current
+            .expr
+            .value_type(&|name| aliases.get(name).map(|a| a.0));
         let sizes = translate::index_sizes(&current.expr, &aliases).map(|sizes| {
             current
                 .indices

@@ -181,7 +181,11 @@ fn every_rule() -> Vec<Rw> {
     // `*` distributes over SUM, whose combining operator is `+`: over `+`
     // (R_EQ 1) and over the aggregate itself (R_EQ 3).
     let sum_combine = node_name(AggOp::Sum.combine()).expect("SUM combines with +");
-    if ScalarOp::Mul.algebra().distributes_over.contains(&AggOp::Sum) {
+    if ScalarOp::Mul
+        .algebra()
+        .distributes_over
+        .contains(&AggOp::Sum)
+    {
         let plus = sum_combine;
         rules.push(plain(
             "distribute",
@@ -262,29 +266,37 @@ fn every_rule() -> Vec<Rw> {
     }
 
     // SUM(i) a = g(a, |i|) = a · |i| when i is not free in a (R_EQ 5).
-    rules.push(build("sum of a constant", "(sum ?i ?a)", |egraph, _, subst| {
-        let (i, a) = (subst[var("?i")], subst[var("?a")]);
-        let index = egraph[i].data.var?;
-        if egraph[a].data.has(index) {
-            return None;
-        }
-        let size = i64::try_from(egraph.analysis.size(index)).ok()?;
-        let count = egraph.add(Sp::Num(Const::Int(size)));
-        Some(egraph.add(Sp::Mul([a, count])))
-    }));
+    rules.push(build(
+        "sum of a constant",
+        "(sum ?i ?a)",
+        |egraph, _, subst| {
+            let (i, a) = (subst[var("?i")], subst[var("?a")]);
+            let index = egraph[i].data.var?;
+            if egraph[a].data.has(index) {
+                return None;
+            }
+            let size = i64::try_from(egraph.analysis.size(index)).ok()?;
+            let count = egraph.add(Sp::Num(Const::Int(size)));
+            Some(egraph.add(Sp::Mul([a, count])))
+        },
+    ));
 
     // A sum over one coordinate is the value there.
-    rules.push(build("sum of one", "(sum ?i ?a)", |egraph, eclass, subst| {
-        let (i, a) = (subst[var("?i")], subst[var("?a")]);
-        let index = egraph[i].data.var?;
-        if egraph.analysis.size(index) != 1
-            || !egraph[a].data.has(index)
-            || egraph[a].data.ty != egraph[eclass].data.ty
-        {
-            return None;
-        }
-        substitute(egraph, a, index, Target::Const(0), 0)
-    }));
+    rules.push(build(
+        "sum of one",
+        "(sum ?i ?a)",
+        |egraph, eclass, subst| {
+            let (i, a) = (subst[var("?i")], subst[var("?a")]);
+            let index = egraph[i].data.var?;
+            if egraph.analysis.size(index) != 1
+                || !egraph[a].data.has(index)
+                || egraph[a].data.ty != egraph[eclass].data.ty
+            {
+                return None;
+            }
+            substitute(egraph, a, index, Target::Const(0), 0)
+        },
+    ));
 
     // Homomorphisms: f(a ∘ b) = f(a) • f(b), both ways.
     for op in ScalarOp::ALL {
@@ -310,7 +322,11 @@ fn every_rule() -> Vec<Rw> {
     // power(x, 2) = x * x (times 1.0 where x is not a float: power is).
     rules.push(build("square", "(pow ?x ?n)", |egraph, eclass, subst| {
         let (x, n) = (subst[var("?x")], subst[var("?n")]);
-        if !egraph[n].data.constant.is_some_and(|c| c.same(Value::Int(2))) {
+        if !egraph[n]
+            .data
+            .constant
+            .is_some_and(|c| c.same(Value::Int(2)))
+        {
             return None;
         }
         let square = egraph.add(Sp::Mul([x, x]));
@@ -416,22 +432,13 @@ pub fn substitute(
             if let Expr::Literal(v) = expr {
                 return Some(egraph.add(Sp::Num(Const::of(v))));
             }
-            let mut free: Vec<Name> = leaf
-                .free
-                .iter()
-                .filter(|v| **v != from)
-                .copied()
-                .collect();
+            let mut free: Vec<Name> = leaf.free.iter().filter(|v| **v != from).copied().collect();
             if let Target::Var(v) = to {
                 free.push(v);
             }
             free.sort_unstable();
             free.dedup();
-            let id = egraph.analysis.leaf(LeafInfo {
-                expr,
-                free,
-                ..leaf
-            });
+            let id = egraph.analysis.leaf(LeafInfo { expr, free, ..leaf });
             Some(egraph.add(Sp::Leaf(id)))
         }
         Sp::Var(_) | Sp::Num(_) => Some(class),

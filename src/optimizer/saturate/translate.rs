@@ -70,9 +70,7 @@ pub fn index_sizes(expr: &Expr, aliases: &AliasInfo) -> Option<HashMap<String, u
     walk(expr, aliases, &mut sizes)?;
     let mut all = Vec::new();
     names(expr, &mut all);
-    all.iter()
-        .all(|v| sizes.contains_key(v))
-        .then_some(sizes)
+    all.iter().all(|v| sizes.contains_key(v)).then_some(sizes)
 }
 
 /// Adds `expr` to `egraph` (whose context already knows the index sizes)
@@ -161,10 +159,7 @@ fn leaf_info(expr: &Expr, ctx: &Context, aliases: &AliasInfo) -> LeafInfo {
             };
             (input.value_type(), density)
         }
-        Expr::Alias { name, .. } => (
-            aliases.get(name).map_or(ValueType::Int64, |a| a.0),
-            1.0,
-        ),
+        Expr::Alias { name, .. } => (aliases.get(name).map_or(ValueType::Int64, |a| a.0), 1.0),
         _ => (ValueType::Int64, 1.0),
     };
     LeafInfo {
@@ -248,7 +243,10 @@ impl Back<'_> {
                                 Value::Bool(_) => None,
                             };
                             match magnitude {
-                                Some(m) if !m.same(Value::Int(1)) || m.value_type() != ValueType::Int64 => {
+                                Some(m)
+                                    if !m.same(Value::Int(1))
+                                        || m.value_type() != ValueType::Int64 =>
+                                {
                                     constants.push(Expr::Literal(m));
                                 }
                                 Some(_) => {}
@@ -324,7 +322,10 @@ impl Back<'_> {
                 let mut counted: Vec<(bool, Expr, i64)> = Vec::new();
                 for t in ids {
                     let (negative, term) = self.signed(t)?;
-                    match counted.iter_mut().find(|(n, e, _)| *n == negative && *e == term) {
+                    match counted
+                        .iter_mut()
+                        .find(|(n, e, _)| *n == negative && *e == term)
+                    {
                         Some(known) => known.2 += 1,
                         None => counted.push((negative, term, 1)),
                     }
@@ -346,9 +347,9 @@ impl Back<'_> {
                 let mut minus = minus.into_iter();
                 let mut total = match plus.len() {
                     0 => {
-                        let first = minus.next().ok_or_else(|| {
-                            Error::Internal("saturate: an empty sum".to_string())
-                        })?;
+                        let first = minus
+                            .next()
+                            .ok_or_else(|| Error::Internal("saturate: an empty sum".to_string()))?;
                         Expr::map(ScalarOp::Neg, vec![first])
                     }
                     1 => plus.remove(0),
