@@ -23,7 +23,7 @@
 //! The leaves (inputs, aliases, `coord(i)`) live in [`Context::leaves`];
 //! the sizes of the index variables in [`Context::sizes`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use egg::{Analysis, DidMerge, EGraph, Id, Language};
 
@@ -47,16 +47,14 @@ pub struct LeafInfo {
     pub density: f64,
 }
 
-/// What the analysis knows beside the e-graph: the leaves, the index
-/// sizes, and the names in use (which fresh names avoid).
+/// What the analysis knows beside the e-graph: the leaves and the index
+/// sizes.
 #[derive(Debug, Default)]
 pub struct Context {
     /// The leaves, by [`LeafId`].
     pub leaves: Vec<LeafInfo>,
-    /// The size of every index variable.
+    /// The size of every index variable, fresh ones included.
     pub sizes: HashMap<Name, u64>,
-    /// Every index name in use, fresh ones included.
-    pub taken: HashSet<Name>,
 }
 
 impl Context {
@@ -94,7 +92,6 @@ impl Context {
                     && self.sizes.get(s).is_none_or(|known| *known == size)
             })
             .unwrap_or(v);
-        self.taken.insert(name);
         self.sizes.insert(name, size);
         name
     }

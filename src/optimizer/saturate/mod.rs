@@ -22,9 +22,10 @@
 //! join, which variable elimination already solves, is left alone) goes
 //! into an e-graph ([`translate`]); the rules ([`rules`]: SPORES' R_EQ and
 //! the pointwise rules, each derived from the operator algebra the IR
-//! declares) run within [`Limits`] on iterations, nodes and time, with at
-//! most [`Limits::matches`] matches per rule per iteration (SPORES'
-//! sampling); the analysis ([`analysis`]) carries every class's free
+//! declares) run in two stages, the directed rules that reach SPORES'
+//! canonical form first and then every rule, within [`Limits`] on
+//! iterations, nodes and time, with at most [`Limits::matches`] matches
+//! per rule per iteration (SPORES' sampling); the analysis ([`analysis`]) carries every class's free
 //! indices, type, constant and estimated sparsity. A few candidates are
 //! extracted greedily ([`cost`]: SPORES' sparsity cost, and the most
 //! distributed form), each is normalized and costed by the rest of the
@@ -188,7 +189,6 @@ fn graph_of(exprs: &[&Expr], aliases: &AliasInfo) -> Option<(Graph, Vec<Id>)> {
             if *ctx.sizes.entry(symbol).or_insert(size) != size {
                 return None;
             }
-            ctx.taken.insert(symbol);
         }
     }
     let mut egraph = Graph::new(ctx);
@@ -230,44 +230,48 @@ pub fn saturate(expr: &Expr, aliases: &AliasInfo, limits: Limits) -> Option<Satu
 /// are one. Returns the runner of the last stage and the iterations of
 /// both.
 fn run(egraph: Graph, limits: Limits, until: Option<(Id, Id)>) -> (Runner<Sp, Context>, usize) {
-    let start = Instant::now();
-    let runner = |egraph: Graph, iterations: usize, time: Duration| {
-        let mut runner = Runner::default()
-            .with_egraph(egraph)
-            .with_iter_limit(iterations)
-            .with_node_limit(limits.nodes)
-            .with_time_limit(time)
-            .with_scheduler(Sampling {
-                limit: limits.matches,
-                iteration: usize::MAX,
-                sampled: false,
-            });
-        if let Some((a, b)) = until {
-            runner = runner.with_hook(move |runner| {
-                if runner.egraph.find(a) == runner.egraph.find(b) {
-                    Err("proved".to_string())
-                } else {
-                    Ok(())
-                }
-            });
+    // egg times itself with quanta, whose first clock in a process
+    // calibrates for up to 200 ms: it runs under a mock clock, and the time
+    // limit is checked against std's clock in a hook.
+    let (clock, _) = quanta::Clock::mock();
+    quanta::with_clock(&clock, || {
+        let start = Instant::now();
+        let runner = |egraph: Graph, iterations: usize| {
+            Runner::default()
+                .with_egraph(egraph)
+                .with_iter_limit(iterations)
+                .with_node_limit(limits.nodes)
+                .with_time_limit(Duration::MAX)
+                .with_scheduler(Sampling {
+                    limit: limits.matches,
+                    iteration: usize::MAX,
+                    sampled: false,
+                })
+                .with_hook(move |runner| {
+                    if until.is_some_and(|(a, b)| runner.egraph.find(a) == runner.egraph.find(b)) {
+                        Err("proved".to_string())
+                    } else if start.elapsed() > limits.time {
+                        Err("time limit".to_string())
+                    } else {
+                        Ok(())
+                    }
+                })
+        };
+        let rules = all_rules();
+        let first = runner(egraph, limits.expand_iterations).run(&rules.expand);
+        let iterations = first.iterations.len();
+        if limits.iterations == 0
+            || !matches!(
+                first.stop_reason,
+                Some(StopReason::Saturated | StopReason::IterationLimit(_))
+            )
+        {
+            return (first, iterations);
         }
-        runner
-    };
-    let rules = all_rules();
-    let first = runner(egraph, limits.expand_iterations, limits.time).run(&rules.expand);
-    let iterations = first.iterations.len();
-    if limits.iterations == 0
-        || !matches!(
-            first.stop_reason,
-            Some(StopReason::Saturated | StopReason::IterationLimit(_))
-        )
-    {
-        return (first, iterations);
-    }
-    let left = limits.time.saturating_sub(start.elapsed());
-    let second = runner(first.egraph, limits.iterations, left).run(&rules.all);
-    let iterations = iterations + second.iterations.len();
-    (second, iterations)
+        let second = runner(first.egraph, limits.iterations).run(&rules.all);
+        let iterations = iterations + second.iterations.len();
+        (second, iterations)
+    })
 }
 
 impl Saturated {
