@@ -626,6 +626,8 @@ fn choices(
                     OutputFormat::Hashed,
                 ])),
                 factorize: rng.below(2) == 0,
+                // Drawn only for a matrix product, where it matters.
+                dense: query.contraction().is_some() && rng.below(2) == 0,
             },
         );
     }
@@ -909,7 +911,7 @@ fn every_optimizer_phase_can_be_disabled() {
             let physical = !disabled.contains(Phase::Physical);
             for time in &optimized.phases {
                 let needs_elimination = matches!(time.phase, Phase::Distribute | Phase::Cse);
-                let needs_physical = time.phase == Phase::Factorize;
+                let needs_physical = matches!(time.phase, Phase::Factorize | Phase::Dense);
                 let skipped = disabled.contains(time.phase)
                     || (needs_elimination && !eliminated)
                     || (needs_physical && !physical);

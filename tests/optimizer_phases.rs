@@ -157,7 +157,8 @@ fn phase_names_round_trip() {
             "distribute",
             "cse",
             "physical",
-            "factorize"
+            "factorize",
+            "dense"
         ]
     );
     let set: PhaseSet = "semijoin, distribute".parse().expect("two phases");
@@ -206,7 +207,7 @@ fn every_phase_that_runs_is_timed() {
     assert!(
         all.phases
             .iter()
-            .filter(|t| !matches!(t.phase, Phase::Distribute | Phase::Factorize))
+            .filter(|t| { !matches!(t.phase, Phase::Distribute | Phase::Factorize | Phase::Dense) })
             .all(|t| t.time > Duration::ZERO),
         "{:?}",
         all.phases
@@ -216,10 +217,11 @@ fn every_phase_that_runs_is_timed() {
 
     let some = optimized(&program, "semijoin, physical".parse().expect("phases"));
     for time in &some.phases {
-        // Factorizing works on the physical optimizer's loop orders.
+        // Factorizing and dense kernels work on the physical optimizer's
+        // loop orders.
         let off = matches!(
             time.phase,
-            Phase::Semijoin | Phase::Physical | Phase::Factorize
+            Phase::Semijoin | Phase::Physical | Phase::Factorize | Phase::Dense
         );
         assert_eq!(time.skipped, off, "{time:?}");
         if off {

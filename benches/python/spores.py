@@ -7,8 +7,10 @@ naive form is slow: X m x m sparse, U, V, W, H dense of rank k,
     M     = P[i] * X[i,j] - P[i] * P[i] * X[i,j]                     MLR
 
 each computed by einsql with its `saturate` phase (equality saturation),
-by einsql with the phase switched off (`SET disabled_optimizers =
-'saturate'`), and by numpy/scipy computing the naive formula as written
+by einsql with the phase on but its dense matrix kernel off (`SET
+disabled_optimizers = 'dense'`: the rewritten Gram matrices U'U, V'V run
+as loops), by einsql with the phase switched off (`SET
+disabled_optimizers = 'saturate'`), and by numpy/scipy computing the naive formula as written
 (U @ V.T materialized, in row blocks so that memory stays bounded). Then the
 squared loss alone at several densities of X with the phase on: its time
 follows nnz(X), not m * m. One thread each, the same data, one run.
@@ -164,6 +166,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--binary", default=os.environ.get("EINSQL_BINARY", "target/release/einsql"))
     parser.add_argument("--skip-off", action="store_true", help="skip einsql with the phase off")
+    parser.add_argument(
+        "--skip-dense-off", action="store_true", help="skip einsql with the dense kernel off"
+    )
     parser.add_argument("--skip-numpy", action="store_true", help="skip numpy's naive formulas")
     parser.add_argument("--only", default="", help="comma-separated program names to run")
     args = parser.parse_args()
@@ -190,7 +195,10 @@ def main() -> None:
             write_dense(f"{folder}/{name}.mtx", a)
         write_sparse(f"{folder}/X.mtx", x)
         print(f"# X {m} x {m}, density {args.density:g}, nnz {x.nnz}, rank {r}")
-        print("program,einsql_s,einsql_off_s,numpy_naive_s,value,value_off,value_numpy")
+        print(
+            "program,einsql_s,einsql_dense_off_s,einsql_off_s,numpy_naive_s,"
+            "value,value_dense_off,value_off,value_numpy"
+        )
         only = [n.strip() for n in args.only.split(",") if n.strip()]
         for name, (statement, query) in PROGRAMS.items():
             if only and name not in only:
@@ -198,6 +206,12 @@ def main() -> None:
             on_s, on_v = run_einsql(
                 args.binary, folder, statement, query, "", args.timeout, args.threads
             )
+            if args.skip_dense_off:
+                dense_s, dense_v = None, "skipped"
+            else:
+                dense_s, dense_v = run_einsql(
+                    args.binary, folder, statement, query, "dense", args.timeout, args.threads
+                )
             if args.skip_off:
                 off_s, off_v = None, "skipped"
             else:
@@ -209,7 +223,8 @@ def main() -> None:
             else:
                 np_s, np_v = timed(lambda: numpy_naive(name, x, u, v, w, h, p, args.block))
             print(
-                f"{name},{fmt(on_s)},{fmt(off_s)},{fmt(np_s)},{on_v},{off_v},{np_v}",
+                f"{name},{fmt(on_s)},{fmt(dense_s)},{fmt(off_s)},{fmt(np_s)},"
+                f"{on_v},{dense_v},{off_v},{np_v}",
                 flush=True,
             )
         sweep = [float(d) for d in args.sweep.split(",") if d.strip()]

@@ -11,7 +11,9 @@
 //! aggregated loops are summed into per-depth accumulators, so the full join
 //! is never materialized; products of inputs under `SUM` take a
 //! monomorphized path that multiplies each factor in at the depth where its
-//! last index is bound ([`product`]).
+//! last index is bound ([`product`]). A query the optimizer marks as one
+//! matrix product of dense-enough operands runs as a dense kernel instead
+//! ([`dense`]).
 //!
 //! Results are exactly those of the reference evaluator
 //! ([`crate::reference`]): the same fill-value semantics, exact 64-bit
@@ -33,6 +35,7 @@
 
 mod accumulate;
 mod control;
+mod dense;
 mod kernel;
 pub mod plan;
 pub mod planner;

@@ -82,6 +82,9 @@ pub struct QueryChoices {
     /// Whether to make the loop nest a tree where the algebra allows
     /// ([`PhysicalQuery::factorize`]); the drivers follow their loops.
     pub factorize: bool,
+    /// Whether to run the query as one dense matrix product when it is
+    /// one ([`PhysicalQuery::contraction`]).
+    pub dense: bool,
 }
 
 /// Decides the loop order, drivers and formats of each physical query as
@@ -401,6 +404,7 @@ impl Planner<'_> {
             body: compiled.node,
             ty,
             fill,
+            dense: None,
         };
         let bound = loop_vars(&query);
         if let Some(&unbound) = query.output.iter().find(|v| !bound.contains(v)) {
@@ -433,6 +437,9 @@ impl Planner<'_> {
         if choices.factorize {
             query.factorize();
         }
+        if choices.dense {
+            query.dense = query.contraction();
+        }
         for depth in 0..query.loops.len() {
             if let Driver::Input(k) = query.loops[depth].driver
                 && !query.inputs_at(depth).contains(&k)
@@ -444,7 +451,11 @@ impl Planner<'_> {
             }
         }
         self.index_inputs(&mut query, choices.input_format)?;
-        query.formats = output_formats(&query, choices.accumulator)?;
+        query.formats = match query.dense {
+            // A dense product writes every cell of a dense array.
+            Some(_) => vec![OutputFormat::Dense; query.output.len()],
+            None => output_formats(&query, choices.accumulator)?,
+        };
         self.results.insert(
             name,
             ResultInfo {

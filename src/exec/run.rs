@@ -22,9 +22,9 @@ use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
 use super::control::{Control, Held, RowBudget, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
-use super::plan::{PhysicalPlan, PhysicalQuery, Role, Source, Term};
-use super::product;
+use super::plan::{Access, PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::{ExecOptions, FirstRows, Limited, Outputs, QueryRun};
+use super::{dense, product};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
 /// number, so that results do not depend on the thread count.
@@ -119,24 +119,32 @@ fn run_query(
     options: &ExecOptions,
     budget: Option<&RowBudget>,
 ) -> Result<(Arc<Tensor>, Value, usize)> {
+    // An output stores every coordinate whose value is not 0.
+    let fill = match query.role {
+        Role::Output => Value::zero(query.ty),
+        Role::Intermediate => query.fill,
+    };
+    if let Some(product) = &query.dense {
+        let operand = |k: usize| {
+            let access = query
+                .inputs
+                .get(k)
+                .ok_or_else(|| Error::Internal(format!("'{}' has no input {k}", query.name)))?;
+            source(access, results)
+        };
+        let (left, right) = (operand(product.left)?, operand(product.right)?);
+        let left = (left.0.as_ref(), left.1);
+        let right = (right.0.as_ref(), right.1);
+        if let Some(entries) = dense::run(query, product, left, right, control, options)? {
+            let tensor = within_threads(options.threads, entries.len(), || {
+                store(query, entries, control)
+            })?;
+            return Ok((Arc::new(tensor), fill, 1));
+        }
+    }
     let mut opened = Vec::new();
     for access in &query.inputs {
-        let (tensor, annotation, fill) = match &access.source {
-            Source::Table {
-                tensor, annotation, ..
-            } => (Arc::clone(tensor), *annotation, access.fill),
-            Source::Result(name) => {
-                let (tensor, fill) = results.get(name).ok_or_else(|| {
-                    Error::Internal(format!("the plan reads '{name}' before it is computed"))
-                })?;
-                let annotation = if tensor.is_bag() {
-                    Annotation::Multiplicity
-                } else {
-                    Annotation::Column(0)
-                };
-                (Arc::clone(tensor), annotation, *fill)
-            }
-        };
+        let (tensor, annotation, fill) = source(access, results)?;
         // Entries an index build still has to sort (none when it is cached).
         let unindexed = if tensor.built_indexes().contains(&access.index) {
             0
@@ -181,14 +189,30 @@ fn run_query(
         None => Finished::Values(run_general(&kernel, control, options, &chunks)?),
     };
     let tensor = within_threads(options.threads, entries.len(), || {
-        store(&kernel, entries, control)
+        store(query, entries, control)
     })?;
-    // An output stores every coordinate whose value is not 0.
-    let fill = match query.role {
-        Role::Output => Value::zero(query.ty),
-        Role::Intermediate => query.fill,
-    };
     Ok((Arc::new(tensor), fill, chunks.get()))
+}
+
+/// The tensor an input reads, the annotation it reads of it and its value
+/// where absent: a stored table, or a result of the plan so far.
+fn source(access: &Access, results: &Results) -> Result<(Arc<Tensor>, Annotation, Value)> {
+    Ok(match &access.source {
+        Source::Table {
+            tensor, annotation, ..
+        } => (Arc::clone(tensor), *annotation, access.fill),
+        Source::Result(name) => {
+            let (tensor, fill) = results.get(name).ok_or_else(|| {
+                Error::Internal(format!("the plan reads '{name}' before it is computed"))
+            })?;
+            let annotation = if tensor.is_bag() {
+                Annotation::Multiplicity
+            } else {
+                Annotation::Column(0)
+            };
+            (Arc::clone(tensor), annotation, *fill)
+        }
+    })
 }
 
 /// How many chunks a query's outermost loop was split into (set by the
@@ -445,11 +469,11 @@ fn same_value(a: Value, b: Value) -> bool {
 ///
 /// Machine-typed entries of the output's own type whose stored form is
 /// their non-zero entries go straight into the value column.
-fn store(kernel: &Kernel<'_>, entries: Finished, control: &Control<'_>) -> Result<Tensor> {
+fn store(query: &PhysicalQuery, entries: Finished, control: &Control<'_>) -> Result<Tensor> {
     match entries {
-        Finished::Values(entries) => store_values(kernel, entries, control),
+        Finished::Values(entries) => store_values(query, entries, control),
         Finished::Float(entries) => store_typed(
-            kernel,
+            query,
             entries,
             control,
             ValueType::Float64,
@@ -457,7 +481,7 @@ fn store(kernel: &Kernel<'_>, entries: Finished, control: &Control<'_>) -> Resul
             ValueData::Float64,
         ),
         Finished::Int(entries) => store_typed(
-            kernel,
+            query,
             entries,
             control,
             ValueType::Int64,
@@ -466,14 +490,14 @@ fn store(kernel: &Kernel<'_>, entries: Finished, control: &Control<'_>) -> Resul
         ),
         // A `BIGINT` query's 128-bit entries that all fit are `BIGINT`s.
         Finished::Huge(entries)
-            if kernel.query.ty == ValueType::Int64
+            if query.ty == ValueType::Int64
                 && entries.values.iter().all(|&v| i64::try_from(v).is_ok()) =>
         {
             let narrow = entries.map(|v| Ok(v as i64))?;
-            store(kernel, Finished::Int(narrow), control)
+            store(query, Finished::Int(narrow), control)
         }
         Finished::Huge(entries) => store_typed(
-            kernel,
+            query,
             entries,
             control,
             ValueType::Int128,
@@ -486,14 +510,13 @@ fn store(kernel: &Kernel<'_>, entries: Finished, control: &Control<'_>) -> Resul
 /// [`store`] for entries in the machine type `ty` is made of (`value`
 /// and `column` convert one entry and the whole value column).
 fn store_typed<T: Copy>(
-    kernel: &Kernel<'_>,
+    query: &PhysicalQuery,
     mut entries: Entries<T>,
     control: &Control<'_>,
     ty: ValueType,
     value: fn(T) -> Value,
     column: fn(Vec<T>) -> ValueData,
 ) -> Result<Tensor> {
-    let query = kernel.query;
     let dims = query.output.len();
     // A `BIGINT` query stores 128-bit entries as `HUGEINT`s (promoted).
     let promoted = ty == ValueType::Int128 && query.ty == ValueType::Int64;
@@ -501,7 +524,7 @@ fn store_typed<T: Copy>(
     match query.role {
         Role::Intermediate if direct => entries.retain(|v| !same_value(value(v), query.fill)),
         Role::Output if direct => entries.retain(|v| !value(v).is_zero()),
-        _ => return store_values(kernel, entries.map(|v| Ok(value(v)))?, control),
+        _ => return store_values(query, entries.map(|v| Ok(value(v)))?, control),
     }
     control.reserve(entry_bytes(dims).saturating_mul(entries.len() as u64))?;
     let coords = if dims == 1 {
@@ -519,11 +542,10 @@ fn store_typed<T: Copy>(
 
 /// [`store`] for entries with [`Value`]s.
 fn store_values(
-    kernel: &Kernel<'_>,
+    query: &PhysicalQuery,
     mut entries: Entries<Value>,
     control: &Control<'_>,
 ) -> Result<Tensor> {
-    let query = kernel.query;
     let dims = query.output.len();
     match query.role {
         Role::Intermediate => entries.retain(|v| !same_value(v, query.fill)),

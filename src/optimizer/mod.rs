@@ -16,6 +16,7 @@
 //! | `cse` | equal steps computed once ([`logical::cse`]) |
 //! | `physical` | each query's loop order and output formats ([`physical`]), while the executor's planner builds the plan |
 //! | `factorize` | loop nests of sums of products made trees, independent subtrees' sums multiplied (within `physical`, timed apart: the costing of the trees) |
+//! | `dense` | matrix products of operands that fill most of their cells run as one dense kernel where estimated cheaper (within `physical`, timed apart) |
 //!
 //! The phases compare candidates by estimated non-zeros, from the
 //! estimator [`SET estimator`](EstimatorKind) selects; [`SET
@@ -213,10 +214,12 @@ pub struct Optimized {
 /// - without `distribute` or `cse`, products of sums stay as written and
 ///   equal steps are computed each;
 /// - without `physical`, the planner's default loop orders and formats
-///   are used ([`PlanChoices`]), and `factorize`, which works on them, is
-///   skipped too;
+///   are used ([`PlanChoices`]), and `factorize` and `dense`, which work
+///   on them, are skipped too;
 /// - without `factorize`, every loop nest is a path: each loop runs
-///   inside all the loops before it.
+///   inside all the loops before it;
+/// - without `dense`, every query runs as its loop nest, matrix products
+///   of dense operands included.
 ///
 /// With [`Search::None`] no phase runs: the program is planned as written
 /// with the default choices.
@@ -445,7 +448,8 @@ fn with<E: SparsityEstimator>(
             None => logical::as_written(estimator, program)?,
         };
         let factorize = phases.runs(Phase::Factorize);
-        let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, factorize);
+        let dense = phases.runs(Phase::Dense);
+        let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, factorize, dense);
         let plan = plan_by(
             &logical.program,
             &logical.intermediates,
@@ -454,20 +458,29 @@ fn with<E: SparsityEstimator>(
                 queries: in_order,
             },
         )?;
-        let factorize_time = chooser.factorize_time;
+        let (factorize_time, dense_time) = (chooser.factorize_time, chooser.dense_time);
         phases.ran(
             Phase::Physical,
-            begin.elapsed().saturating_sub(factorize_time),
+            begin
+                .elapsed()
+                .saturating_sub(factorize_time)
+                .saturating_sub(dense_time),
         );
-        if factorize {
-            phases.ran(Phase::Factorize, factorize_time);
-        } else {
-            phases.skipped(Phase::Factorize);
+        for (phase, runs, time) in [
+            (Phase::Factorize, factorize, factorize_time),
+            (Phase::Dense, dense, dense_time),
+        ] {
+            if runs {
+                phases.ran(phase, time);
+            } else {
+                phases.skipped(phase);
+            }
         }
         (logical, plan)
     } else {
         phases.skipped(Phase::Physical);
         phases.skipped(Phase::Factorize);
+        phases.skipped(Phase::Dense);
         let logical = match eliminated {
             Some(plan) => plan,
             None => LogicalPlan::unestimated(program),
@@ -538,7 +551,12 @@ pub fn plan_cost<E: SparsityEstimator>(
     } else {
         logical::as_written(estimator, program).ok()?
     };
-    let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, runs(Phase::Factorize));
+    let mut chooser = PhysicalOptimizer::new(
+        estimator,
+        &logical.stats,
+        runs(Phase::Factorize),
+        runs(Phase::Dense),
+    );
     plan_by(&logical.program, &logical.intermediates, &mut chooser).ok()?;
     let total: f64 = chooser.costs.iter().sum();
     (!total.is_nan()).then_some(total)

@@ -4,12 +4,12 @@
 //!
 //! A phase is named the way `SET disabled_optimizers` spells it
 //! (`normalize`, `saturate`, `mask`, `semijoin`, `eliminate`,
-//! `distribute`, `cse`, `physical`, `factorize`); [`Phase::from_str`] parses a name and
-//! rejects an unknown one with the closest known name ("did you mean"),
-//! and [`PhaseSet`] parses and prints a comma-separated list of them. New
-//! phases (a `fuse` of loop nests) are added as variants at their place in
-//! [`Phase::ALL`]; the driver in [`super::optimize`] runs them in that
-//! order.
+//! `distribute`, `cse`, `physical`, `factorize`, `dense`);
+//! [`Phase::from_str`] parses a name and rejects an unknown one with the
+//! closest known name ("did you mean"), and [`PhaseSet`] parses and
+//! prints a comma-separated list of them. New phases (a `fuse` of loop
+//! nests) are added as variants at their place in [`Phase::ALL`]; the
+//! driver in [`super::optimize`] runs them in that order.
 //!
 //! [`OptimizerOptions`]: super::OptimizerOptions
 
@@ -52,11 +52,16 @@ pub enum Phase {
     /// subtrees' sums multiply ([`crate::exec::plan::PhysicalQuery::factorize`]);
     /// runs within `physical`, which it needs.
     Factorize,
+    /// Matrix products of operands that fill most of their cells run as
+    /// one dense kernel when estimated cheaper than their loops
+    /// ([`crate::exec::plan::Contraction`]); runs within `physical`,
+    /// which it needs.
+    Dense,
 }
 
 impl Phase {
     /// Every phase, in the order the optimizer runs them.
-    pub const ALL: [Phase; 9] = [
+    pub const ALL: [Phase; 10] = [
         Phase::Normalize,
         Phase::Saturate,
         Phase::Mask,
@@ -66,6 +71,7 @@ impl Phase {
         Phase::Cse,
         Phase::Physical,
         Phase::Factorize,
+        Phase::Dense,
     ];
 
     /// The name `SET disabled_optimizers` takes.
@@ -80,6 +86,7 @@ impl Phase {
             Phase::Cse => "cse",
             Phase::Physical => "physical",
             Phase::Factorize => "factorize",
+            Phase::Dense => "dense",
         }
     }
 

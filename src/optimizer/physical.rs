@@ -27,6 +27,14 @@
 //!   sums multiply. The search costs each loop by the assignments of the
 //!   loops that will enclose it in that tree, so it prefers orders whose
 //!   trees branch early.
+//! - **Dense kernels.** With [`Phase::Dense`](super::Phase::Dense) on, a
+//!   query that is one matrix product ([`PhysicalQuery::contraction`])
+//!   runs as one dense kernel when that is estimated cheaper than its
+//!   loop nest: `m·n·k` multiply-adds at 16 to a loop visit, plus a visit
+//!   per cell of its three arrays (at most 2^27 cells). Products of
+//!   operands that fill most of their cells take it (Gram matrices of
+//!   factor matrices); a sparse operand keeps the loops, whose cost
+//!   follows its entries.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
 //!   iterated and the others are looked up. That is the choice Galley
@@ -46,7 +54,7 @@ use std::time::{Duration, Instant};
 use hashbrown::HashMap;
 
 use crate::error::Result;
-use crate::exec::plan::{Driver, Node, OutputFormat, PhysicalQuery, Source, Term};
+use crate::exec::plan::{Contraction, Driver, Node, OutputFormat, PhysicalQuery, Source, Term};
 use crate::exec::planner::{Choose, QueryChoices};
 use crate::ir::{IndexTerm, Value};
 
@@ -74,6 +82,16 @@ const SMALL_SPACE: f64 = 65_536.0;
 /// the query's 25 to 520 ms.
 const LARGE_SPACE: f64 = (1u64 << 20) as f64;
 
+/// Multiply-adds of the dense matrix kernel per unit of the loop nests'
+/// cost (one assignment visited): the blocked kernel does a multiply-add
+/// in about a tenth of a nanosecond, a loop nest visits an assignment in
+/// a few nanoseconds.
+const DENSE_MADDS_PER_VISIT: f64 = 16.0;
+
+/// The most cells the dense path's three arrays may hold together (1 GiB
+/// of floats); a larger product runs as loops.
+const DENSE_CELLS: f64 = (1u64 << 27) as f64;
+
 /// The physical optimizer: implements the planner's [`Choose`] with the
 /// estimates of `estimator` and the statistics the logical optimizer kept
 /// for the program's queries.
@@ -83,23 +101,36 @@ pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
     /// Whether loop nests become trees where the algebra allows
     /// ([`Phase::Factorize`](super::Phase::Factorize)).
     factorize: bool,
+    /// Whether matrix products may run as one dense kernel
+    /// ([`Phase::Dense`](super::Phase::Dense)).
+    dense: bool,
     /// The estimated cost of every query planned so far, in plan order.
     pub costs: Vec<f64>,
     /// The time spent costing loop trees (the `factorize` phase).
     pub factorize_time: Duration,
+    /// The time spent costing dense kernels (the `dense` phase).
+    pub dense_time: Duration,
 }
 
 impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
     /// A physical optimizer that reads the estimated statistics of
-    /// earlier results in `stats`, and factorizes loop nests when
-    /// `factorize` says so.
-    pub fn new(estimator: &'a E, stats: &'a Aliases<E::Stats>, factorize: bool) -> Self {
+    /// earlier results in `stats`, factorizes loop nests when `factorize`
+    /// says so and runs matrix products densely when `dense` does and that
+    /// is estimated cheaper.
+    pub fn new(
+        estimator: &'a E,
+        stats: &'a Aliases<E::Stats>,
+        factorize: bool,
+        dense: bool,
+    ) -> Self {
         PhysicalOptimizer {
             estimator,
             stats,
             factorize,
+            dense,
             costs: Vec::new(),
             factorize_time: Duration::ZERO,
+            dense_time: Duration::ZERO,
         }
     }
 }
@@ -120,7 +151,15 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
         } else {
             search.greedy()
         };
-        self.costs.push(cost);
+        let begin = Instant::now();
+        let dense = self
+            .dense
+            .then(|| query.contraction())
+            .flatten()
+            .and_then(|product| dense_cost(query, &product))
+            .filter(|&dense| dense < cost);
+        self.dense_time += begin.elapsed();
+        self.costs.push(dense.unwrap_or(cost));
         self.factorize_time += search.tree_time;
         let accumulator = search.accumulator(&order);
         Ok(QueryChoices {
@@ -134,8 +173,20 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             input_format: None,
             accumulator: Some(accumulator),
             factorize,
+            dense: dense.is_some(),
         })
     }
+}
+
+/// The estimated cost of running `product` as one dense kernel, in the
+/// loop nests' units: its multiply-adds at [`DENSE_MADDS_PER_VISIT`] a
+/// unit, plus a unit per cell of the arrays scattered and read back.
+/// `None` when the arrays would exceed [`DENSE_CELLS`].
+fn dense_cost(query: &PhysicalQuery, product: &Contraction) -> Option<f64> {
+    let (m, n, k) = product.shape(query);
+    let (m, n, k) = (m as f64, n as f64, k as f64);
+    let cells = m * k + k * n + m * n;
+    (cells <= DENSE_CELLS).then(|| m * n * k / DENSE_MADDS_PER_VISIT + cells)
 }
 
 /// The loop-order search of one query. Variables are numbered by their

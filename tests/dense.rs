@@ -1,0 +1,296 @@
+//! Dense matrix products (the `dense` optimizer phase): every shape of
+//! `SUM(k) A * B` the dense kernel takes (matrix times matrix in each
+//! stored orientation and output order, matrix times vector, vector times
+//! matrix, dot product, a Gram matrix of one table) over random matrices
+//! from full to sparse gives the reference evaluator's answer with the
+//! phase on and off and with the optimizer off; EXPLAIN names the kernel
+//! for dense operands and keeps the loops for a sparse one; a product
+//! whose arrays do not fit the memory limit is refused with an error.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{Rng, lines};
+use einsql::Database;
+use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData};
+
+/// Entries by coordinates.
+type Entries = BTreeMap<Vec<i64>, f64>;
+
+/// A random tensor over `sizes` with a DOUBLE value at each cell kept
+/// with probability `percent`/100. Values are small integers, so every
+/// sum is exact whatever order it is taken in.
+fn random(rng: &mut Rng, sizes: &[usize], percent: usize) -> Entries {
+    let cells: usize = sizes.iter().product();
+    let mut entries = Entries::new();
+    for cell in 0..cells {
+        if rng.below(100) >= percent {
+            continue;
+        }
+        let mut rest = cell;
+        let mut coords = vec![0; sizes.len()];
+        for (c, n) in coords.iter_mut().zip(sizes).rev() {
+            *c = (rest % n) as i64;
+            rest /= n;
+        }
+        entries.insert(coords, rng.below(9) as f64 - 4.0);
+    }
+    entries
+}
+
+/// Stores `entries` as table `name` with dimensions `dims` (name, size).
+fn store(db: &Database, name: &str, dims: &[(&str, usize)], entries: &Entries) {
+    let coords = (0..dims.len())
+        .map(|d| entries.keys().map(|k| k[d]).collect())
+        .collect();
+    let tensor = Tensor::from_coo(Coo {
+        dims: dims
+            .iter()
+            .map(|(d, n)| DimensionSpec::new(*d, Some(*n as u64)))
+            .collect(),
+        coords,
+        values: vec![(
+            "v".to_string(),
+            ValueData::Float64(entries.values().copied().collect()),
+        )],
+        column_order: None,
+    })
+    .expect("a valid tensor");
+    db.create_table_from_tensor(name, tensor).expect("stored");
+}
+
+/// The entries of table `c` after `statement` under `setting`.
+fn answer(db: &Database, setting: &str, statement: &str) -> Entries {
+    db.execute_all(&format!("{setting};\n{statement}"))
+        .unwrap_or_else(|e| panic!("{setting}: {e}\n{statement}"));
+    let result = db
+        .execute("SELECT * FROM c")
+        .unwrap_or_else(|e| panic!("{setting}: {e}\n{statement}"));
+    lines(&result)
+        .iter()
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').collect();
+            let (coords, value) = cells.split_at(cells.len() - 1);
+            (
+                coords.iter().map(|c| c.parse().expect("a coordinate")).collect(),
+                value[0].parse().expect("a value"),
+            )
+        })
+        .filter(|(coords, value): &(Vec<i64>, f64)| coords.is_empty() || *value != 0.0)
+        .collect()
+}
+
+/// The physical plan of `statement`, as EXPLAIN prints it.
+fn explain(db: &Database, statement: &str) -> String {
+    let result = db
+        .execute(&format!("EXPLAIN {statement}"))
+        .unwrap_or_else(|e| panic!("{e}\n{statement}"));
+    lines(&result).join("\n")
+}
+
+/// One product the dense kernel takes: the statement, its output
+/// variables and its two factors (table, variables).
+struct Product {
+    text: &'static str,
+    output: &'static [&'static str],
+    factors: [(&'static str, &'static [&'static str]); 2],
+}
+
+/// The products, over `a` (`m × k`, stored `[i,k]`), `at` (the same shape
+/// stored `[k,i]`), `b` (`k × n` stored `[k,j]`), `bt` (stored `[j,k]`),
+/// `x` (`k`) and `y` (`m`).
+const PRODUCTS: [Product; 8] = [
+    Product {
+        text: "c[i,j] = SUM(k) a[i,k] * b[k,j]",
+        output: &["i", "j"],
+        factors: [("a", &["i", "k"]), ("b", &["k", "j"])],
+    },
+    Product {
+        text: "c[j,i] = SUM(k) a[i,k] * b[k,j]",
+        output: &["j", "i"],
+        factors: [("a", &["i", "k"]), ("b", &["k", "j"])],
+    },
+    Product {
+        text: "c[i,j] = SUM(k) at[k,i] * bt[j,k]",
+        output: &["i", "j"],
+        factors: [("at", &["k", "i"]), ("bt", &["j", "k"])],
+    },
+    Product {
+        text: "c[j,i] = SUM(k) bt[j,k] * at[k,i]",
+        output: &["j", "i"],
+        factors: [("bt", &["j", "k"]), ("at", &["k", "i"])],
+    },
+    Product {
+        text: "c[i] = SUM(k) a[i,k] * x[k]",
+        output: &["i"],
+        factors: [("a", &["i", "k"]), ("x", &["k"])],
+    },
+    Product {
+        text: "c[k] = SUM(i) y[i] * a[i,k]",
+        output: &["k"],
+        factors: [("y", &["i"]), ("a", &["i", "k"])],
+    },
+    Product {
+        text: "c[] = SUM(k) x[k] * x[k]",
+        output: &[],
+        factors: [("x", &["k"]), ("x", &["k"])],
+    },
+    Product {
+        text: "c[k,l] = SUM(i) a[i,k] * a[i,l]",
+        output: &["k", "l"],
+        factors: [("a", &["i", "k"]), ("a", &["i", "l"])],
+    },
+];
+
+/// `product` computed here from the tables' entries: the products of
+/// the factors' values summed per output coordinate, zeros dropped (a
+/// scalar kept).
+fn reference(product: &Product, tables: &BTreeMap<&str, Entries>) -> Entries {
+    let [(left, lv), (right, rv)] = &product.factors;
+    let mut sums = Entries::new();
+    if product.output.is_empty() {
+        sums.insert(Vec::new(), 0.0);
+    }
+    for (lc, lx) in &tables[left] {
+        for (rc, rx) in &tables[right] {
+            let agree = lv.iter().enumerate().all(|(p, v)| {
+                rv.iter().position(|w| w == v).is_none_or(|q| lc[p] == rc[q])
+            });
+            if !agree {
+                continue;
+            }
+            let at = |v: &&str| match lv.iter().position(|w| w == v) {
+                Some(p) => lc[p],
+                None => rc[rv.iter().position(|w| w == v).expect("bound")],
+            };
+            let key: Vec<i64> = product.output.iter().map(at).collect();
+            *sums.entry(key).or_default() += lx * rx;
+        }
+    }
+    sums.retain(|k, v| k.is_empty() || *v != 0.0);
+    sums
+}
+
+#[test]
+fn dense_products_agree_with_the_reference_and_every_plan() {
+    let mut rng = Rng(0x0de5_2026_1126_0001);
+    let settings = [
+        "SET disabled_optimizers = ''",
+        "SET disabled_optimizers = 'dense'",
+        "SET optimizer = 'none'",
+    ];
+    let mut dense_plans = 0;
+    for case in 0..24 {
+        let (m, k, n) = (1 + rng.below(12), 1 + rng.below(12), 1 + rng.below(12));
+        let percent = *rng.pick(&[100, 90, 60, 30, 5]);
+        let db = Database::open_in_memory();
+        let shapes: [(&str, Vec<(&str, usize)>); 6] = [
+            ("a", vec![("i", m), ("k", k)]),
+            ("at", vec![("k", k), ("i", m)]),
+            ("b", vec![("k", k), ("j", n)]),
+            ("bt", vec![("j", n), ("k", k)]),
+            ("x", vec![("k", k)]),
+            ("y", vec![("i", m)]),
+        ];
+        let mut tables = BTreeMap::new();
+        for (name, dims) in &shapes {
+            let sizes: Vec<usize> = dims.iter().map(|d| d.1).collect();
+            let entries = random(&mut rng, &sizes, percent);
+            store(&db, name, dims, &entries);
+            tables.insert(*name, entries);
+        }
+        for product in &PRODUCTS {
+            let statement = format!("{};", product.text);
+            let expected = reference(product, &tables);
+            for setting in settings {
+                db.execute("SET optimizer = 'exact'").expect("set");
+                let got = answer(&db, setting, &statement);
+                assert_eq!(
+                    got, expected,
+                    "case {case} ({m}×{k}×{n}, {percent}%), {setting}: {}",
+                    product.text
+                );
+            }
+            db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
+                .expect("set");
+            if explain(&db, product.text).contains("dense matrix product") {
+                dense_plans += 1;
+            }
+        }
+    }
+    // The full and nearly full cases take the kernel.
+    assert!(dense_plans >= 40, "{dense_plans} dense plans");
+}
+
+#[test]
+fn explain_names_the_kernel_for_dense_operands_only() {
+    let mut rng = Rng(0x0de5_2026_1126_0002);
+    let db = Database::open_in_memory();
+    store(&db, "u", &[("i", 40), ("k", 6)], &random(&mut rng, &[40, 6], 100));
+    store(&db, "s", &[("i", 400), ("j", 400)], &random(&mut rng, &[400, 400], 1));
+    let gram = explain(&db, "g[k,l] = SUM(i) u[i,k] * u[i,l]");
+    assert!(
+        gram.contains("dense matrix product: u.v[i,k] (6 × 40) times u.v[i,l] (40 × 6)"),
+        "{gram}"
+    );
+    assert!(!gram.contains("for i:"), "{gram}");
+    let sparse = explain(&db, "g[i,j] = SUM(k) s[i,k] * s[k,j]");
+    assert!(!sparse.contains("dense matrix product"), "{sparse}");
+    db.execute("SET disabled_optimizers = 'dense'").expect("set");
+    let off = explain(&db, "g[k,l] = SUM(i) u[i,k] * u[i,l]");
+    assert!(!off.contains("dense matrix product"), "{off}");
+    assert!(off.contains("for i:"), "{off}");
+}
+
+#[test]
+fn a_dense_product_over_the_memory_limit_is_an_error() {
+    let db = Database::open_in_memory();
+    // A full 300 × 300 matrix of ones: the kernel's three arrays take
+    // 2.16 MB.
+    let ones: Entries = (0..300)
+        .flat_map(|i| (0..300).map(move |k| (vec![i, k], 1.0)))
+        .collect();
+    store(&db, "p", &[("i", 300), ("k", 300)], &ones);
+    db.execute("SET memory_limit = '1MB'").expect("limit");
+    let error = db
+        .execute_all("c[i,j] = SUM(k) p[i,k] * p[k,j];")
+        .map(|_| ())
+        .expect_err("over the limit");
+    assert!(error.to_string().contains("memory"), "{error}");
+    db.execute("SET memory_limit = '1GB'").expect("limit");
+    let product = answer(&db, "SET threads = 2", "c[i,j] = SUM(k) p[i,k] * p[k,j];");
+    assert_eq!(product.len(), 90_000);
+    assert!(product.values().all(|&v| v == 300.0));
+}
+
+#[test]
+fn an_operand_that_is_not_finite_runs_as_the_loops() {
+    let db = Database::open_in_memory();
+    // `a` is full but for (0, 1) and holds an infinity at (1, 1); `b` is
+    // full but for (1, 0). The kernel would multiply the infinity by the
+    // absent 0 of `b` at (1, 0) (NaN); the loops never read that cell.
+    let mut a: Entries = (0..3)
+        .flat_map(|i| (0..3).map(move |k| (vec![i, k], 1.0 + i as f64)))
+        .collect();
+    a.remove(&vec![0, 1]);
+    a.insert(vec![1, 1], f64::INFINITY);
+    let mut b: Entries = (0..3)
+        .flat_map(|k| (0..3).map(move |j| (vec![k, j], 2.0)))
+        .collect();
+    b.remove(&vec![1, 0]);
+    store(&db, "a", &[("i", 3), ("k", 3)], &a);
+    store(&db, "b", &[("k", 3), ("j", 3)], &b);
+    let statement = "c[i,j] = SUM(k) a[i,k] * b[k,j]";
+    assert!(explain(&db, statement).contains("dense matrix product"));
+    let rows = |setting: &str| {
+        db.execute_all(&format!("{setting};\n{statement};"))
+            .expect("runs");
+        lines(&db.execute("SELECT * FROM c").expect("rows"))
+    };
+    let kernel = rows("SET disabled_optimizers = ''");
+    let loops = rows("SET disabled_optimizers = 'dense'");
+    assert_eq!(kernel, loops);
+    // 2 × 2 + 2 × 2: the infinite entry meets no stored entry of `b`.
+    assert!(kernel.contains(&"1|0|8.0".to_string()), "{kernel:?}");
+}
