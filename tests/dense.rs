@@ -73,7 +73,10 @@ fn answer(db: &Database, setting: &str, statement: &str) -> Entries {
             let cells: Vec<&str> = row.split('|').collect();
             let (coords, value) = cells.split_at(cells.len() - 1);
             (
-                coords.iter().map(|c| c.parse().expect("a coordinate")).collect(),
+                coords
+                    .iter()
+                    .map(|c| c.parse().expect("a coordinate"))
+                    .collect(),
                 value[0].parse().expect("a value"),
             )
         })
@@ -155,7 +158,9 @@ fn reference(product: &Product, tables: &BTreeMap<&str, Entries>) -> Entries {
     for (lc, lx) in &tables[left] {
         for (rc, rx) in &tables[right] {
             let agree = lv.iter().enumerate().all(|(p, v)| {
-                rv.iter().position(|w| w == v).is_none_or(|q| lc[p] == rc[q])
+                rv.iter()
+                    .position(|w| w == v)
+                    .is_none_or(|q| lc[p] == rc[q])
             });
             if !agree {
                 continue;
@@ -227,8 +232,18 @@ fn dense_products_agree_with_the_reference_and_every_plan() {
 fn explain_names_the_kernel_for_dense_operands_only() {
     let mut rng = Rng(0x0de5_2026_1126_0002);
     let db = Database::open_in_memory();
-    store(&db, "u", &[("i", 40), ("k", 6)], &random(&mut rng, &[40, 6], 100));
-    store(&db, "s", &[("i", 400), ("j", 400)], &random(&mut rng, &[400, 400], 1));
+    store(
+        &db,
+        "u",
+        &[("i", 40), ("k", 6)],
+        &random(&mut rng, &[40, 6], 100),
+    );
+    store(
+        &db,
+        "s",
+        &[("i", 400), ("j", 400)],
+        &random(&mut rng, &[400, 400], 1),
+    );
     let gram = explain(&db, "g[k,l] = SUM(i) u[i,k] * u[i,l]");
     assert!(
         gram.contains("dense matrix product: u.v[i,k] (6 × 40) times u.v[i,l] (40 × 6)"),
@@ -237,7 +252,8 @@ fn explain_names_the_kernel_for_dense_operands_only() {
     assert!(!gram.contains("for i:"), "{gram}");
     let sparse = explain(&db, "g[i,j] = SUM(k) s[i,k] * s[k,j]");
     assert!(!sparse.contains("dense matrix product"), "{sparse}");
-    db.execute("SET disabled_optimizers = 'dense'").expect("set");
+    db.execute("SET disabled_optimizers = 'dense'")
+        .expect("set");
     let off = explain(&db, "g[k,l] = SUM(i) u[i,k] * u[i,l]");
     assert!(!off.contains("dense matrix product"), "{off}");
     assert!(off.contains("for i:"), "{off}");

@@ -44,9 +44,9 @@ struct Operand<'a> {
 }
 
 impl<'a> Operand<'a> {
-    /// The operand read as `access` of `query` reads `tensor` (with the
-    /// value column `annotation` names), `outer` being its variable other
-    /// than `k`.
+    /// The operand that input `input` of `query` reads from `tensor` (its
+    /// value column `annotation`), `outer` being its variable other than
+    /// `inner` (`k`).
     fn new(
         query: &PhysicalQuery,
         input: usize,
