@@ -5,7 +5,9 @@
 //! from full to sparse gives the reference evaluator's answer with the
 //! phase on and off and with the optimizer off; EXPLAIN names the kernel
 //! for dense operands and keeps the loops for a sparse one; a product
-//! whose arrays do not fit the memory limit is refused with an error.
+//! whose arrays do not fit the memory limit is refused with an error; an
+//! operand that is not finite runs as loops; random programs with dense
+//! steps nested under maps and chained agree with every plan.
 
 mod common;
 
@@ -17,6 +19,9 @@ use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData};
 
 /// Entries by coordinates.
 type Entries = BTreeMap<Vec<i64>, f64>;
+
+/// A table's dimensions: name and size.
+type Dims = Vec<(&'static str, usize)>;
 
 /// A random tensor over `sizes` with a DOUBLE value at each cell kept
 /// with probability `percent`/100. Values are small integers, so every
@@ -190,7 +195,7 @@ fn dense_products_agree_with_the_reference_and_every_plan() {
         let (m, k, n) = (1 + rng.below(12), 1 + rng.below(12), 1 + rng.below(12));
         let percent = *rng.pick(&[100, 90, 60, 30, 5]);
         let db = Database::open_in_memory();
-        let shapes: [(&str, Vec<(&str, usize)>); 6] = [
+        let shapes: [(&str, Dims); 6] = [
             ("a", vec![("i", m), ("k", k)]),
             ("at", vec![("k", k), ("i", m)]),
             ("b", vec![("k", k), ("j", n)]),
@@ -309,4 +314,92 @@ fn an_operand_that_is_not_finite_runs_as_the_loops() {
     assert_eq!(kernel, loops);
     // 2 × 2 + 2 × 2: the infinite entry meets no stored entry of `b`.
     assert!(kernel.contains(&"1|0|8.0".to_string()), "{kernel:?}");
+}
+
+/// Whether two answers agree up to rounding (their sums are taken in
+/// different orders): the same coordinates, values within 1e-9 relative,
+/// NaN equal to NaN.
+fn agree(a: &Entries, b: &Entries) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|((ka, va), (kb, vb))| {
+            ka == kb
+                && ((va.is_nan() && vb.is_nan())
+                    || va == vb
+                    || (va - vb).abs() <= 1e-9 * va.abs().max(vb.abs()))
+        })
+}
+
+/// Random programs whose steps include matrix products of dense operands,
+/// nested under maps and chained, over full factor matrices and a sparse
+/// or full `x`: the same answer with the optimizer off (the program as
+/// written, as loops) and with every combination of `dense` and `mask`
+/// (which turns a nested product into a sampled one) on and off.
+#[test]
+fn random_programs_with_dense_steps_agree_with_every_plan() {
+    let mut rng = Rng(0x0de5_2026_1126_0003);
+    let settings = [
+        "SET optimizer = 'none'",
+        "SET optimizer = 'exact'; SET disabled_optimizers = ''",
+        "SET optimizer = 'exact'; SET disabled_optimizers = 'dense'",
+        "SET optimizer = 'exact'; SET disabled_optimizers = 'mask'",
+        "SET optimizer = 'exact'; SET disabled_optimizers = 'mask, dense'",
+    ];
+    let maps = [
+        "ln(1.5 + {})",
+        "exp(0.01 * {})",
+        "power({}, 2)",
+        "1 / (2 + {})",
+    ];
+    let (mut dense_plans, mut programs) = (0, 0);
+    for case in 0..12 {
+        let (m, n, k) = (20 + rng.below(30), 20 + rng.below(30), 2 + rng.below(40));
+        let percent = *rng.pick(&[100, 50, 5]);
+        let db = Database::open_in_memory();
+        let shapes: [(&str, Dims, usize); 4] = [
+            ("u", vec![("i", m), ("k", k)], 100),
+            ("v", vec![("j", n), ("k", k)], 100),
+            ("w", vec![("j", n), ("l", k)], 100),
+            ("x", vec![("i", m), ("j", n)], percent),
+        ];
+        for (name, dims, percent) in &shapes {
+            let sizes: Vec<usize> = dims.iter().map(|d| d.1).collect();
+            let mut entries = random(&mut rng, &sizes, *percent);
+            // Positive values keep ln's and the division's arguments
+            // away from 0.
+            entries.values_mut().for_each(|v| *v = v.abs() + 1.0);
+            store(&db, name, dims, &entries);
+        }
+        let inner = "(SUM(k) u[i,k] * v[j,k])";
+        let map = rng.pick(&maps).replace("{}", inner);
+        let statements = [
+            format!("c[] = SUM(i,j) x[i,j] * {map};"),
+            format!("c[i,j] = x[i,j] * {map};"),
+            "c[i,l] = SUM(k) u[i,k] * (SUM(j) v[j,k] * w[j,l]);".to_string(),
+            format!("c[i] = SUM(j) {map} * (SUM(l) x[i,j] * w[j,l]);"),
+        ];
+        for statement in &statements {
+            let answers: Vec<Entries> = settings
+                .iter()
+                .map(|setting| answer(&db, setting, statement))
+                .collect();
+            for (setting, got) in settings.iter().zip(&answers).skip(1) {
+                assert!(
+                    agree(got, &answers[0]),
+                    "case {case} ({m}×{n}, rank {k}, {percent}%), {setting}: {statement}\n\
+                     {got:?}\nexpected {:?}",
+                    answers[0]
+                );
+            }
+            db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
+                .expect("set");
+            if explain(&db, statement.trim_end_matches(';')).contains("dense matrix product") {
+                dense_plans += 1;
+            }
+            programs += 1;
+        }
+    }
+    assert!(
+        dense_plans * 3 >= programs,
+        "{dense_plans} of {programs} plans use the kernel"
+    );
 }

@@ -890,7 +890,7 @@ fn every_optimizer_phase_can_be_disabled() {
         .map(|phase| PhaseSet::EMPTY.with(phase))
         .collect();
     sets.push(PhaseSet::all());
-    let (mut checked, mut differ) = (0, 0);
+    let (mut checked, mut differ, mut dense) = (0, 0, 0);
     for case in 0..700 {
         let program = generator.program();
         let Ok(expected) = reference::evaluate(&program) else {
@@ -932,10 +932,14 @@ fn every_optimizer_phase_can_be_disabled() {
             if optimized.logical != all.logical {
                 differ += 1;
             }
+            if optimized.plan.queries.iter().any(|q| q.dense.is_some()) {
+                dense += 1;
+            }
         }
     }
     eprintln!(
-        "{checked} plans with phases disabled checked, {differ} of them with another logical plan"
+        "{checked} plans with phases disabled checked, {differ} of them with another logical \
+         plan, {dense} with a dense matrix product"
     );
     assert!(checked > 2000, "too few programs are checked");
     assert!(
