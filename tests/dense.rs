@@ -190,7 +190,7 @@ fn dense_products_agree_with_the_reference_and_every_plan() {
         "SET disabled_optimizers = 'dense'",
         "SET optimizer = 'none'",
     ];
-    let mut dense_plans = 0;
+    let (mut dense_plans, mut entry_plans) = (0, 0);
     for case in 0..24 {
         let (m, k, n) = (1 + rng.below(12), 1 + rng.below(12), 1 + rng.below(12));
         let percent = *rng.pick(&[100, 90, 60, 30, 5]);
@@ -224,13 +224,22 @@ fn dense_products_agree_with_the_reference_and_every_plan() {
             }
             db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
                 .expect("set");
-            if explain(&db, product.text).contains("dense matrix product") {
+            let plan = explain(&db, product.text);
+            if plan.contains("dense matrix product") {
                 dense_plans += 1;
+            }
+            if plan.contains("entry by entry") {
+                entry_plans += 1;
             }
         }
     }
-    // The full and nearly full cases take the kernel.
+    // The full and nearly full cases take the kernel, some of the sparser
+    // ones with an operand read entry by entry.
     assert!(dense_plans >= 40, "{dense_plans} dense plans");
+    assert!(
+        entry_plans >= 5,
+        "{entry_plans} plans read an operand entry by entry"
+    );
 }
 
 #[test]

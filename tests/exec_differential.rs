@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, BooleanArray, Decimal128Array, Float64Array, Int64Array};
 use common::Rng;
-use einsql::exec::plan::{Driver, OutputFormat};
+use einsql::exec::plan::{DenseKernel, Driver, OutputFormat};
 use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run, run_profiled};
 use einsql::ir::{
     AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
@@ -627,7 +627,15 @@ fn choices(
                 ])),
                 factorize: rng.below(2) == 0,
                 // Drawn only for a matrix product, where it matters.
-                dense: query.contraction().is_some() && rng.below(2) == 0,
+                dense: match query.contraction() {
+                    Some(_) => *rng.pick(&[
+                        None,
+                        Some(DenseKernel::Arrays),
+                        Some(DenseKernel::SparseLeft),
+                        Some(DenseKernel::SparseRight),
+                    ]),
+                    None => None,
+                },
             },
         );
     }

@@ -78,11 +78,13 @@ pub struct PhysicalQuery {
 /// A query that is one matrix product, `C[m,n] = SUM(k) A[m,k] * B[k,n]`
 /// over two float inputs that are 0 where absent, in any index order of
 /// the inputs and the output, with `m` or `n` or both absent (a product
-/// with a vector, a dot product). The dense path scatters both inputs into
-/// dense arrays and multiplies them with a blocked matrix kernel: for
-/// operands that fill most of their cells (factor matrices, their Gram
-/// matrices) it does the same multiply-adds as the loops, an order of
-/// magnitude faster, and builds no fibertree index.
+/// with a vector, a dot product). The dense path scatters `B` into a dense
+/// array and computes `C` in one: with `A` scattered too, by a blocked
+/// matrix kernel (for operands that fill most of their cells, as factor
+/// matrices and their Gram matrices: the same multiply-adds as the loops,
+/// an order of magnitude faster); or with `A` read entry by entry, each
+/// entry adding its multiple of a row of `B` to a row of `C` (a sparse
+/// matrix times a dense one, SpMM). It builds no fibertree index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Contraction {
     /// The left operand `A` (a position in [`PhysicalQuery::inputs`]).
@@ -95,9 +97,43 @@ pub struct Contraction {
     pub cols: Option<usize>,
     /// `k`, the summed variable both operands read.
     pub inner: usize,
+    /// Whether `A` is read entry by entry instead of scattered.
+    pub sparse_left: bool,
+}
+
+/// How the dense path reads the operands of a [`Contraction`] written
+/// `A * B`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DenseKernel {
+    /// Both scattered into arrays and multiplied by a blocked kernel.
+    Arrays,
+    /// `A` read entry by entry, `B` scattered.
+    SparseLeft,
+    /// `B` read entry by entry, `A` scattered (the product computed as
+    /// `B · A` with `C`'s rows and columns exchanged).
+    SparseRight,
 }
 
 impl Contraction {
+    /// The product read the way `kernel` says.
+    pub fn with_kernel(self, kernel: DenseKernel) -> Contraction {
+        match kernel {
+            DenseKernel::Arrays => self,
+            DenseKernel::SparseLeft => Contraction {
+                sparse_left: true,
+                ..self
+            },
+            DenseKernel::SparseRight => Contraction {
+                left: self.right,
+                right: self.left,
+                rows: self.cols,
+                cols: self.rows,
+                inner: self.inner,
+                sparse_left: true,
+            },
+        }
+    }
+
     /// The sizes `(m, n, k)` of the product (1 for an absent `m` or `n`).
     pub fn shape(&self, query: &PhysicalQuery) -> (u64, u64, u64) {
         let size = |v: Option<usize>| v.map_or(1, |v| query.vars[v].size);
@@ -369,6 +405,7 @@ impl PhysicalQuery {
                 rows,
                 cols,
                 inner: *inner,
+                sparse_left: false,
             })
     }
 
@@ -552,9 +589,14 @@ impl fmt::Display for PhysicalQuery {
         self.write_node(f, &self.body)?;
         if let Some(product) = &self.dense {
             let (m, n, k) = product.shape(self);
+            let read = if product.sparse_left {
+                ", entry by entry"
+            } else {
+                ""
+            };
             return write!(
                 f,
-                "\n  dense matrix product: {} ({m} × {k}) times {} ({k} × {n})",
+                "\n  dense matrix product: {} ({m} × {k}{read}) times {} ({k} × {n})",
                 self.input_name(product.left),
                 self.input_name(product.right)
             );

@@ -38,8 +38,8 @@ use crate::storage::fibertree::{IndexSpec, LevelFormat};
 use crate::storage::{Tensor, ValueType};
 
 use super::plan::{
-    Access, Driver, Loop, Node, OutputFormat, PhysicalPlan, PhysicalQuery, Role, Source, Term,
-    Variable,
+    Access, DenseKernel, Driver, Loop, Node, OutputFormat, PhysicalPlan, PhysicalQuery, Role,
+    Source, Term, Variable,
 };
 
 /// Output levels with at most this many coordinates (over all random-write
@@ -83,8 +83,8 @@ pub struct QueryChoices {
     /// ([`PhysicalQuery::factorize`]); the drivers follow their loops.
     pub factorize: bool,
     /// Whether to run the query as one dense matrix product when it is
-    /// one ([`PhysicalQuery::contraction`]).
-    pub dense: bool,
+    /// one ([`PhysicalQuery::contraction`]), and how.
+    pub dense: Option<DenseKernel>,
 }
 
 /// Decides the loop order, drivers and formats of each physical query as
@@ -437,8 +437,8 @@ impl Planner<'_> {
         if choices.factorize {
             query.factorize();
         }
-        if choices.dense {
-            query.dense = query.contraction();
+        if let Some(kernel) = choices.dense {
+            query.dense = query.contraction().map(|c| c.with_kernel(kernel));
         }
         for depth in 0..query.loops.len() {
             if let Driver::Input(k) = query.loops[depth].driver

@@ -29,12 +29,17 @@
 //!   trees branch early.
 //! - **Dense kernels.** With [`Phase::Dense`](super::Phase::Dense) on, a
 //!   query that is one matrix product ([`PhysicalQuery::contraction`])
-//!   runs as one dense kernel when that is estimated cheaper than its
-//!   loop nest: `m·n·k` multiply-adds at 16 to a loop visit, plus a visit
-//!   per cell of its three arrays (at most 2^27 cells). Products of
-//!   operands that fill most of their cells take it (Gram matrices of
-//!   factor matrices); a sparse operand keeps the loops, whose cost
-//!   follows its entries.
+//!   runs on the dense path when that is estimated cheaper than its loop
+//!   nest, in the cheaper of its ways: both operands in arrays (`m·n·k`
+//!   multiply-adds at 16 to a loop visit, plus a visit per cell of the
+//!   three arrays), or a stored operand read entry by entry (a row of at
+//!   least 4 cells of the result updated per entry, 4 multiply-adds to a
+//!   visit and at least a visit each; no array for it);
+//!   the arrays hold at most 2^27 cells. Products of operands that fill
+//!   most of their cells take the arrays (Gram matrices of factor
+//!   matrices), a sparse matrix times a dense one with many columns
+//!   (SpMM) the entries; a product of two sparse operands keeps the
+//!   loops, whose cost follows their entries.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
 //!   iterated and the others are looked up. That is the choice Galley
@@ -54,7 +59,9 @@ use std::time::{Duration, Instant};
 use hashbrown::HashMap;
 
 use crate::error::Result;
-use crate::exec::plan::{Contraction, Driver, Node, OutputFormat, PhysicalQuery, Source, Term};
+use crate::exec::plan::{
+    Contraction, DenseKernel, Driver, Node, OutputFormat, PhysicalQuery, Source, Term,
+};
 use crate::exec::planner::{Choose, QueryChoices};
 use crate::ir::{IndexTerm, Value};
 
@@ -88,9 +95,18 @@ const LARGE_SPACE: f64 = (1u64 << 20) as f64;
 /// a few nanoseconds.
 const DENSE_MADDS_PER_VISIT: f64 = 16.0;
 
+/// Multiply-adds per unit of the loop nests' cost when an operand is read
+/// entry by entry on the dense path: each entry's row update streams a
+/// row of the result, about four times slower than the blocked kernel.
+const ENTRY_MADDS_PER_VISIT: f64 = 4.0;
+
 /// The most cells the dense path's three arrays may hold together (1 GiB
 /// of floats); a larger product runs as loops.
 const DENSE_CELLS: f64 = (1u64 << 27) as f64;
+
+/// The fewest cells of a row of the result for which an operand is read
+/// entry by entry on the dense path.
+const MIN_ROW: f64 = 4.0;
 
 /// The physical optimizer: implements the planner's [`Choose`] with the
 /// estimates of `estimator` and the statistics the logical optimizer kept
@@ -156,10 +172,10 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             .dense
             .then(|| query.contraction())
             .flatten()
-            .and_then(|product| dense_cost(query, &product))
-            .filter(|&dense| dense < cost);
+            .and_then(|product| cheapest_kernel(query, &product))
+            .filter(|&(_, dense)| dense < cost);
         self.dense_time += begin.elapsed();
-        self.costs.push(dense.unwrap_or(cost));
+        self.costs.push(dense.map_or(cost, |(_, dense)| dense));
         self.factorize_time += search.tree_time;
         let accumulator = search.accumulator(&order);
         Ok(QueryChoices {
@@ -173,20 +189,46 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             input_format: None,
             accumulator: Some(accumulator),
             factorize,
-            dense: dense.is_some(),
+            dense: dense.map(|(kernel, _)| kernel),
         })
     }
 }
 
-/// The estimated cost of running `product` as one dense kernel, in the
-/// loop nests' units: its multiply-adds at [`DENSE_MADDS_PER_VISIT`] a
-/// unit, plus a unit per cell of the arrays scattered and read back.
-/// `None` when the arrays would exceed [`DENSE_CELLS`].
-fn dense_cost(query: &PhysicalQuery, product: &Contraction) -> Option<f64> {
+/// The cheapest way to run `product` on the dense path, with its
+/// estimated cost in the loop nests' units: a unit per cell of the arrays
+/// scattered and read back, plus the multiply-adds. Both operands
+/// scattered: `m·n·k` multiply-adds at [`DENSE_MADDS_PER_VISIT`] a unit.
+/// A stored operand read entry by entry: one row of `C` updated per entry
+/// at [`ENTRY_MADDS_PER_VISIT`] a unit (at least a unit each, as a loop
+/// would visit it), and no array for it. `None` when no way keeps the arrays within
+/// [`DENSE_CELLS`].
+fn cheapest_kernel(query: &PhysicalQuery, product: &Contraction) -> Option<(DenseKernel, f64)> {
     let (m, n, k) = product.shape(query);
     let (m, n, k) = (m as f64, n as f64, k as f64);
-    let cells = m * k + k * n + m * n;
-    (cells <= DENSE_CELLS).then(|| m * n * k / DENSE_MADDS_PER_VISIT + cells)
+    let stored = |input: usize| match &query.inputs[input].source {
+        Source::Table { tensor, .. } => Some(tensor.nnz() as f64),
+        Source::Result(_) => None,
+    };
+    let per_entry = |row: f64| (row / ENTRY_MADDS_PER_VISIT).max(1.0);
+    let arrays = (
+        DenseKernel::Arrays,
+        m * k + k * n + m * n,
+        m * n * k / DENSE_MADDS_PER_VISIT,
+    );
+    // Entry by entry only along rows of a few cells: a product with a
+    // vector keeps the loops' path for it (SpMV).
+    let left = stored(product.left)
+        .filter(|_| n >= MIN_ROW)
+        .map(|nnz| (DenseKernel::SparseLeft, k * n + m * n, nnz * per_entry(n)));
+    let right = stored(product.right)
+        .filter(|_| m >= MIN_ROW)
+        .map(|nnz| (DenseKernel::SparseRight, m * k + m * n, nnz * per_entry(m)));
+    [Some(arrays), left, right]
+        .into_iter()
+        .flatten()
+        .filter(|&(_, cells, _)| cells <= DENSE_CELLS)
+        .map(|(kernel, cells, work)| (kernel, cells + work))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// The loop-order search of one query. Variables are numbered by their
