@@ -432,7 +432,8 @@ fn read_catalog(path: &Path) -> Result<Option<Catalog>> {
                 path,
                 format!(
                     "the database was written by a newer einsql (catalog format {version}; this \
-                     build reads formats {PLAIN_VERSION} to {VERSION}); open it with a newer einsql. {untouched}"
+                     build reads formats {PLAIN_VERSION} to {VERSION}); open it with a newer \
+                     einsql. {untouched}"
                 ),
             ));
         }
