@@ -22,6 +22,7 @@ use crate::io::{FileFormat, FileLoad};
 use crate::ir::Program;
 use crate::optimizer::OptimizerOptions;
 use crate::storage::Tensor;
+use crate::storage::fibertree::DeclaredIndex;
 use crate::tpch::Dbgen;
 
 /// One statement, bound.
@@ -56,6 +57,22 @@ pub enum BoundStatement {
         /// The tables.
         names: Vec<String>,
         /// `IF EXISTS`: missing tables are skipped.
+        if_exists: bool,
+    },
+    /// `CREATE INDEX name ON table (columns) [USING (formats)]`.
+    CreateIndex {
+        /// The table.
+        table: String,
+        /// The index, its order and formats resolved against the table.
+        index: DeclaredIndex,
+        /// `IF NOT EXISTS`: an index of that name is left as it is.
+        if_not_exists: bool,
+    },
+    /// `DROP INDEX [IF EXISTS] names`.
+    DropIndex {
+        /// The indexes.
+        names: Vec<String>,
+        /// `IF EXISTS`: missing indexes are skipped.
         if_exists: bool,
     },
     /// `COPY source TO 'path'`.
@@ -97,6 +114,8 @@ impl BoundStatement {
             BoundStatement::CreateTable { .. } => "CREATE",
             BoundStatement::Insert { .. } => "INSERT",
             BoundStatement::Drop { .. } => "DROP",
+            BoundStatement::CreateIndex { .. } => "CREATE INDEX",
+            BoundStatement::DropIndex { .. } => "DROP INDEX",
             BoundStatement::Copy { .. } => "COPY",
             BoundStatement::Dbgen(_) => "CALL",
             BoundStatement::ShowTables => "SHOW",

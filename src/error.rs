@@ -65,6 +65,11 @@ pub enum Error {
     #[error("Table '{0}' already exists")]
     TableExists(String),
 
+    /// An index name already declared in the database (on the table
+    /// named second).
+    #[error("Index '{0}' already exists (on table '{1}')")]
+    IndexExists(String, String),
+
     /// Values or columns of a type that does not fit where they are used.
     #[error("Type error: {0}")]
     Type(String),

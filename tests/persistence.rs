@@ -2,10 +2,10 @@
 //! at any point leave the previous state readable, and damaged or foreign
 //! directories give clear errors without touching a file.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -483,37 +483,19 @@ fn leftover_files(dir: &Path) -> Vec<String> {
 #[test]
 fn a_killed_writer_leaves_a_readable_database() {
     let dir = tempfile::tempdir().unwrap();
-    let mut seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    eprintln!("kill test seed {seed}");
-    let mut random = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut random = common::clock_rng("kill test");
     let mut last_t0 = 0;
     let mut versions_seen = 0;
     for round in 1..=10i64 {
         let start = round * 1000;
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "kill_child_writer", "--ignored", "--nocapture"])
-            .env(CHILD_DIR, dir.path())
-            .env(CHILD_START, start.to_string())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let ready = BufReader::new(stdout)
-            .lines()
-            .any(|line| line.unwrap().contains("child-ready"));
-        assert!(ready, "the child writer did not start");
-        std::thread::sleep(Duration::from_millis(20 + random() % 230));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        common::kill_child_after(
+            "kill_child_writer",
+            &[
+                (CHILD_DIR, dir.path().display().to_string()),
+                (CHILD_START, start.to_string()),
+            ],
+            Duration::from_millis(20 + random.next() % 230),
+        );
 
         let leftovers = leftover_files(dir.path());
         let (_, tables) = open(dir.path());

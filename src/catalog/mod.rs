@@ -6,6 +6,14 @@
 //! as they were created. A catalog opened on a directory writes every change
 //! through to its [`Store`] before it changes the tables in memory, so what a
 //! query sees has always been made durable first.
+//!
+//! Declared indexes ([`DeclaredIndex`]) belong to their table: their names
+//! are unique in the database (without regard to case), they are kept
+//! built with the table's tensor and recorded with its catalog entry, and
+//! they go when the table is dropped or replaced (`CREATE OR REPLACE`, an
+//! einsum assignment). A change of the table's rows ([`Catalog::rewrite`],
+//! `INSERT`) keeps them and builds them over the new rows, as a database
+//! maintains its indexes under inserts.
 
 pub mod persist;
 
@@ -15,6 +23,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::storage::Tensor;
+use crate::storage::fibertree::DeclaredIndex;
 use persist::Store;
 
 /// The tables of a database, and the directory that keeps them (if any).
@@ -67,9 +76,21 @@ impl Catalog {
         self.tables.values().map(|(name, _)| name.as_str())
     }
 
-    /// Stores `tensor` as table `name`. With `replace`, an existing table of
-    /// that name is replaced; without, it is an error.
+    /// Stores `tensor` as table `name`, a new table without declared
+    /// indexes (a tensor that has some, such as another table's, is stored
+    /// as a copy without them). With `replace`, an existing table of that
+    /// name is replaced; without, it is an error.
     pub fn put(&mut self, name: &str, tensor: Arc<Tensor>, replace: bool) -> Result<()> {
+        let tensor = if tensor.declared_indexes().is_empty() {
+            tensor
+        } else {
+            Arc::new(tensor.without_indexes())
+        };
+        self.store_table(name, tensor, replace)
+    }
+
+    /// Stores `tensor`, with the indexes it declares, as table `name`.
+    fn store_table(&mut self, name: &str, tensor: Arc<Tensor>, replace: bool) -> Result<()> {
         let key = name.to_lowercase();
         let shown = match self.tables.get(&key) {
             Some(_) if !replace => return Err(Error::TableExists(name.to_string())),
@@ -126,5 +147,91 @@ impl Catalog {
             self.tables.remove(key);
         }
         Ok(())
+    }
+
+    /// Stores `tensor` as the new rows of the existing table `name`,
+    /// keeping its declared indexes: each is built over the new rows before
+    /// anything is stored.
+    pub fn rewrite(&mut self, name: &str, tensor: Arc<Tensor>) -> Result<()> {
+        let tensor = Arc::new(tensor.without_indexes());
+        for index in self.get(name)?.declared_indexes() {
+            tensor.declare(index)?;
+        }
+        self.store_table(name, tensor, true)
+    }
+
+    /// The declared index called `name` (any case), with the name of its
+    /// table as created.
+    pub fn index(&self, name: &str) -> Option<(String, DeclaredIndex)> {
+        self.indexes()
+            .into_iter()
+            .find(|(_, index)| index.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Every declared index with the name of its table, by table name,
+    /// then in the order they were declared.
+    pub fn indexes(&self) -> Vec<(String, DeclaredIndex)> {
+        self.tables
+            .values()
+            .flat_map(|(table, tensor)| {
+                tensor
+                    .declared_indexes()
+                    .into_iter()
+                    .map(move |index| (table.clone(), index))
+            })
+            .collect()
+    }
+
+    /// Declares `index` on table `table`, building it unless it is built.
+    /// Errors: an unknown table, an index name taken in the database, an
+    /// index of the table with the same order and formats, and the
+    /// build's (a format that cannot hold a dimension).
+    pub fn create_index(&mut self, table: &str, index: DeclaredIndex) -> Result<()> {
+        if let Some((owner, _)) = self.index(&index.name) {
+            return Err(Error::IndexExists(index.name, owner));
+        }
+        let tensor = self.get(table)?;
+        if let Some(same) = tensor.declared_name(&index.spec) {
+            return Err(Error::Invalid(format!(
+                "index '{same}' on table '{table}' already has the columns and formats of '{}'",
+                index.name
+            )));
+        }
+        index.spec.validate(tensor.dims())?;
+        tensor.index(&index.spec)?;
+        let shown = self.shown(table).to_string();
+        if let Some(store) = &mut self.store {
+            let mut declared = tensor.declared_indexes();
+            declared.push(index.clone());
+            store.set_indexes(&shown, &declared)?;
+        }
+        tensor.declare(index)?;
+        Ok(())
+    }
+
+    /// Removes the declared index `name` (any case); the name of its table
+    /// and the removed declaration, `None` if there is no such index.
+    pub fn drop_index(&mut self, name: &str) -> Result<Option<(String, DeclaredIndex)>> {
+        let Some((table, index)) = self.index(name) else {
+            return Ok(None);
+        };
+        let tensor = self.get(&table)?;
+        if let Some(store) = &mut self.store {
+            let declared: Vec<DeclaredIndex> = tensor
+                .declared_indexes()
+                .into_iter()
+                .filter(|d| d.name != index.name)
+                .collect();
+            store.set_indexes(&table, &declared)?;
+        }
+        tensor.undeclare(&index.name);
+        Ok(Some((table, index)))
+    }
+
+    /// The name of table `name` as created (`name` if there is none).
+    fn shown<'a>(&'a self, name: &'a str) -> &'a str {
+        self.tables
+            .get(&name.to_lowercase())
+            .map_or(name, |(shown, _)| shown.as_str())
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! dir/catalog.json                 format version, next generation, and per table:
-//!                                  data file, dictionary file, schema, row count
+//!                                  data file, dictionary file, schema, row count,
+//!                                  declared indexes (name, order, level formats)
 //! dir/einsql.lock                  held (exclusive lock) while a Store is open
 //! dir/data/000007-edges.parquet    a table's stored batch: Int64 coordinates,
 //!                                  then the value (or multiplicity) columns
@@ -15,6 +16,16 @@
 //! every string of a dimension, so a loaded table equals the saved one:
 //! dimensions, sizes, dictionaries, value types, column order, bag
 //! multiplicities and values.
+//!
+//! Declared indexes are recorded in the catalog only (a name, a dimension
+//! order and a level format per level) and rebuilt from the table's data on
+//! open: a fibertree is a few sorted arrays that building recreates in
+//! about the time reading them from files would take, and recording only
+//! the declaration keeps one commit per change without more files to
+//! write. A catalog that declares an index is written as format 2; one that
+//! declares none as format 1, so that a database without indexes stays
+//! readable by earlier builds, and an earlier build refuses (instead of
+//! silently dropping) the indexes of a newer one.
 //!
 //! Commit protocol: every write creates files under a fresh generation
 //! number (never overwriting a file the catalog points to) through
@@ -40,6 +51,7 @@ use serde::{Deserialize, Serialize};
 use crate::durable::{sync_directory, write_atomically};
 use crate::error::{Error, Result};
 use crate::io::parquet::write_batch;
+use crate::storage::fibertree::{DeclaredIndex, IndexSpec, LevelFormat};
 use crate::storage::{
     ColumnRef, Coo, Dictionary, DimensionSpec, MULTIPLICITY, Tensor, ValueData, ValueType,
 };
@@ -52,8 +64,11 @@ const LOCK: &str = "einsql.lock";
 const DATA: &str = "data";
 /// The `format` field of every catalog.
 const FORMAT: &str = "einsql-database";
-/// The catalog format version this build writes and reads.
-const VERSION: u64 = 1;
+/// The newest catalog format version this build writes and reads: format 1
+/// with declared indexes.
+const VERSION: u64 = 2;
+/// The catalog format version written when no table declares an index.
+const PLAIN_VERSION: u64 = 1;
 /// How often a lock held elsewhere is retried (20 ms apart).
 const LOCK_ATTEMPTS: u32 = 10;
 
@@ -91,6 +106,18 @@ struct TableEntry {
     /// Whether the table is a bag (no value columns; the data file holds
     /// multiplicities).
     bag: bool,
+    /// The declared indexes, in the order they were declared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    indexes: Vec<IndexEntry>,
+}
+
+/// One declared index in the catalog.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct IndexEntry {
+    name: String,
+    /// The dimension of each level (positions in the stored order).
+    order: Vec<usize>,
+    formats: Vec<LevelFormat>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -174,6 +201,21 @@ impl Store {
         self.commit(catalog, replaced)
     }
 
+    /// Records `indexes` as the declared indexes of table `name`, in one
+    /// commit of the catalog alone (the indexes are rebuilt on open).
+    pub fn set_indexes(&mut self, name: &str, indexes: &[DeclaredIndex]) -> Result<()> {
+        let mut catalog = self.catalog.clone();
+        let Some(entry) = catalog.tables.get_mut(name) else {
+            return Err(Error::unknown(
+                "Table",
+                name,
+                self.catalog.tables.keys().map(String::as_str),
+            ));
+        };
+        entry.indexes = indexes.iter().map(IndexEntry::from).collect();
+        self.commit(catalog, Vec::new())
+    }
+
     /// Removes the tables `names` in one commit: after a crash, either all
     /// of them are gone or none.
     pub fn drop_tables(&mut self, names: &[&str]) -> Result<()> {
@@ -194,7 +236,9 @@ impl Store {
 
     /// Writes `catalog` (the commit point), then removes the files of the
     /// `replaced` entries.
-    fn commit(&mut self, catalog: Catalog, replaced: Vec<TableEntry>) -> Result<()> {
+    fn commit(&mut self, mut catalog: Catalog, replaced: Vec<TableEntry>) -> Result<()> {
+        let indexed = catalog.tables.values().any(|t| !t.indexes.is_empty());
+        catalog.version = if indexed { VERSION } else { PLAIN_VERSION };
         write_catalog(&self.dir.join(CATALOG), &catalog)?;
         self.catalog = catalog;
         if !replaced.is_empty() {
@@ -264,6 +308,11 @@ impl TableEntry {
                 .collect(),
             column_order: tensor.column_order().to_vec(),
             bag: tensor.is_bag(),
+            indexes: tensor
+                .declared_indexes()
+                .iter()
+                .map(IndexEntry::from)
+                .collect(),
         }
     }
 
@@ -284,6 +333,16 @@ impl TableEntry {
         } else {
             dims.chain(self.values.iter().map(|v| (v.name.as_str(), v.ty)))
                 .collect()
+        }
+    }
+}
+
+impl From<&DeclaredIndex> for IndexEntry {
+    fn from(index: &DeclaredIndex) -> IndexEntry {
+        IndexEntry {
+            name: index.name.clone(),
+            order: index.spec.order.clone(),
+            formats: index.spec.formats.clone(),
         }
     }
 }
@@ -367,13 +426,14 @@ fn read_catalog(path: &Path) -> Result<Option<Catalog>> {
         ));
     }
     match json.get("version").and_then(|v| v.as_u64()) {
-        Some(VERSION) => {}
+        Some(PLAIN_VERSION | VERSION) => {}
         Some(version) if version > VERSION => {
             return Err(catalog_error(
                 path,
                 format!(
                     "the database was written by a newer einsql (catalog format {version}; this \
-                     build reads format {VERSION}); open it with a newer einsql. {untouched}"
+                     build reads formats {PLAIN_VERSION} to {VERSION}); open it with a newer \
+                     einsql. {untouched}"
                 ),
             ));
         }
@@ -381,8 +441,8 @@ fn read_catalog(path: &Path) -> Result<Option<Catalog>> {
             return Err(catalog_error(
                 path,
                 format!(
-                    "catalog format {version} is older than any this build reads (format \
-                     {VERSION}); {untouched}"
+                    "catalog format {version} is older than any this build reads (formats \
+                     {PLAIN_VERSION} to {VERSION}); {untouched}"
                 ),
             ));
         }
@@ -395,8 +455,25 @@ fn read_catalog(path: &Path) -> Result<Option<Catalog>> {
     }
     let catalog: Catalog = serde_json::from_value(json)
         .map_err(|e| catalog_error(path, format!("the catalog is damaged ({e}); {untouched}")))?;
+    let mut index_names: Vec<String> = Vec::new();
     for (name, entry) in &catalog.tables {
         check_entry(path, name, entry)?;
+        for index in &entry.indexes {
+            if index_names
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(&index.name))
+            {
+                return Err(catalog_error(
+                    path,
+                    format!(
+                        "the catalog is damaged: the index name '{}' is declared twice; \
+                         {untouched}",
+                        index.name
+                    ),
+                ));
+            }
+            index_names.push(index.name.clone());
+        }
     }
     Ok(Some(catalog))
 }
@@ -457,7 +534,7 @@ fn create_catalog(dir: &Path) -> Result<Catalog> {
     sync_directory(dir)?;
     let catalog = Catalog {
         format: FORMAT.to_string(),
-        version: VERSION,
+        version: PLAIN_VERSION,
         next_generation: 1,
         tables: BTreeMap::new(),
     };
@@ -617,6 +694,21 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
     .map_err(|e| mismatch(format!("does not form a valid table ({e})")))?;
     if tensor.nnz() as u64 != entry.rows {
         return Err(mismatch("holds duplicate or unsorted entries".to_string()));
+    }
+    for index in &entry.indexes {
+        let declared = DeclaredIndex {
+            name: index.name.clone(),
+            spec: IndexSpec::new(index.order.clone(), index.formats.clone()),
+        };
+        tensor.declare(declared).map_err(|e| {
+            catalog_error(
+                &path,
+                format!(
+                    "table '{name}' cannot be loaded: its index '{}' cannot be built ({e})",
+                    index.name
+                ),
+            )
+        })?;
     }
     Ok(tensor)
 }

@@ -16,7 +16,9 @@
 //! - per input ([`Access`]) the fibertree index it is read through, whose
 //!   level order follows the loop order (constants first). When that order
 //!   is not the stored one the input is re-indexed: an explicit step that
-//!   EXPLAIN shows and that [`Tensor::index`] caches with the tensor;
+//!   EXPLAIN shows and that [`Tensor::index`] caches with the tensor,
+//!   unless the table has a declared index of that order, which EXPLAIN
+//!   names (`read A USING a_csc as (j,i) dense/compressed`);
 //! - the pointwise [`Node`] expression over the inputs and the aggregate;
 //! - the output format of every output level ([`OutputFormat`]): levels
 //!   written in loop order are sorted (sequential writes), the others are
@@ -602,7 +604,11 @@ impl fmt::Display for PhysicalQuery {
             );
         }
         for (k, access) in self.inputs.iter().enumerate() {
-            if !access.index.is_identity() {
+            let declared = match &access.source {
+                Source::Table { tensor, .. } => tensor.declared_name(&access.index),
+                Source::Result(_) => None,
+            };
+            if declared.is_some() || !access.index.is_identity() {
                 let order: Vec<String> = access
                     .index
                     .order
@@ -614,10 +620,13 @@ impl fmt::Display for PhysicalQuery {
                     })
                     .collect();
                 let formats: Vec<&str> = access.index.formats.iter().map(|f| f.name()).collect();
+                let how = match &declared {
+                    Some(name) => format!("read {} USING {name}", self.input_name(k)),
+                    None => format!("reindex {}", self.input_name(k)),
+                };
                 write!(
                     f,
-                    "\n  reindex {} as ({}) {}",
-                    self.input_name(k),
+                    "\n  {how} as ({}) {}",
                     order.join(","),
                     formats.join("/")
                 )?;

@@ -477,7 +477,9 @@ impl Planner<'_> {
     }
 
     /// Chooses every input's index: level order by loop order (constants
-    /// first), formats as chosen or by default.
+    /// first); formats as the `input_format` setting chooses, else those of
+    /// the table's declared index of that order (built, so read for free),
+    /// else by default.
     fn index_inputs(&self, query: &mut PhysicalQuery, format: Option<LevelFormat>) -> Result<()> {
         let depth_of: HashMap<usize, usize> = query
             .loops
@@ -491,11 +493,21 @@ impl Planner<'_> {
                 Term::Const(_) => (0, d),
                 Term::Var(v) => (1 + depth_of.get(&v).copied().unwrap_or(usize::MAX - 1), d),
             });
-            let formats = match format {
-                Some(format) => vec![format; order.len()],
-                None => default_formats(access),
+            let declared = match &access.source {
+                Source::Table { tensor, .. } if format.is_none() => tensor
+                    .declared_indexes()
+                    .into_iter()
+                    .find(|d| d.spec.order == order),
+                _ => None,
             };
-            access.index = IndexSpec::new(order, formats);
+            access.index = match (declared, format) {
+                (Some(declared), _) => declared.spec,
+                (None, Some(format)) => {
+                    let formats = vec![format; order.len()];
+                    IndexSpec::new(order, formats)
+                }
+                (None, None) => IndexSpec::new(order, default_formats(access)),
+            };
         }
         Ok(())
     }
@@ -736,14 +748,23 @@ fn first_appearance(query: &PhysicalQuery, bound: &[usize]) -> Vec<usize> {
 /// Compressed levels, except dense levels for a stored tensor that holds
 /// at least half of its cells (a lookup is then one array access).
 fn default_formats(access: &Access) -> Vec<LevelFormat> {
-    let n = access.terms.len();
-    if let Source::Table { tensor, .. } = &access.source
-        && n > 0
-        && is_mostly_full(tensor)
-    {
-        return vec![LevelFormat::Dense; n];
+    match &access.source {
+        Source::Table { tensor, .. } => table_formats(tensor),
+        Source::Result(_) => vec![LevelFormat::Compressed; access.terms.len()],
     }
-    vec![LevelFormat::Compressed; n]
+}
+
+/// The level formats a stored tensor is read through when neither a
+/// setting nor a declared index says otherwise (and that `CREATE INDEX`
+/// without `USING` declares): dense when the tensor is mostly full,
+/// compressed otherwise.
+pub fn table_formats(tensor: &Tensor) -> Vec<LevelFormat> {
+    let format = if is_mostly_full(tensor) {
+        LevelFormat::Dense
+    } else {
+        LevelFormat::Compressed
+    };
+    vec![format; tensor.dims().len()]
 }
 
 /// Whether a stored tensor holds at least half of its dimensions' cells

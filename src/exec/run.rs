@@ -90,12 +90,6 @@ fn in_output_order(query: &PhysicalQuery) -> bool {
             .eq(query.output.iter().copied())
 }
 
-/// The bytes a fibertree index over `tensor` with `levels` levels takes,
-/// roughly (positions and coordinates per level, a copy of the values).
-fn index_bytes(tensor: &Tensor, levels: usize) -> u64 {
-    (tensor.nnz() as u64).saturating_mul(16 * levels as u64 + 16)
-}
-
 /// Whether every multiplicity of a bag is 1, found once per tensor (kept
 /// with it, see [`Tensor::derived`]) from any of its indexes.
 #[derive(Default)]
@@ -149,7 +143,7 @@ fn run_query(
         let unindexed = if tensor.built_indexes().contains(&access.index) {
             0
         } else {
-            control.reserve(index_bytes(&tensor, access.index.order.len()))?;
+            control.reserve(access.index.estimated_bytes(tensor.nnz()))?;
             tensor.nnz()
         };
         let tree: Arc<FiberTree> =

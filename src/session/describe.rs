@@ -19,8 +19,8 @@ pub fn show_tables(catalog: &Catalog) -> Result<QueryResult> {
 
 /// `DESCRIBE t`: one row per column, in declaration order, with its SQL
 /// type, its role (dimension or value) and, for dimensions, the size; the
-/// message gives the number of stored entries and the fibertree indexes
-/// built.
+/// message gives the number of stored entries, the declared indexes and
+/// the fibertree indexes built.
 pub fn describe(catalog: &Catalog, name: &str) -> Result<QueryResult> {
     let tensor = catalog.get(name)?;
     let mut names = Vec::new();
@@ -61,9 +61,14 @@ pub fn describe(catalog: &Catalog, name: &str) -> Result<QueryResult> {
         .iter()
         .map(|spec| spec.named(tensor.dims()))
         .collect();
+    let declared: String = tensor
+        .declared_indexes()
+        .iter()
+        .map(|index| format!("; index {}", index.named(tensor.dims())))
+        .collect();
     let mut result = QueryResult::rows(schema, vec![batch]);
     result.message = Some(format!(
-        "{name}: {}{}; fibertree indexes built: {}",
+        "{name}: {}{}{declared}; fibertree indexes built: {}",
         count(tensor.nnz(), "stored entry", "stored entries"),
         if tensor.is_bag() {
             " (a bag: each entry counts its duplicate rows)"

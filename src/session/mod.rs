@@ -33,6 +33,7 @@ use crate::ir::Program;
 use crate::progress::{ProgressSink, check_cancelled};
 use crate::sql;
 use crate::storage::Tensor;
+use crate::storage::fibertree::DeclaredIndex;
 use crate::tpch::{Dbgen, Table};
 
 /// What statements run against: the database's catalog and settings, where
@@ -141,14 +142,28 @@ impl<'a> Session<'a> {
                 // Hold the write lock from reading the table to storing the
                 // new one, so that concurrent inserts do not lose rows.
                 let mut catalog = self.write_catalog();
-                let tensor = rows.append(catalog.get(&table)?.as_ref())?;
-                catalog.put(&table, Arc::new(tensor), true)?;
+                let old = catalog.get(&table)?;
+                let tensor = rows.append(old.as_ref())?;
+                let memory = self.budget();
+                for index in old.declared_indexes() {
+                    memory.reserve(
+                        index.spec.estimated_bytes(tensor.nnz()),
+                        &format!("for rebuilding index {}", index.name),
+                    )?;
+                }
+                catalog.rewrite(&table, Arc::new(tensor))?;
                 Ok(QueryResult::message(format!(
                     "Inserted {} into {table}",
                     count(rows.rows(), "row", "rows")
                 )))
             }
             BoundStatement::Drop { names, if_exists } => self.drop(&names, if_exists),
+            BoundStatement::CreateIndex {
+                table,
+                index,
+                if_not_exists,
+            } => self.create_index(&table, index, if_not_exists),
+            BoundStatement::DropIndex { names, if_exists } => self.drop_index(&names, if_exists),
             BoundStatement::Copy {
                 source,
                 path,
@@ -274,6 +289,76 @@ impl<'a> Session<'a> {
         }))
     }
 
+    /// `CREATE INDEX`: builds the index (its estimated bytes charged to
+    /// `memory_limit`) outside the catalog's write lock, then declares it.
+    fn create_index(
+        &self,
+        table: &str,
+        index: DeclaredIndex,
+        if_not_exists: bool,
+    ) -> Result<QueryResult> {
+        let exists = |catalog: &Catalog| {
+            catalog
+                .index(&index.name)
+                .map(|(owner, _)| Error::IndexExists(index.name.clone(), owner))
+        };
+        let tensor = {
+            let catalog = self.read_catalog();
+            match exists(&catalog) {
+                Some(_) if if_not_exists => return Ok(index_exists(&index.name)),
+                Some(error) => return Err(error),
+                None => catalog.get(table)?,
+            }
+        };
+        index.spec.validate(tensor.dims())?;
+        if tensor.built_index(&index.spec).is_none() {
+            self.budget().reserve(
+                index.spec.estimated_bytes(tensor.nnz()),
+                &format!("for building index {}", index.name),
+            )?;
+        }
+        self.progress
+            .start_query(&format!("building index {}", index.name));
+        let built = tensor.index(&index.spec);
+        self.progress.finish();
+        let bytes = built?.bytes();
+        let mut catalog = self.write_catalog();
+        if if_not_exists && exists(&catalog).is_some() {
+            return Ok(index_exists(&index.name));
+        }
+        let message = format!(
+            "Created index {} on {table} {} ({bytes} bytes)",
+            index.name,
+            index.spec.named(tensor.dims())
+        );
+        catalog.create_index(table, index)?;
+        Ok(QueryResult::message(message))
+    }
+
+    /// `DROP INDEX`: every index must exist unless `if_exists`.
+    fn drop_index(&self, names: &[String], if_exists: bool) -> Result<QueryResult> {
+        let mut catalog = self.write_catalog();
+        if !if_exists && let Some(missing) = names.iter().find(|n| catalog.index(n).is_none()) {
+            let known: Vec<String> = catalog.indexes().into_iter().map(|(_, d)| d.name).collect();
+            return Err(Error::unknown(
+                "Index",
+                missing,
+                known.iter().map(String::as_str),
+            ));
+        }
+        let mut dropped = Vec::new();
+        for name in names {
+            if let Some((table, index)) = catalog.drop_index(name)? {
+                dropped.push(format!("{} (on {table})", index.name));
+            }
+        }
+        Ok(QueryResult::message(if dropped.is_empty() {
+            "No index dropped".to_string()
+        } else {
+            format!("Dropped index {}", dropped.join(", "))
+        }))
+    }
+
     /// Binds and runs one statement, unless a stop was requested, and
     /// hands out its rows as a stream: a query's program is evaluated
     /// first, its rows are assembled batch by batch as they are taken (see
@@ -395,6 +480,12 @@ impl sql::Evaluate for Session<'_> {
     fn memory_limit(&self) -> u64 {
         self.settings.memory_limit()
     }
+}
+
+/// The message of a `CREATE INDEX IF NOT EXISTS` that finds the name
+/// taken.
+fn index_exists(name: &str) -> QueryResult {
+    QueryResult::message(format!("Index {name} already exists; nothing done"))
 }
 
 /// "1 row", "2 rows": `n` with the `singular` or `plural` noun, for

@@ -443,6 +443,14 @@ fn description(name: &str, tensor: &Tensor) -> Result<String> {
         };
         let _ = writeln!(text, "  D({}{condition}) = {}", names(stat.x), stat.degree);
     }
+    let declared: Vec<String> = tensor
+        .declared_indexes()
+        .iter()
+        .map(|index| index.named(tensor.dims()))
+        .collect();
+    if !declared.is_empty() {
+        let _ = writeln!(text, "Declared indexes: {}", declared.join(", "));
+    }
     let indexes: Vec<String> = tensor
         .built_indexes()
         .iter()

@@ -1,4 +1,5 @@
-//! `CREATE TABLE` (with columns, or `AS SELECT`) and `DROP TABLE`.
+//! `CREATE TABLE` (with columns, or `AS SELECT`) and `DROP TABLE` (`DROP
+//! INDEX` goes to [`super::index`]).
 //!
 //! A table created with columns is an empty tensor whose dimensions are its
 //! `PRIMARY KEY` columns, in key order, and whose value columns are the
@@ -278,6 +279,9 @@ pub fn drop(
     if_exists: bool,
     names: &[ObjectName],
 ) -> Result<BoundStatement> {
+    if object_type == ObjectType::Index {
+        return super::index::drop_index(if_exists, names);
+    }
     if object_type != ObjectType::Table {
         return Err(Error::NotSupported(format!("DROP {object_type}")));
     }

@@ -4,7 +4,8 @@
 //! catalog.
 //!
 //! Statements are bound by kind in one module each: [`ddl`] (`CREATE
-//! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`insert`] (`INSERT
+//! TABLE`, `CREATE TABLE ... AS`, `DROP TABLE`), [`index`] (`CREATE
+//! INDEX`, `DROP INDEX`), [`insert`] (`INSERT
 //! INTO`), [`copy`] (`COPY ... TO`), [`call`] (`CALL dbgen(sf = ...)`,
 //! the TPC-H generator), [`settings`] (`SET`, `RESET`) and
 //! [`query`] (`SELECT`, lowered to an IR program and the recipe that
@@ -18,6 +19,7 @@ mod call;
 mod copy;
 mod ddl;
 mod einsum_function;
+mod index;
 mod insert;
 mod literal;
 mod query;
@@ -115,6 +117,7 @@ pub fn parse_statement(script: &str, range: Range<usize>) -> Result<Statement> {
         shift(&mut token.span.end);
     }
     unreserve_named_arguments(&mut tokens);
+    index::rewrite_level_formats(&mut tokens)?;
     let mut statements = Parser::new(&dialect)
         .with_tokens_with_locations(tokens)
         .parse_statements()
@@ -162,6 +165,7 @@ pub fn bind(context: Context<'_>, statement: &Statement) -> Result<BoundStatemen
     match statement {
         Statement::Query(query) => Ok(BoundStatement::Query(query::bind(context, query)?)),
         Statement::CreateTable(create) => ddl::create_table(context, create),
+        Statement::CreateIndex(create) => index::create_index(context, create),
         Statement::Drop {
             object_type,
             if_exists,

@@ -1,12 +1,16 @@
-//! The loaders usable in `FROM`: `read_mtx`, `read_tns`, `read_parquet` and
-//! `read_csv`, DuckDB-style, with named options:
+//! The table functions usable in `FROM`: the loaders `read_mtx`,
+//! `read_tns`, `read_parquet` and `read_csv`, DuckDB-style, with named
+//! options, and `einsql_indexes()`, the declared indexes of the database
+//! (as DuckDB's `duckdb_indexes()`):
 //!
 //! ```sql
 //! SELECT * FROM read_csv('sales.csv', keys = ['store', 'day'], values = ['amount']);
 //! CREATE TABLE t AS SELECT * FROM read_tns('nell.tns', zero_based = true);
+//! SELECT index_name, columns FROM einsql_indexes() WHERE table_name = 'a';
 //! ```
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, ObjectName, TableFunctionArgs};
 
@@ -14,7 +18,7 @@ use super::Context;
 use crate::bound::Literal;
 use crate::error::{Error, Result, closest_name};
 use crate::io::{FileFormat, FileLoad, ReadOptions};
-use crate::storage::Tensor;
+use crate::storage::{Coo, Dictionary, DimensionSpec, Tensor, ValueData};
 
 /// The table functions, with the format each reads.
 const FUNCTIONS: [(&str, FileFormat); 4] = [
@@ -27,9 +31,81 @@ const FUNCTIONS: [(&str, FileFormat); 4] = [
 /// The named options the table functions accept.
 const OPTIONS: [&str; 5] = ["keys", "values", "zero_based", "header", "delimiter"];
 
-/// Loads the file that the table function call `name(args)` names.
+/// The table function that lists the declared indexes.
+const INDEXES: &str = "einsql_indexes";
+
+/// The table of the table function call `name(args)`: what
+/// [`catalog_table`] makes of it, or the file it names, loaded.
 pub fn load(context: Context<'_>, name: &ObjectName, args: &TableFunctionArgs) -> Result<Tensor> {
-    file_load(name, args)?.read(context.progress)
+    match catalog_table(context, name, args)? {
+        Some(tensor) => Ok(tensor),
+        None => file_load(name, args)?.read(context.progress),
+    }
+}
+
+/// The table of a call of a function that reads the catalog
+/// (`einsql_indexes()`), `None` for any other function.
+///
+/// `einsql_indexes()` has a row per declared index: `index_name`,
+/// `table_name`, `columns` (in level order, comma-separated), `formats`
+/// (a level format per column) and `bytes` (the size of the built tree).
+pub fn catalog_table(
+    context: Context<'_>,
+    name: &ObjectName,
+    args: &TableFunctionArgs,
+) -> Result<Option<Tensor>> {
+    if !super::table_name(name)?.eq_ignore_ascii_case(INDEXES) {
+        return Ok(None);
+    }
+    if !args.args.is_empty() {
+        return Err(Error::Invalid(format!("{INDEXES}() takes no arguments")));
+    }
+    let catalog = context.catalog();
+    let indexes = catalog.indexes();
+    let mut rows: [Vec<String>; 4] = Default::default();
+    let mut bytes = Vec::with_capacity(indexes.len());
+    for (table, index) in &indexes {
+        let tensor = catalog.get(table)?;
+        let dims = tensor.dims();
+        let columns: Vec<&str> = index
+            .spec
+            .order
+            .iter()
+            .map(|&d| dims[d].name.as_str())
+            .collect();
+        let formats: Vec<&str> = index.spec.formats.iter().map(|f| f.name()).collect();
+        let built = tensor
+            .built_index(&index.spec)
+            .map_or(0, |tree| tree.bytes());
+        for (column, cell) in rows.iter_mut().zip([
+            index.name.clone(),
+            table.clone(),
+            columns.join(", "),
+            formats.join(", "),
+        ]) {
+            column.push(cell);
+        }
+        bytes.push(i64::try_from(built).unwrap_or(i64::MAX));
+    }
+    let names = ["index_name", "table_name", "columns", "formats"];
+    let mut dims = Vec::with_capacity(names.len());
+    let mut coords = Vec::with_capacity(names.len());
+    for (name, column) in names.into_iter().zip(&rows) {
+        let (dictionary, codes) = Dictionary::encode(column.iter().map(String::as_str));
+        dims.push(DimensionSpec {
+            name: name.to_string(),
+            size: Some(dictionary.len() as u64),
+            dictionary: Some(Arc::new(dictionary)),
+        });
+        coords.push(codes);
+    }
+    Tensor::from_coo(Coo {
+        dims,
+        coords,
+        values: vec![("bytes".to_string(), ValueData::Int64(bytes))],
+        column_order: None,
+    })
+    .map(Some)
 }
 
 /// The file that the table function call `name(args)` names, with how to
@@ -44,7 +120,7 @@ pub fn file_load(name: &ObjectName, args: &TableFunctionArgs) -> Result<FileLoad
             Error::unknown(
                 "Table function",
                 &function,
-                FUNCTIONS.iter().map(|(f, _)| *f),
+                FUNCTIONS.iter().map(|(f, _)| *f).chain([INDEXES]),
             )
         })?;
     let (path, options) = arguments(&function, &args.args)?;

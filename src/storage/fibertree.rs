@@ -47,13 +47,15 @@ use arrow::buffer::{BooleanBuffer, ScalarBuffer};
 use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
 use hashbrown::HashMap;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::storage::tensor::PARALLEL_ROWS;
 use crate::storage::{Dimension, Tensor};
 
 /// The format of one fibertree level; see the module documentation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LevelFormat {
     /// A slot for every coordinate under every parent, with presence bits.
     Dense,
@@ -66,6 +68,21 @@ pub enum LevelFormat {
 }
 
 impl LevelFormat {
+    /// Every format, in the order [`LevelFormat::name`] lists them.
+    pub const ALL: [LevelFormat; 4] = [
+        LevelFormat::Dense,
+        LevelFormat::Compressed,
+        LevelFormat::Hashed,
+        LevelFormat::Bytemap,
+    ];
+
+    /// The format called `name` (any case), if there is one.
+    pub fn from_name(name: &str) -> Option<LevelFormat> {
+        LevelFormat::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+
     /// The lower-case name, as [`IndexSpec`]'s `Display` shows it.
     pub fn name(self) -> &'static str {
         match self {
@@ -178,6 +195,13 @@ impl IndexSpec {
         format!("({}) {}", names.join(","), self.format_list())
     }
 
+    /// About the bytes the index takes over `nnz` entries (positions and
+    /// coordinates per level, a copy of the values): what building it is
+    /// charged against the memory limit.
+    pub fn estimated_bytes(&self, nnz: usize) -> u64 {
+        (nnz as u64).saturating_mul(16 * self.order.len() as u64 + 16)
+    }
+
     fn format_list(&self) -> String {
         let formats: Vec<&str> = self.formats.iter().map(|f| f.name()).collect();
         formats.join("/")
@@ -187,6 +211,26 @@ impl IndexSpec {
 impl fmt::Display for IndexSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", list(&self.order), self.format_list())
+    }
+}
+
+/// An index a user declared (`CREATE INDEX name ON table (...)`): kept
+/// built with its tensor, persisted with its table, and named in plans
+/// that read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeclaredIndex {
+    /// The name, as created (unique, without regard to case, in a
+    /// database).
+    pub name: String,
+    /// The order and level formats.
+    pub spec: IndexSpec,
+}
+
+impl DeclaredIndex {
+    /// `a_csc (j,i) dense/compressed`: the name and the spec with
+    /// dimension names.
+    pub fn named(&self, dims: &[Dimension]) -> String {
+        format!("{} {}", self.name, self.spec.named(dims))
     }
 }
 
@@ -320,6 +364,14 @@ impl FiberTree {
     /// Number of stored entries (leaves).
     pub fn nnz(&self) -> usize {
         self.nnz
+    }
+
+    /// The bytes the tree holds: its levels' arrays and its value arrays
+    /// (counted whole even when shared with the tensor).
+    pub fn bytes(&self) -> u64 {
+        let levels: usize = self.levels.iter().map(Level::bytes).sum();
+        let values: usize = self.values.iter().map(|v| v.get_array_memory_size()).sum();
+        (levels + values) as u64
     }
 
     /// The levels, outermost first; empty for a tensor without dimensions,
@@ -703,6 +755,24 @@ impl Level {
             }
         };
         Ok((level(storage), Positions::Listed(child_positions)))
+    }
+
+    /// The bytes of the level's arrays (a hash table's entries counted
+    /// at their size, not its spare capacity).
+    fn bytes(&self) -> usize {
+        use std::mem::{size_of, size_of_val};
+        let compressed =
+            |pos: &[usize], crd: &ScalarBuffer<i64>| size_of_val(pos) + size_of_val(crd.as_ref());
+        match &self.storage {
+            Storage::Dense { present, .. } => size_of_val(present.words.as_slice()),
+            Storage::Compressed { pos, crd } => compressed(pos, crd),
+            Storage::Hashed { pos, crd, table } => {
+                compressed(pos, crd) + table.len() * size_of::<((usize, i64), usize)>()
+            }
+            Storage::Bytemap {
+                flags, pos, crd, ..
+            } => size_of_val(flags.as_slice()) + compressed(pos, crd),
+        }
     }
 
     /// The format of the level.

@@ -35,7 +35,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::storage::fibertree::{FiberTree, IndexSpec};
+use crate::storage::fibertree::{DeclaredIndex, FiberTree, IndexSpec};
 use crate::storage::statistics::Statistics;
 
 /// Name of the hidden value column that holds row multiplicities of a bag.
@@ -352,6 +352,9 @@ pub struct Tensor {
     data: RecordBatch,
     statistics: OnceLock<Statistics>,
     indexes: Mutex<HashMap<IndexSpec, Arc<FiberTree>>>,
+    /// The indexes users declared, in the order they were: each is built
+    /// and kept in `indexes`.
+    declared: Mutex<Vec<DeclaredIndex>>,
     /// What other parts of the engine derive from the tensor and keep
     /// with it, one value per type (see [`Tensor::derived`]).
     derived: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
@@ -479,6 +482,7 @@ impl Tensor {
             data,
             statistics: OnceLock::new(),
             indexes: Mutex::new(HashMap::new()),
+            declared: Mutex::new(Vec::new()),
             derived: Mutex::new(HashMap::new()),
         })
     }
@@ -631,6 +635,7 @@ impl Tensor {
             data: self.data.clone(),
             statistics: self.statistics.clone(),
             indexes: Mutex::new(HashMap::new()),
+            declared: Mutex::new(Vec::new()),
             derived: Mutex::new(HashMap::new()),
         }
     }
@@ -684,6 +689,7 @@ impl Tensor {
             data,
             statistics: OnceLock::new(),
             indexes: Mutex::new(HashMap::new()),
+            declared: Mutex::new(Vec::new()),
             derived: Mutex::new(HashMap::new()),
         })
     }
@@ -695,6 +701,55 @@ impl Tensor {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
+    }
+
+    /// Builds (or finds built) the index `index.spec` and keeps it,
+    /// named, for as long as the tensor lives; a declaration of that name
+    /// is replaced. Callers keep names unique in their database.
+    pub fn declare(&self, index: DeclaredIndex) -> Result<Arc<FiberTree>> {
+        let tree = self.index(&index.spec)?;
+        let mut declared = self.lock_declared();
+        declared.retain(|d| !d.name.eq_ignore_ascii_case(&index.name));
+        declared.push(index);
+        Ok(tree)
+    }
+
+    /// Removes the declared index `name` (any case) and frees its tree;
+    /// the removed declaration, `None` if there was none.
+    pub fn undeclare(&self, name: &str) -> Option<DeclaredIndex> {
+        let mut declared = self.lock_declared();
+        let position = declared
+            .iter()
+            .position(|d| d.name.eq_ignore_ascii_case(name))?;
+        let index = declared.remove(position);
+        if declared.iter().all(|d| d.spec != index.spec) {
+            self.lock_indexes().remove(&index.spec);
+        }
+        Some(index)
+    }
+
+    /// The declared indexes, in the order they were declared.
+    pub fn declared_indexes(&self) -> Vec<DeclaredIndex> {
+        self.lock_declared().clone()
+    }
+
+    /// The name of the declared index with spec `spec`, if any.
+    pub fn declared_name(&self, spec: &IndexSpec) -> Option<String> {
+        self.lock_declared()
+            .iter()
+            .find(|d| &d.spec == spec)
+            .map(|d| d.name.clone())
+    }
+
+    /// The index `spec` if it is built, without building it.
+    pub fn built_index(&self, spec: &IndexSpec) -> Option<Arc<FiberTree>> {
+        self.lock_indexes().get(spec).cloned()
+    }
+
+    fn lock_declared(&self) -> std::sync::MutexGuard<'_, Vec<DeclaredIndex>> {
+        // Declarations change by one push or removal, so a panic elsewhere
+        // cannot leave them inconsistent.
+        self.declared.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The specifications of the indexes built so far.

@@ -89,3 +89,38 @@ pub fn lines(result: &QueryResult) -> Vec<String> {
     }
     out
 }
+
+/// A generator seeded from the clock, its seed printed under `label` so
+/// that a failure can be reproduced.
+#[allow(dead_code)]
+pub fn clock_rng(label: &str) -> Rng {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        | 1;
+    eprintln!("{label} seed {seed}");
+    Rng(seed)
+}
+
+/// Runs the ignored test `name` of the current test binary as a child
+/// process with the environment `env`, waits until it prints
+/// `child-ready`, lets it run for `pause` and kills it: a writer killed at
+/// an arbitrary moment.
+#[allow(dead_code)]
+pub fn kill_child_after(name: &str, env: &[(&str, String)], pause: std::time::Duration) {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--ignored", "--nocapture"])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let ready = BufReader::new(stdout)
+        .lines()
+        .any(|line| line.unwrap().contains("child-ready"));
+    assert!(ready, "the child writer did not start");
+    std::thread::sleep(pause);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

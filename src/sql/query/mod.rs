@@ -41,10 +41,15 @@ pub fn bind(context: Context<'_>, query: &Query) -> Result<Relation> {
             context.catalog().get(&name)?;
             Ok(Relation::Table(name))
         }
-        Some(Source::File { function, args }) => Ok(Relation::File {
-            load: super::table_function::file_load(function, args)?,
-            call: format!("{function}({})", arguments(args)),
-        }),
+        Some(Source::File { function, args }) => {
+            if let Some(tensor) = super::table_function::catalog_table(context, function, args)? {
+                return Ok(Relation::Tensor(Arc::new(tensor)));
+            }
+            Ok(Relation::File {
+                load: super::table_function::file_load(function, args)?,
+                call: format!("{function}({})", arguments(args)),
+            })
+        }
         None => {
             let plan = output::bind(context, query, &Ctes::default())?;
             Ok(Relation::Program(BoundQuery {
