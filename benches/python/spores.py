@@ -29,13 +29,13 @@ import argparse
 import os
 import platform
 import re
-import subprocess
 import tempfile
 import time
 
 import numpy as np
 import scipy
 import scipy.sparse as sp
+from einsql_shell import run_shell
 
 PROGRAMS = {
     "squared loss": (
@@ -104,11 +104,8 @@ def run_einsql(binary, folder, statement, query, disabled, timeout, threads):
             query,
         ]
     )
-    try:
-        done = subprocess.run(
-            [binary], input=script, capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired:
+    done = run_shell(binary, script, timeout)
+    if done is None:
         return None, f"not finished in {timeout:.0f} s"
     out = done.stdout + done.stderr
     if "rror" in out:
