@@ -150,7 +150,7 @@ def run_einsql(binary, loads, statements, queries, setting, timeout, threads):
     )
     done = run_shell(binary, script, timeout)
     if done is None:
-        return None, f"not finished in {timeout:.0f} s"
+        return None, f"not finished in {timeout:g} s"
     out = done.stdout + done.stderr
     failed = [line for line in out.splitlines() if "rror" in line or "panicked" in line]
     if failed or done.returncode != 0:
@@ -227,13 +227,15 @@ class Bench:
     def record(self, pattern, shape, density, nnz, runs, base, alt, expected):
         """One row: compare each einsql run's values with `expected` and
         print the row."""
-        check = "ok"
+        check = "not compared"  # no einsql run gave a value
         for key, (seconds, values) in runs.items():
             if seconds is None:
                 if values != "skipped":
                     print(f"{pattern} {shape} density {density}: einsql ({key}): {values}",
                           file=sys.stderr, flush=True)
                 continue
+            if check == "not compared":
+                check = "ok"
             for got, want in zip(values, expected):
                 if not abs(got - want) <= TOLERANCE * max(abs(want), 1e-300):
                     check = "MISMATCH"
