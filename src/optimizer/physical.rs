@@ -34,12 +34,12 @@
 //!   multiply-adds at 16 to a loop visit, plus a visit per cell of the
 //!   three arrays), or a stored operand read entry by entry (a row of at
 //!   least 4 cells of the result updated per entry, 4 multiply-adds to a
-//!   visit and at least a visit each; no array for it);
-//!   the arrays hold at most 2^27 cells. Products of operands that fill
-//!   most of their cells take the arrays (Gram matrices of factor
-//!   matrices), a sparse matrix times a dense one with many columns
-//!   (SpMM) the entries; a product of two sparse operands keeps the
-//!   loops, whose cost follows their entries.
+//!   visit and at least a visit each; no array for it); the arrays hold
+//!   at most 2^27 cells. Products of operands that fill most of their
+//!   cells take the arrays (Gram matrices of factor matrices), a sparse
+//!   matrix times a dense one with many columns (SpMM) the entries; a
+//!   product of two sparse operands keeps the loops, whose cost follows
+//!   their entries.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
 //!   iterated and the others are looked up. That is the choice Galley
@@ -200,8 +200,8 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
 /// scattered: `m·n·k` multiply-adds at [`DENSE_MADDS_PER_VISIT`] a unit.
 /// A stored operand read entry by entry: one row of `C` updated per entry
 /// at [`ENTRY_MADDS_PER_VISIT`] a unit (at least a unit each, as a loop
-/// would visit it), and no array for it. `None` when no way keeps the arrays within
-/// [`DENSE_CELLS`].
+/// would visit it), and no array for it. `None` when no way keeps the
+/// arrays within [`DENSE_CELLS`].
 fn cheapest_kernel(query: &PhysicalQuery, product: &Contraction) -> Option<(DenseKernel, f64)> {
     let (m, n, k) = product.shape(query);
     let (m, n, k) = (m as f64, n as f64, k as f64);
