@@ -44,6 +44,12 @@ def test_table_exists(con):
         con.execute("CREATE TABLE edges (a INT)")
 
 
+def test_index_exists(con):
+    con.execute("CREATE INDEX edges_by_dst ON edges (dst, src)")
+    with pytest.raises(einsql.IndexExistsError, match="Index 'edges_by_dst' already exists"):
+        con.execute("CREATE INDEX edges_by_dst ON edges (dst, src) USING (compressed, compressed)")
+
+
 def test_not_supported(con):
     with pytest.raises(einsql.NotSupportedError, match="Not supported"):
         con.sql("SELECT src FROM edges UNION SELECT dst FROM edges")
