@@ -177,10 +177,23 @@ impl Sup {
                         .collect(),
                     None => Vec::new(),
                 };
-                let sup = if annihilating.is_empty() {
-                    Sup::or(parts.into_iter().map(|p| p.0).collect())
-                } else {
-                    Sup::and(annihilating)
+                let sup = match (op, parts.as_slice()) {
+                    // Where the condition is at its fill, `ifelse` is the
+                    // branch that fill picks: the other branch's support
+                    // does not count (`MAX(i)` over a table's rows is
+                    // `ifelse(T.*, coord(i), MIN)`, no wider than `T`).
+                    (ScalarOp::IfElse, [condition, then, otherwise]) => {
+                        let picked = if condition.1.is_zero() {
+                            otherwise
+                        } else {
+                            then
+                        };
+                        Sup::or(vec![condition.0.clone(), picked.0.clone()])
+                    }
+                    _ if annihilating.is_empty() => {
+                        Sup::or(parts.into_iter().map(|p| p.0).collect())
+                    }
+                    _ => Sup::and(annihilating),
                 };
                 (sup, fill)
             }
