@@ -6,7 +6,8 @@
 //! expression's *support* ([`Sup`]) says which inputs must be present for
 //! its value to differ from its fill: all of the inputs of an annihilating
 //! operator (`*` with fill 0), any input of the others (`+`, `max`,
-//! comparisons). At each loop the candidate coordinates are computed from
+//! comparisons); for `ifelse(c, a, b)`, the inputs of `c` and of the
+//! branch that `c`'s fill picks. At each loop the candidate coordinates are computed from
 //! the support (the driver's fiber for an intersection, the merged fibers
 //! for a union, every coordinate where nothing restricts the variable),
 //! then every input read at that loop looks the coordinate up, and the

@@ -7,7 +7,8 @@
 //! and the coordinate is looked up in the others (dense slot, hash probe or
 //! galloping seek); an assignment is skipped as soon as the inputs that
 //! annihilate the expression are absent, and the union is iterated where an
-//! operator does not annihilate (`+`, `max`, comparisons, `ifelse`). Inner
+//! operator does not annihilate (`+`, `max`, comparisons; for `ifelse`,
+//! the condition and the branch its fill picks). Inner
 //! aggregated loops are summed into per-depth accumulators, so the full join
 //! is never materialized; products of inputs under `SUM` take a
 //! monomorphized path that multiplies each factor in at the depth where its
