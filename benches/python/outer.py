@@ -153,10 +153,10 @@ def main() -> None:
                 dense_s, dense_v = timed(
                     lambda: float(csr.multiply(np.log(u @ v.T + 1e-15)).sum())
                 )
-            rows, cols = x.row, x.col
+            at_rows, at_cols = x.row, x.col
             sampled_s, _ = timed(
                 lambda: float(
-                    (x.data * np.log(np.einsum("ij,ij->i", u[rows], v[cols]) + 1e-15)).sum()
+                    (x.data * np.log(np.einsum("ij,ij->i", u[at_rows], v[at_cols]) + 1e-15)).sum()
                 )
             )
             rows.append((x.nnz, mask_s, off_s, dense_s, sampled_s))
