@@ -32,7 +32,7 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 
-from outer import write_sparse
+from mtx import write_sparse
 
 STATEMENT = "y[j] = SUM(i) A[i,j] * (SUM(k) A[i,k] * x[k]);"
 

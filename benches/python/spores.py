@@ -28,14 +28,14 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import tempfile
 import time
 
 import numpy as np
 import scipy
 import scipy.sparse as sp
-from einsql_shell import run_shell
+from einsql_shell import time_and_value
+from mtx import write_dense, write_sparse
 
 PROGRAMS = {
     "squared loss": (
@@ -57,27 +57,6 @@ PROGRAMS = {
 }
 
 TABLES = ["X", "U", "V", "W", "H", "P"]
-
-
-def write_sparse(path: str, x: sp.coo_matrix) -> None:
-    with open(path, "w") as f:
-        f.write("%%MatrixMarket matrix coordinate real general\n")
-        f.write(f"{x.shape[0]} {x.shape[1]} {x.nnz}\n")
-        np.savetxt(
-            f,
-            np.column_stack([x.row + 1, x.col + 1, x.data]),
-            fmt=["%d", "%d", "%.17g"],
-        )
-
-
-def write_dense(path: str, a: np.ndarray) -> None:
-    if a.ndim == 1:
-        a = a[:, None]
-    with open(path, "w") as f:
-        f.write("%%MatrixMarket matrix array real general\n")
-        f.write(f"{a.shape[0]} {a.shape[1]}\n")
-        # Column-major, as the format stores arrays.
-        np.savetxt(f, a.flatten(order="F"), fmt="%.17g")
 
 
 def run_einsql(binary, folder, statement, query, disabled, timeout, threads):
@@ -104,17 +83,7 @@ def run_einsql(binary, folder, statement, query, disabled, timeout, threads):
             query,
         ]
     )
-    done = run_shell(binary, script, timeout)
-    if done is None:
-        return None, f"not finished in {timeout:.0f} s"
-    out = done.stdout + done.stderr
-    if "rror" in out:
-        line = next(line for line in out.splitlines() if "rror" in line)
-        return None, line.strip()[:120]
-    seconds = float(re.search(r"Run Time: ([0-9.]+) s", out).group(1))
-    lines = out.splitlines()
-    value = float(lines[lines.index("v") + 1])
-    return seconds, value
+    return time_and_value(binary, script, timeout)
 
 
 def timed(fn):

@@ -32,7 +32,7 @@ Every einsql value (the sum of the result's entries) is compared with the
 baseline's to a relative 1e-9; a mismatch is printed to stderr and makes
 the exit status 1. X has entries at uniformly random positions, values in
 (0, 1]; dense operands have values in (0, 1]. Matrix Market files are
-written with the shortest round-trip decimals.
+written by mtx.py, with 17 significant digits (they read back exactly).
 
 Run it through scripts/bench-systemml (arguments go to this script):
 
@@ -55,6 +55,7 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 from einsql_shell import run_shell
+from mtx import write_dense, write_sparse
 
 PATTERNS = ["cell", "magg", "magg-sql", "row", "spmm", "sddmm", "mttkrp"]
 PHASES_OFF = "mask, dense"
@@ -66,56 +67,6 @@ COLUMNS = [
 
 
 # ---------------------------------------------------------------- files
-
-
-def _write_lines(path: str, header: list[str], rows) -> None:
-    """A text file: the header lines, then the rows (an iterable of lists
-    of strings), written a million lines at a time."""
-    with open(path, "w") as f:
-        f.write("\n".join(header) + "\n")
-        for chunk in rows:
-            if chunk:
-                f.write("\n".join(chunk) + "\n")
-
-
-def _numbers(a: np.ndarray, step: int = 1_000_000):
-    """The values of `a` as shortest round-trip decimals, in chunks."""
-    for start in range(0, len(a), step):
-        yield list(map(repr, a[start:start + step].tolist()))
-
-
-def mtx_coordinate(path: str, x: sp.coo_matrix) -> None:
-    """A sparse matrix as a Matrix Market coordinate file (1-based)."""
-    def rows():
-        step = 1_000_000
-        for start in range(0, x.nnz, step):
-            end = start + step
-            yield [
-                f"{i} {j} {v!r}"
-                for i, j, v in zip(
-                    (x.row[start:end] + 1).tolist(),
-                    (x.col[start:end] + 1).tolist(),
-                    x.data[start:end].tolist(),
-                )
-            ]
-
-    _write_lines(
-        path,
-        ["%%MatrixMarket matrix coordinate real general", f"{x.shape[0]} {x.shape[1]} {x.nnz}"],
-        rows(),
-    )
-
-
-def mtx_array(path: str, a: np.ndarray) -> None:
-    """A dense matrix (or a vector, as one column) as a Matrix Market
-    array file (column-major, as the format stores arrays)."""
-    if a.ndim == 1:
-        a = a[:, None]
-    _write_lines(
-        path,
-        ["%%MatrixMarket matrix array real general", f"{a.shape[0]} {a.shape[1]}"],
-        _numbers(a.flatten(order="F")),
-    )
 
 
 def read_tns(path: str):
@@ -274,13 +225,13 @@ def cell_and_magg(bench: Bench, rng, folder: str, patterns) -> None:
     a = bench.args
     m = a.cell_size
     y, z = dense(rng, m, m), dense(rng, m, m)
-    mtx_array(f"{folder}/Y.mtx", y)
-    mtx_array(f"{folder}/Z.mtx", z)
+    write_dense(f"{folder}/Y.mtx", y)
+    write_dense(f"{folder}/Z.mtx", z)
     loads = [load_mtx(folder, t) for t in ("X", "Y", "Z")]
     shape = f"{m}x{m}"
     for density in [float(d) for d in a.cell_densities.split(",")]:
         x = random_sparse(rng, m, m, density)
-        mtx_coordinate(f"{folder}/X.mtx", x)
+        write_sparse(f"{folder}/X.mtx", x)
         csr = x.tocsr()
         rows, cols = x.row, x.col
         if "cell" in patterns:
@@ -326,9 +277,9 @@ def row(bench: Bench, rng, folder: str) -> None:
     m, n = a.row_rows, a.row_cols
     x = random_sparse(rng, m, n, a.row_density)
     w, v = dense(rng, m), dense(rng, n)
-    mtx_coordinate(f"{folder}/X.mtx", x)
-    mtx_array(f"{folder}/w.mtx", w)
-    mtx_array(f"{folder}/v.mtx", v)
+    write_sparse(f"{folder}/X.mtx", x)
+    write_dense(f"{folder}/w.mtx", w)
+    write_dense(f"{folder}/v.mtx", v)
     csr, csc = x.tocsr(), x.tocsc()
     base, value = timed(lambda: float((csr.T @ (w * (csr @ v))).sum()))
     alt, _ = timed(lambda: float((csc.T @ (w * (csc @ v))).sum()))
@@ -346,11 +297,11 @@ def spmm_and_sddmm(bench: Bench, rng, folder: str, patterns) -> None:
     m, r = a.spmm_size, a.rank
     b, u, v = dense(rng, m, r), dense(rng, m, r), dense(rng, m, r)
     for name, arr in (("B", b), ("U", u), ("V", v)):
-        mtx_array(f"{folder}/{name}.mtx", arr)
+        write_dense(f"{folder}/{name}.mtx", arr)
     shape = f"{m}x{m}, rank {r}"
     for density in [float(d) for d in a.spmm_densities.split(",")]:
         x = random_sparse(rng, m, m, density)
-        mtx_coordinate(f"{folder}/X.mtx", x)
+        write_sparse(f"{folder}/X.mtx", x)
         if "spmm" in patterns:
             csr = x.tocsr()
             base, value = timed(lambda: float((csr @ b).sum()))
@@ -380,8 +331,8 @@ def mttkrp(bench: Bench, rng, folder: str) -> None:
     dims = [int(c.max()) + 1 for c in (i, j, k)]
     r = a.rank
     b, c = dense(rng, dims[1], r), dense(rng, dims[2], r)
-    mtx_array(f"{folder}/B.mtx", b)
-    mtx_array(f"{folder}/C.mtx", c)
+    write_dense(f"{folder}/B.mtx", b)
+    write_dense(f"{folder}/C.mtx", c)
 
     def khatri_rao():
         # One CSR row per i sums the gathered rows t * B[j] * C[k].
