@@ -530,3 +530,50 @@ fn larger_tensor_all_orders() {
         }
     }
 }
+
+#[test]
+fn full_tensors_match_the_model_and_share_their_values() {
+    // Every cell stored, of every value kind: the all-dense tree in stored
+    // order takes the tensor's value columns as they are, and every tree
+    // still lists exactly the entries.
+    for sizes in [vec![1u64], vec![5], vec![3, 4], vec![2, 1, 3]] {
+        let cells: Vec<Vec<i64>> = sizes.iter().fold(vec![Vec::new()], |cells, &s| {
+            cells
+                .iter()
+                .flat_map(|c| (0..s as i64).map(move |k| [c.clone(), vec![k]].concat()))
+                .collect()
+        });
+        for kind in 0..4 {
+            let input = Input {
+                sizes: sizes.clone(),
+                entries: cells.iter().rev().cloned().collect(),
+                values: (0..cells.len() as i64).map(|v| v * 7 % 5 - 2).collect(),
+                kind,
+            };
+            let tensor = input.tensor();
+            assert!(tensor.is_full());
+            let n = sizes.len();
+            for order in permutations(n) {
+                let model = model(&tensor, &order);
+                for formats in [vec![Dense; n], vec![Compressed; n]] {
+                    let spec = IndexSpec::new(order.clone(), formats);
+                    let tree = FiberTree::build(&tensor, &spec).unwrap();
+                    let (fibers, refused) = expected_fibers(&tensor, &spec, &model);
+                    assert!(!refused);
+                    check_tree(&tree, &tensor, &model, &fibers).unwrap();
+                }
+            }
+            let dense =
+                FiberTree::build(&tensor, &IndexSpec::new((0..n).collect(), vec![Dense; n]))
+                    .unwrap();
+            assert!(
+                dense
+                    .values()
+                    .iter()
+                    .zip(tensor.annotation_columns())
+                    .all(|(a, b)| Arc::ptr_eq(a, b))
+            );
+        }
+    }
+    assert!(!matrix(&[(0, 1, 5)], [1, 2]).is_full());
+}

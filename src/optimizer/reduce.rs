@@ -24,7 +24,9 @@
 //! visiting only the filters' coordinates. A reduction that removes nothing
 //! is dropped, and reductions are shared by equal (target, filters) pairs
 //! of one program. The work is proportional to the entries under the
-//! filtered coordinates, never more than one pass over the target.
+//! filtered coordinates, never more than one pass over the target. A
+//! tensor whose entries fill its dimensions (a dense vector) is no filter:
+//! it removes nothing within its dimensions.
 //! Reductions are also kept with their target tensor across statements
 //! (see [`Tensor::derived`]), for as long as their filter tensors live and
 //! up to as many entries as the target holds (at least
@@ -462,6 +464,12 @@ impl Reducer {
             let Some(s) = s else {
                 continue;
             };
+            // A full tensor (a dense vector) stores every coordinate of its
+            // dimensions: as a filter it removes nothing within them, and
+            // the product is the same without the reduction.
+            if s.input.tensor.tensor.is_full() {
+                continue;
+            }
             if let Some([v]) = distinct(&s.vars).as_deref()
                 && let Some(term) = s.vars.iter().position(|x| x == &Some(*v))
             {

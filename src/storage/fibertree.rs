@@ -304,6 +304,9 @@ impl FiberTree {
     /// bytemap level that would allocate more than [`dense_limit`] slots.
     pub fn build(tensor: &Tensor, spec: &IndexSpec) -> Result<FiberTree> {
         spec.validate(tensor.dims())?;
+        if let Some(tree) = FiberTree::full_in_stored_order(tensor, spec) {
+            return Ok(tree);
+        }
         let nnz = tensor.nnz();
         let sorted = SortedEntries::new(tensor, &spec.order)?;
         let mut levels = Vec::with_capacity(spec.order.len());
@@ -352,6 +355,42 @@ impl FiberTree {
             spec: spec.clone(),
             levels,
             values,
+            nnz,
+        })
+    }
+
+    /// The all-dense index of a tensor in its stored order whose entries
+    /// fill its dimensions (a factor matrix, a dense vector): its sorted,
+    /// distinct entries are exactly the cells in row-major order, so entry
+    /// `e` sits at leaf position `e`, every slot is present, and the tree
+    /// shares the tensor's value columns instead of scattering them.
+    /// `None` for any other tensor or spec.
+    fn full_in_stored_order(tensor: &Tensor, spec: &IndexSpec) -> Option<FiberTree> {
+        let nnz = tensor.nnz();
+        let all_dense = spec.formats.iter().all(|&f| f == LevelFormat::Dense);
+        if nnz == 0 || !spec.is_identity() || !all_dense || !tensor.is_full() {
+            return None;
+        }
+        let mut fibers = 1usize;
+        let mut levels = Vec::with_capacity(spec.order.len());
+        for (dim, dimension) in tensor.dims().iter().enumerate() {
+            let stride = usize::try_from(dimension.size).ok()?;
+            let slots = fibers.checked_mul(stride)?;
+            levels.push(Level {
+                dim,
+                size: dimension.size,
+                fibers,
+                storage: Storage::Dense {
+                    stride,
+                    present: Bitmap::full(slots),
+                },
+            });
+            fibers = slots;
+        }
+        Some(FiberTree {
+            spec: spec.clone(),
+            levels,
+            values: tensor.annotation_columns().to_vec(),
             nnz,
         })
     }
@@ -1084,6 +1123,15 @@ impl Bitmap {
             words: vec![0; len.div_ceil(64)],
             len,
         }
+    }
+
+    /// A bitmap of `len` set bits.
+    fn full(len: usize) -> Bitmap {
+        let mut words = vec![u64::MAX; len.div_ceil(64)];
+        if let Some(last) = words.last_mut().filter(|_| !len.is_multiple_of(64)) {
+            *last = (1 << (len % 64)) - 1;
+        }
+        Bitmap { words, len }
     }
 
     fn set(&mut self, i: usize) {

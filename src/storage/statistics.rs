@@ -1,8 +1,8 @@
 //! Statistics of a stored tensor: what the optimizer's sparsity estimators
 //! read (Galley section 7.3.2).
 //!
-//! [`Statistics::compute`] runs once when a tensor is stored (from
-//! [`Tensor::from_coo`](crate::storage::Tensor::from_coo)). Besides the
+//! [`Statistics::compute`] runs once, when the optimizer first reads a
+//! stored tensor's statistics ([`Tensor::statistics`](crate::storage::Tensor::statistics)). Besides the
 //! number of entries and the dimension sizes it keeps *degree statistics*
 //! D(X|Y): for disjoint sets of dimensions X (non-empty) and Y, the largest
 //! number of distinct X-projections among the stored entries that share one
@@ -22,7 +22,8 @@
 //! Z without its last dimension paired with that dimension's ids). Then
 //! D(X|Y) is, with Z = X ∪ Y, the largest number of distinct Z-ids that share
 //! one Y-id: two linear passes. Sets of equal size, and then all pairs, are
-//! computed in parallel.
+//! computed in parallel. A tensor whose entries fill its dimensions (a
+//! factor matrix) needs no pass: D(X|Y) is the product of X's sizes.
 
 use std::fmt;
 
@@ -180,13 +181,25 @@ impl Statistics {
     /// Computes the statistics of a tensor's stored batch: `dims` in stored
     /// order, `data` with one `Int64` coordinate column per dimension first,
     /// sorted and duplicate-free (the layout of [`Tensor`](crate::storage::Tensor)).
-    /// A batch whose coordinates do not follow that layout (not `Int64`, or
-    /// outside `0..size`) gets only nnz and sizes.
+    /// A batch with an entry for every cell gets the degrees of a full
+    /// tensor without reading its coordinates; any other batch whose
+    /// coordinates do not follow that layout (not `Int64`, or outside
+    /// `0..size`) gets only nnz and sizes.
     pub fn compute(dims: &[Dimension], data: &RecordBatch) -> Statistics {
         let sizes: Vec<u64> = dims.iter().map(|d| d.size).collect();
-        let degrees = coordinate_columns(&sizes, data)
-            .map(|columns| degree_statistics(&columns, &sizes))
-            .unwrap_or_default();
+        let cells = sizes
+            .iter()
+            .try_fold(1u64, |cells, &s| cells.checked_mul(s));
+        let full = data.num_rows() > 0 && cells == Some(data.num_rows() as u64);
+        let degrees = if full {
+            // Distinct entries as many as the cells: no pass is needed
+            // (the coordinates were checked when the tensor was stored).
+            full_degree_statistics(&sizes)
+        } else {
+            coordinate_columns(&sizes, data)
+                .map(|columns| degree_statistics(&columns, &sizes))
+                .unwrap_or_default()
+        };
         Statistics {
             nnz: data.num_rows() as u64,
             sizes,
@@ -340,6 +353,20 @@ fn degree_statistics(columns: &[&[i64]], sizes: &[u64]) -> Vec<DegreeStat> {
     } else {
         pairs.iter().map(stat).collect()
     }
+}
+
+/// The degree statistics of a tensor whose distinct entries fill its
+/// dimensions: every combination of coordinates is present, so D(X|Y) is
+/// the product of the sizes of X's dimensions, whatever Y.
+fn full_degree_statistics(sizes: &[u64]) -> Vec<DegreeStat> {
+    statistic_pairs(sizes.len())
+        .into_iter()
+        .map(|(x, y)| DegreeStat {
+            x,
+            y,
+            degree: x.iter().map(|d| sizes[d]).product(),
+        })
+        .collect()
 }
 
 /// For a set that is neither a prefix of the stored order nor a single
@@ -544,6 +571,35 @@ mod tests {
         assert_eq!(stats.degree(i, i), None);
         assert_eq!(stats.degree(none, i), None);
         assert_eq!(stats.degrees().count(), 5);
+    }
+
+    #[test]
+    fn full_tensors_match_brute_force() {
+        for sizes in [
+            vec![1],
+            vec![7],
+            vec![3, 4],
+            vec![2, 1, 5],
+            vec![2, 3, 2, 2, 1],
+        ] {
+            let cells: Vec<Vec<i64>> = sizes.iter().fold(vec![Vec::new()], |cells, &s| {
+                cells
+                    .iter()
+                    .flat_map(|c| (0..s as i64).map(move |k| [c.clone(), vec![k]].concat()))
+                    .collect()
+            });
+            let stats = tensor(&sizes, &cells).statistics().clone();
+            assert_eq!(stats.nnz(), cells.len() as u64);
+            assert_eq!(
+                stats.degrees().count(),
+                statistic_pairs(sizes.len()).len(),
+                "{sizes:?}"
+            );
+            for stat in stats.degrees() {
+                let expected = brute_force(&cells, stat.x, stat.y);
+                assert_eq!(stat.degree, expected, "{sizes:?}: D({}|{})", stat.x, stat.y);
+            }
+        }
     }
 
     #[test]

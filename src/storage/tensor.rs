@@ -564,6 +564,19 @@ impl Tensor {
         self.data.num_rows()
     }
 
+    /// Whether the entries fill the dimensions: one for every cell (a
+    /// factor matrix, a dense vector). Stored entries are distinct and
+    /// inside the dimensions, so then they are every cell in row-major
+    /// order. A tensor without dimensions is full when it holds its one
+    /// entry.
+    pub fn is_full(&self) -> bool {
+        let cells = self
+            .dims
+            .iter()
+            .try_fold(1u64, |cells, d| cells.checked_mul(d.size));
+        cells == Some(self.nnz() as u64)
+    }
+
     /// The stored batch: coordinate columns, then value columns (or the
     /// multiplicity column of a bag), sorted and duplicate-free.
     pub fn data(&self) -> &RecordBatch {
