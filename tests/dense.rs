@@ -13,8 +13,15 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
+use arrow::array::AsArray;
+use arrow::datatypes::Float64Type;
 use common::{Rng, lines};
 use einsql::Database;
+use einsql::catalog::Catalog;
+use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run};
+use einsql::progress::NoProgress;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData};
 
 /// Entries by coordinates.
@@ -46,10 +53,16 @@ fn random(rng: &mut Rng, sizes: &[usize], percent: usize) -> Entries {
 
 /// Stores `entries` as table `name` with dimensions `dims` (name, size).
 fn store(db: &Database, name: &str, dims: &[(&str, usize)], entries: &Entries) {
+    db.create_table_from_tensor(name, tensor(dims, entries))
+        .expect("stored");
+}
+
+/// `entries` as a tensor with dimensions `dims` (name, size).
+fn tensor(dims: &[(&str, usize)], entries: &Entries) -> Tensor {
     let coords = (0..dims.len())
         .map(|d| entries.keys().map(|k| k[d]).collect())
         .collect();
-    let tensor = Tensor::from_coo(Coo {
+    Tensor::from_coo(Coo {
         dims: dims
             .iter()
             .map(|(d, n)| DimensionSpec::new(*d, Some(*n as u64)))
@@ -61,8 +74,7 @@ fn store(db: &Database, name: &str, dims: &[(&str, usize)], entries: &Entries) {
         )],
         column_order: None,
     })
-    .expect("a valid tensor");
-    db.create_table_from_tensor(name, tensor).expect("stored");
+    .expect("a valid tensor")
 }
 
 /// The entries of table `c` after `statement` under `setting`.
@@ -190,7 +202,7 @@ fn dense_products_agree_with_the_reference_and_every_plan() {
         "SET disabled_optimizers = 'dense'",
         "SET optimizer = 'none'",
     ];
-    let (mut dense_plans, mut entry_plans) = (0, 0);
+    let (mut dense_plans, mut driven_plans) = (0, 0);
     for case in 0..24 {
         let (m, k, n) = (1 + rng.below(12), 1 + rng.below(12), 1 + rng.below(12));
         let percent = *rng.pick(&[100, 90, 60, 30, 5]);
@@ -228,18 +240,16 @@ fn dense_products_agree_with_the_reference_and_every_plan() {
             if plan.contains("dense matrix product") {
                 dense_plans += 1;
             }
-            if plan.contains("entry by entry") {
-                entry_plans += 1;
+            if plan.contains("sparse-driven") {
+                driven_plans += 1;
             }
         }
     }
     // The full and nearly full cases take the kernel, some of the sparser
-    // ones with an operand read entry by entry.
+    // ones the sparse-driven pass.
+    eprintln!("{dense_plans} dense plans, {driven_plans} sparse-driven");
     assert!(dense_plans >= 40, "{dense_plans} dense plans");
-    assert!(
-        entry_plans >= 5,
-        "{entry_plans} plans read an operand entry by entry"
-    );
+    assert!(driven_plans >= 5, "{driven_plans} sparse-driven plans");
 }
 
 #[test]
@@ -249,8 +259,8 @@ fn explain_names_the_kernel_for_dense_operands_only() {
     store(
         &db,
         "u",
-        &[("i", 40), ("k", 6)],
-        &random(&mut rng, &[40, 6], 100),
+        &[("i", 40), ("k", 60)],
+        &random(&mut rng, &[40, 60], 100),
     );
     store(
         &db,
@@ -260,7 +270,7 @@ fn explain_names_the_kernel_for_dense_operands_only() {
     );
     let gram = explain(&db, "g[k,l] = SUM(i) u[i,k] * u[i,l]");
     assert!(
-        gram.contains("dense matrix product: u.v[i,k] (6 × 40) times u.v[i,l] (40 × 6)"),
+        gram.contains("dense matrix product: u.v[i,k] (60 × 40) times u.v[i,l] (40 × 60)"),
         "{gram}"
     );
     assert!(!gram.contains("for i:"), "{gram}");
@@ -312,7 +322,12 @@ fn an_operand_that_is_not_finite_runs_as_the_loops() {
     store(&db, "a", &[("i", 3), ("k", 3)], &a);
     store(&db, "b", &[("k", 3), ("j", 3)], &b);
     let statement = "c[i,j] = SUM(k) a[i,k] * b[k,j]";
-    assert!(explain(&db, statement).contains("dense matrix product"));
+    // Either kernel: the sparse-driven one scatters `b` (not full) too.
+    let plan = explain(&db, statement);
+    assert!(
+        plan.contains("dense matrix product") || plan.contains("sparse-driven"),
+        "{plan}"
+    );
     let rows = |setting: &str| {
         db.execute_all(&format!("{setting};\n{statement};"))
             .expect("runs");
@@ -411,4 +426,232 @@ fn random_programs_with_dense_steps_agree_with_every_plan() {
         dense_plans * 3 >= programs,
         "{dense_plans} of {programs} plans use the kernel"
     );
+}
+
+/// The shapes the sparse-driven path takes (SystemML's Cell, Row and
+/// Outer templates and the kernels of issue 20), over a sparse `x`
+/// (`m × n`, stored `[i,j]`, and `xt`, the same stored `[j,i]`), a sparse
+/// 3-tensor `t` (`[i,j,l]`), full factor matrices `u` (`[i,k]`), `v`
+/// (`[j,k]`), `vt` (`[k,j]`), `w` (`[l,k]`), full `z` (`[i,j]`) and vectors
+/// `y` (`[j]`, full) and `q` (`[i]`, full or sparse, so scattered).
+const DRIVEN: [&str; 14] = [
+    "c[i] = SUM(j) x[i,j] * y[j]",
+    "c[j] = SUM(i) x[i,j] * q[i]",
+    "c[j] = SUM(i) xt[j,i] * q[i]",
+    "c[i,k] = SUM(j) x[i,j] * v[j,k]",
+    "c[k,i] = SUM(j) x[i,j] * v[j,k]",
+    "c[i,k] = SUM(j) x[i,j] * vt[k,j]",
+    "c[i,j] = SUM(k) x[i,j] * u[i,k] * v[j,k]",
+    "c[j,i] = SUM(k) x[i,j] * u[i,k] * v[j,k]",
+    "c[] = SUM(i,j) x[i,j] * z[i,j] * z[i,j]",
+    "c[i,j] = x[i,j] * z[i,j]",
+    "c[i,k] = SUM(j,l) t[i,j,l] * v[j,k] * w[l,k]",
+    "c[j] = SUM(i) x[i,j] * (q[i] * SUM(l) x[i,l] * y[l])",
+    "c[i,j,k] = x[i,j] * u[i,k]",
+    "c[] = SUM(i,j) x[i,j] * ln(1 + SUM(k) u[i,k] * v[j,k])",
+];
+
+/// Every shape of [`DRIVEN`] over random data gives the loops' answer
+/// (the optimizer off) with the `dense` phase on and off, and with the
+/// phase on most of them run sparse-driven.
+#[test]
+fn sparse_driven_products_agree_with_the_loops() {
+    let mut rng = Rng(0x0de5_2026_1126_0004);
+    let settings = [
+        "SET optimizer = 'none'",
+        "SET optimizer = 'exact'; SET disabled_optimizers = ''",
+        "SET optimizer = 'exact'; SET disabled_optimizers = 'dense'",
+    ];
+    let (mut driven_plans, mut programs) = (0, 0);
+    for case in 0..6 {
+        let (m, n, p, r) = (
+            30 + rng.below(40),
+            30 + rng.below(40),
+            3 + rng.below(6),
+            1 + rng.below(20),
+        );
+        let (sparse, q_percent) = (*rng.pick(&[1, 5, 20]), *rng.pick(&[100, 40]));
+        let db = Database::open_in_memory();
+        let x = random(&mut rng, &[m, n], sparse);
+        store(&db, "x", &[("i", m), ("j", n)], &x);
+        let xt: Entries = x.iter().map(|(c, &v)| (vec![c[1], c[0]], v)).collect();
+        store(&db, "xt", &[("j", n), ("i", m)], &xt);
+        let v = random(&mut rng, &[n, r], 100);
+        store(&db, "v", &[("j", n), ("k", r)], &v);
+        let vt: Entries = v.iter().map(|(c, &x)| (vec![c[1], c[0]], x)).collect();
+        store(&db, "vt", &[("k", r), ("j", n)], &vt);
+        let shapes: [(&str, Dims, usize); 6] = [
+            ("t", vec![("i", m), ("j", n), ("l", p)], sparse),
+            ("u", vec![("i", m), ("k", r)], 100),
+            ("w", vec![("l", p), ("k", r)], 100),
+            ("z", vec![("i", m), ("j", n)], 100),
+            ("y", vec![("j", n)], 100),
+            ("q", vec![("i", m)], q_percent),
+        ];
+        for (name, dims, percent) in &shapes {
+            let sizes: Vec<usize> = dims.iter().map(|d| d.1).collect();
+            store(&db, name, dims, &random(&mut rng, &sizes, *percent));
+        }
+        for statement in DRIVEN {
+            let statement = format!("{statement};");
+            let answers: Vec<Entries> = settings
+                .iter()
+                .map(|setting| answer(&db, setting, &statement))
+                .collect();
+            for (setting, got) in settings.iter().zip(&answers).skip(1) {
+                assert!(
+                    agree(got, &answers[0]),
+                    "case {case} ({m}×{n}×{p}, rank {r}, {sparse}%), {setting}: {statement}\n\
+                     {got:?}\nexpected {:?}",
+                    answers[0]
+                );
+            }
+            db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
+                .expect("set");
+            if explain(&db, statement.trim_end_matches(';')).contains("sparse-driven") {
+                driven_plans += 1;
+            }
+            programs += 1;
+        }
+    }
+    eprintln!("{driven_plans} of {programs} plans are sparse-driven");
+    assert!(
+        driven_plans * 2 >= programs,
+        "{driven_plans} of {programs} plans are sparse-driven"
+    );
+}
+
+#[test]
+fn explain_names_the_driver_and_how_each_operand_is_read() {
+    let mut rng = Rng(0x0de5_2026_1126_0005);
+    let db = Database::open_in_memory();
+    store(
+        &db,
+        "x",
+        &[("i", 2000), ("j", 2000)],
+        &random(&mut rng, &[2000, 2000], 1),
+    );
+    store(
+        &db,
+        "b",
+        &[("j", 2000), ("k", 16)],
+        &random(&mut rng, &[2000, 16], 100),
+    );
+    let spmm = explain(&db, "c[i,k] = SUM(j) x[i,j] * b[j,k]");
+    assert!(
+        spmm.contains(
+            "sparse-driven: for each entry of x.v[i,j]\n      b.v[j,k] (read in place)\n      \
+             per entry, a row over k (16)\n      result: added into a dense array"
+        ),
+        "{spmm}"
+    );
+    assert!(!spmm.contains("for i:"), "{spmm}");
+    let sddmm = explain(&db, "c[i,j] = SUM(k) x[i,j] * b[i,k] * b[j,k]");
+    assert!(
+        sddmm.contains("result: written at the driver's entries"),
+        "{sddmm}"
+    );
+    db.execute("SET disabled_optimizers = 'dense'")
+        .expect("set");
+    let off = explain(&db, "c[i,k] = SUM(j) x[i,j] * b[j,k]");
+    assert!(!off.contains("sparse-driven"), "{off}");
+    assert!(off.contains("for i:"), "{off}");
+}
+
+#[test]
+fn a_scattered_operand_that_is_not_finite_runs_as_the_loops() {
+    // `x` holds an infinity at (1, 1) where `q` (not full, so scattered)
+    // has no entry: the scattered 0 times the infinity would be NaN; the
+    // loops never visit (1, 1) at all. The plan is forced to drive by `x`.
+    let x: Entries = [
+        (vec![0, 0], 2.0),
+        (vec![1, 1], f64::INFINITY),
+        (vec![1, 0], 3.0),
+    ]
+    .into_iter()
+    .collect();
+    let q: Entries = [(vec![0], 5.0)].into_iter().collect();
+    let mut catalog = Catalog::in_memory();
+    for (name, dims, entries) in [
+        ("x", vec![("i", 2), ("j", 2)], &x),
+        ("q", vec![("j", 2)], &q),
+    ] {
+        catalog
+            .put(name, Arc::new(tensor(&dims, entries)), false)
+            .expect("stored");
+    }
+    let program = einsql::einsum::compile("c[i] = SUM(j) x[i,j] * q[j];", &catalog).expect("binds");
+    let driven = PlanChoices {
+        eliminate: false,
+        queries: [(
+            0,
+            QueryChoices {
+                driven: Some(0),
+                ..QueryChoices::default()
+            },
+        )]
+        .into_iter()
+        .collect(),
+    };
+    let plan = plan_with(&program, &driven).expect("plans");
+    assert!(
+        plan.to_string()
+            .contains("q.v[j] (scattered into an array)"),
+        "{plan}"
+    );
+    let options = ExecOptions {
+        threads: 1,
+        memory_limit: 1 << 30,
+    };
+    let result = run(&plan, &options, &NoProgress).expect("runs");
+    let c = &result[0].1;
+    assert_eq!(c.coords(0), &[0, 1]);
+    let values = c.annotation_columns()[0]
+        .as_primitive::<Float64Type>()
+        .values()
+        .to_vec();
+    assert_eq!(values, [10.0, 15.0]);
+}
+
+/// On a driver split into many chunks (rows of the result, partial
+/// arrays, entries), the sparse-driven path gives bit-identical results on
+/// 1, 2 and 4 threads, and the loops' answer.
+#[test]
+fn sparse_driven_results_do_not_depend_on_the_thread_count() {
+    let mut rng = Rng(0x0de5_2026_1126_0006);
+    let db = Database::open_in_memory();
+    let x = random(&mut rng, &[600, 400], 60);
+    store(&db, "x", &[("i", 600), ("j", 400)], &x);
+    store(
+        &db,
+        "v",
+        &[("j", 400), ("k", 8)],
+        &random(&mut rng, &[400, 8], 100),
+    );
+    store(
+        &db,
+        "u",
+        &[("i", 600), ("k", 8)],
+        &random(&mut rng, &[600, 8], 100),
+    );
+    store(&db, "y", &[("j", 400)], &random(&mut rng, &[400], 100));
+    store(&db, "q", &[("i", 600)], &random(&mut rng, &[600], 100));
+    for statement in [
+        "c[i,k] = SUM(j) x[i,j] * v[j,k];",
+        "c[i] = SUM(j) x[i,j] * y[j];",
+        "c[j] = SUM(i) x[i,j] * q[i];",
+        "c[i,j] = SUM(k) x[i,j] * u[i,k] * v[j,k];",
+        "c[] = SUM(i,j) x[i,j] * q[i] * y[j];",
+    ] {
+        let plan = explain(&db, statement.trim_end_matches(';'));
+        assert!(plan.contains("sparse-driven"), "{plan}");
+        let one = answer(&db, "SET threads = 1", statement);
+        for threads in [2, 4] {
+            let many = answer(&db, &format!("SET threads = {threads}"), statement);
+            assert_eq!(one, many, "{statement} on {threads} threads");
+        }
+        let loops = answer(&db, "SET disabled_optimizers = 'dense'", statement);
+        db.execute("SET disabled_optimizers = ''").expect("set");
+        assert!(agree(&one, &loops), "{statement}");
+    }
 }

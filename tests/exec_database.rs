@@ -131,7 +131,8 @@ fn results_do_not_depend_on_the_thread_count() {
                         input_format: None,
                         accumulator: Some(OutputFormat::Hashed),
                         factorize: false,
-                        dense: None,
+                        dense: false,
+                        driven: None,
                     },
                 )]
                 .into_iter()

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, BooleanArray, Decimal128Array, Float64Array, Int64Array};
 use common::Rng;
-use einsql::exec::plan::{DenseKernel, Driver, OutputFormat, Source};
+use einsql::exec::plan::{Driver, OutputFormat, Source};
 use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run, run_profiled};
 use einsql::ir::{
     AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
@@ -627,14 +627,17 @@ fn choices(
                 ])),
                 factorize: rng.below(2) == 0,
                 // Drawn only for a matrix product, where it matters.
-                dense: match query.contraction() {
-                    Some(_) => *rng.pick(&[
-                        None,
-                        Some(DenseKernel::Arrays),
-                        Some(DenseKernel::SparseLeft),
-                        Some(DenseKernel::SparseRight),
-                    ]),
-                    None => None,
+                dense: query.contraction().is_some() && rng.below(2) == 0,
+                // Drawn among the inputs that can drive the query.
+                driven: {
+                    let drivers: Vec<Option<usize>> = std::iter::once(None)
+                        .chain(
+                            (0..query.inputs.len())
+                                .filter(|&k| query.driven_by(k).is_some())
+                                .map(Some),
+                        )
+                        .collect();
+                    *rng.pick(&drivers)
                 },
             },
         );
@@ -691,7 +694,7 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
         tensors: 0,
     };
     let (mut programs, mut plans, mut reference_errors, mut both_failed) = (0, 0, 0, 0);
-    let mut promoted = 0;
+    let (mut promoted, mut driven) = (0, 0);
     for case in 0..3000 {
         let program = generator.program();
         programs += 1;
@@ -762,6 +765,7 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
             let plan = plan_with(&program, &choice)
                 .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}\n{choice:?}"));
             plans += 1;
+            driven += plan.queries.iter().filter(|q| q.driven.is_some()).count();
             let single = run(&plan, &options(1), &NoProgress);
             match (&expected, &single) {
                 (Some(expected), Ok(actual)) => {
@@ -785,10 +789,12 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
         }
     }
     eprintln!(
-        "{programs} programs, {plans} plans; the reference failed on {reference_errors} \
-         (planning too on {both_failed}); {promoted} BIGINT results promoted to HUGEINT"
+        "{programs} programs, {plans} plans ({driven} sparse-driven queries); the reference \
+         failed on {reference_errors} (planning too on {both_failed}); {promoted} BIGINT \
+         results promoted to HUGEINT"
     );
     assert!(promoted >= 10, "too few results pass 64 bits: {promoted}");
+    assert!(driven >= 20, "too few queries are sparse-driven: {driven}");
     assert!(
         reference_errors < programs / 3,
         "too few programs are checked"
@@ -898,7 +904,7 @@ fn every_optimizer_phase_can_be_disabled() {
         .map(|phase| PhaseSet::EMPTY.with(phase))
         .collect();
     sets.push(PhaseSet::all());
-    let (mut checked, mut differ, mut dense) = (0, 0, 0);
+    let (mut checked, mut differ, mut dense, mut driven) = (0, 0, 0, 0);
     for case in 0..700 {
         let program = generator.program();
         let Ok(expected) = reference::evaluate(&program) else {
@@ -943,11 +949,14 @@ fn every_optimizer_phase_can_be_disabled() {
             if optimized.plan.queries.iter().any(|q| q.dense.is_some()) {
                 dense += 1;
             }
+            if optimized.plan.queries.iter().any(|q| q.driven.is_some()) {
+                driven += 1;
+            }
         }
     }
     eprintln!(
         "{checked} plans with phases disabled checked, {differ} of them with another logical \
-         plan, {dense} with a dense matrix product"
+         plan, {dense} with a dense matrix product, {driven} with a sparse-driven query"
     );
     assert!(checked > 2000, "too few programs are checked");
     assert!(

@@ -28,6 +28,11 @@ the whole shell. The baselines (one thread, OMP_NUM_THREADS=1):
     MTTKRP  gathered Khatri-Rao rows B[j] * C[k] summed into M by a scipy
             CSR matrix (one row per i) times them; alt: np.add.at
 
+SpMM, SDDMM and MTTKRP also run as hand-written single-threaded Rust loops
+over the same arrays (benches/handwritten.rs, built with `cargo bench
+--no-run` unless --handwritten names its executable; the best of five
+runs), the column rust_s.
+
 Every einsql value (the sum of the result's entries) is compared with the
 baseline's to a relative 1e-9; a mismatch is printed to stderr and makes
 the exit status 1. X has entries at uniformly random positions, values in
@@ -44,9 +49,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import platform
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,7 +69,7 @@ PHASES_OFF = "mask, dense"
 TOLERANCE = 1e-9
 COLUMNS = [
     "pattern", "shape", "density", "nnz", "einsql_s", "einsql_off_s", "einsql_none_s",
-    "scipy_s", "alt_s", "value_einsql", "value_off", "value_none", "value_scipy", "check",
+    "scipy_s", "alt_s", "rust_s", "value_einsql", "value_off", "value_none", "value_scipy", "check",
 ]
 
 
@@ -113,6 +120,46 @@ def run_einsql(binary, loads, statements, queries, setting, timeout, threads):
     if len(times) < len(statements) or len(values) != len(queries):
         return None, "unexpected shell output: " + " | ".join(lines[-3:])
     return sum(times[: len(statements)]), values
+
+
+def handwritten(executable, pattern, folder, rank, coords, values, dense):
+    """The hand-written loop's best time and its result's sum: `coords`
+    (one array per dimension, sorted by the first) and `values` of the
+    sparse operand and the `dense` factors (name: array) are written as
+    raw little-endian files for it. None without an executable."""
+    if executable is None:
+        return None
+    for name, column in zip("ijk", coords):
+        np.asarray(column, dtype="<i8").tofile(f"{folder}/X.{name}.i64")
+    np.asarray(values, dtype="<f8").tofile(f"{folder}/X.v.f64")
+    for name, array in dense.items():
+        np.ascontiguousarray(array, dtype="<f8").tofile(f"{folder}/{name}.f64")
+    done = subprocess.run(
+        [executable, pattern, folder, str(rank)], capture_output=True, text=True, check=True
+    )
+    seconds, total = done.stdout.strip().split(",")
+    return float(seconds), float(total)
+
+
+def sorted_coo(rows, cols, values, *more):
+    """The entries sorted by row, then column (and the further
+    coordinates)."""
+    order = np.lexsort(tuple(reversed((rows, cols, *more))))
+    return [rows[order], cols[order], *(m[order] for m in more)], values[order]
+
+
+def build_handwritten() -> str:
+    """Builds benches/handwritten.rs (optimized) and returns its
+    executable."""
+    done = subprocess.run(
+        ["cargo", "bench", "--no-run", "--bench", "handwritten", "--message-format=json"],
+        capture_output=True, text=True, check=True,
+    )
+    for line in done.stdout.splitlines():
+        message = json.loads(line)
+        if message.get("target", {}).get("name") == "handwritten" and message.get("executable"):
+            return message["executable"]
+    raise RuntimeError("cargo built no handwritten executable")
 
 
 def load_mtx(folder: str, name: str) -> str:
@@ -175,10 +222,13 @@ class Bench:
             )
         return runs
 
-    def record(self, pattern, shape, density, nnz, runs, base, alt, expected):
-        """One row: compare each einsql run's values with `expected` and
-        print the row."""
+    def record(self, pattern, shape, density, nnz, runs, base, alt, expected, rust=None):
+        """One row: compare each einsql run's values (and the hand-written
+        loop's, `rust`: (seconds, value) or None) with `expected` and print
+        the row."""
         check = "not compared"  # no einsql run gave a value
+        if rust is not None:
+            runs = {**runs, "rust": (rust[0], [rust[1]])}
         for key, (seconds, values) in runs.items():
             if seconds is None:
                 if values != "skipped":
@@ -208,6 +258,7 @@ class Bench:
             "einsql_s": fmt(runs["on"][0]), "einsql_off_s": fmt(runs["off"][0]),
             "einsql_none_s": fmt(runs["none"][0]),
             "scipy_s": fmt(base), "alt_s": fmt(alt),
+            "rust_s": fmt(rust[0] if rust else None),
             "value_einsql": shown(runs["on"]), "value_off": shown(runs["off"]),
             "value_none": shown(runs["none"]),
             "value_scipy": " ".join(repr(v) for v in expected), "check": check,
@@ -302,26 +353,31 @@ def spmm_and_sddmm(bench: Bench, rng, folder: str, patterns) -> None:
     for density in [float(d) for d in a.spmm_densities.split(",")]:
         x = random_sparse(rng, m, m, density)
         write_sparse(f"{folder}/X.mtx", x)
+        coords, values = sorted_coo(x.row, x.col, x.data)
         if "spmm" in patterns:
             csr = x.tocsr()
             base, value = timed(lambda: float((csr @ b).sum()))
+            rust = handwritten(a.handwritten, "spmm", folder, r, coords, values, {"B": b})
             runs = bench.einsql(
                 [load_mtx(folder, "X"), load_mtx(folder, "B")],
                 ["C[i,k] = SUM(j) X[i,j] * B[j,k];"],
                 ["SELECT SUM(v) AS v FROM C;"],
             )
-            bench.record("SpMM", shape, density, x.nnz, runs, base, None, [value])
+            bench.record("SpMM", shape, density, x.nnz, runs, base, None, [value], rust)
         if "sddmm" in patterns:
             rows, cols = x.row, x.col
             base, value = timed(
                 lambda: float((x.data * np.einsum("ij,ij->i", u[rows], v[cols])).sum())
+            )
+            rust = handwritten(
+                a.handwritten, "sddmm", folder, r, coords, values, {"U": u, "V": v}
             )
             runs = bench.einsql(
                 [load_mtx(folder, t) for t in ("X", "U", "V")],
                 ["C[i,j] = SUM(k) X[i,j] * U[i,k] * V[j,k];"],
                 ["SELECT SUM(v) AS v FROM C;"],
             )
-            bench.record("SDDMM", shape, density, x.nnz, runs, base, None, [value])
+            bench.record("SDDMM", shape, density, x.nnz, runs, base, None, [value], rust)
 
 
 def mttkrp(bench: Bench, rng, folder: str) -> None:
@@ -346,6 +402,10 @@ def mttkrp(bench: Bench, rng, folder: str) -> None:
 
     base, value = timed(lambda: float(khatri_rao().sum()))
     alt, _ = timed(lambda: float(add_at().sum()))
+    coords, values = sorted_coo(i, j, t, k)
+    rust = handwritten(
+        a.handwritten, "mttkrp", folder, r, coords, values, {"B": b, "C": c}
+    )
     runs = bench.einsql(
         [
             f"CREATE TABLE T AS SELECT * FROM read_tns('{os.path.abspath(a.tensor)}');",
@@ -356,7 +416,7 @@ def mttkrp(bench: Bench, rng, folder: str) -> None:
         ["SELECT SUM(v) AS v FROM M;"],
     )
     shape = "x".join(map(str, dims)) + f", rank {r}"
-    bench.record("MTTKRP", shape, None, len(t), runs, base, alt, [value])
+    bench.record("MTTKRP", shape, None, len(t), runs, base, alt, [value], rust)
 
 
 # ---------------------------------------------------------------- main
@@ -387,10 +447,20 @@ def main() -> int:
         ),
     )
     parser.add_argument("--tmpdir", default=None, help="where the data files go")
+    parser.add_argument(
+        "--handwritten", default=None,
+        help="the executable of benches/handwritten.rs ('none' to skip it); built when not given",
+    )
     parser.add_argument("--csv", help="also write the rows to this CSV file")
     parser.add_argument("--plot", help="also draw time against nnz into this PNG file")
     args = parser.parse_args()
     args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    if args.handwritten == "none":
+        args.handwritten = None
+    elif args.handwritten is None and {"spmm", "sddmm", "mttkrp"} & set(
+        p.strip().lower() for p in (args.only.split(",") if args.only else PATTERNS)
+    ):
+        args.handwritten = build_handwritten()
     patterns = [p.strip().lower() for p in args.only.split(",") if p.strip()] or PATTERNS
     unknown = [p for p in patterns if p not in PATTERNS]
     if unknown:
@@ -457,6 +527,7 @@ def plot(rows, args, path: str) -> None:
         ("einsql_none_s", "value_none", "einsql, optimizer none", "d-."),
         ("scipy_s", None, "numpy/scipy", "^-"),
         ("alt_s", None, "numpy/scipy alternative", "v:"),
+        ("rust_s", None, "hand-written Rust loop", "x-"),
     ]
     columns = min(3, len(names) + 1)
     lines = -(-(len(names) + 1) // columns)

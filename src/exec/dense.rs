@@ -1,13 +1,11 @@
 //! The dense path: a query that is one matrix product
 //! ([`Contraction`], `C[m,n] = SUM(k) A[m,k] * B[k,n]`) runs over dense
-//! arrays instead of its loop nest, and builds no fibertree index. `B` is
-//! scattered from its stored entries into a row-major `k × n` array
-//! (absent entries are 0) and `C` is computed in a row-major `m × n`
-//! one, whose non-zero cells are stored in the order of the output's
-//! indices. `A` is either scattered too and the product computed by a
-//! blocked matrix kernel (`matrixmultiply`'s `dgemm`) in blocks of rows on
-//! the thread pool, or read entry by entry, each adding its multiple of
-//! its row of `B` to its row of `C` (a sparse `A`, SpMM), on one thread.
+//! arrays instead of its loop nest, and builds no fibertree index. `A` and
+//! `B` are scattered from their stored entries into row-major `m × k` and
+//! `k × n` arrays (absent entries are 0) and `C` is computed in a
+//! row-major `m × n` one by a blocked matrix kernel (`matrixmultiply`'s
+//! `dgemm`) in blocks of rows on the thread pool; its non-zero cells are
+//! stored in the order of the output's indices.
 //!
 //! The block sizes depend on `m` only, and every cell is one dot product
 //! over `k` in the kernel's order, so results do not depend on the thread
@@ -35,10 +33,6 @@ use super::plan::{Contraction, PhysicalQuery, Term};
 /// Rows of `C` per block: enough that a block amortizes the kernel's
 /// packing of `B`, few enough that the blocks spread over the threads.
 const BLOCK_ROWS: usize = 256;
-
-/// Entries of an operand read entry by entry between two checks for
-/// cancellation.
-const CHECK_ENTRIES: usize = 1 << 16;
 
 /// One operand as the product reads it: its entries' coordinates along
 /// its outer variable (`m` or `n`; `None` for a vector) and along `k`,
@@ -88,36 +82,6 @@ impl<'a> Operand<'a> {
     /// Whether every value is finite.
     fn is_finite(&self) -> bool {
         self.values.iter().all(|v| v.is_finite())
-    }
-
-    /// Adds every entry's product with its row of `b` (`k × n`, the row
-    /// of its `k`) to the row of `c` (`m × n`) of its outer coordinate:
-    /// `c += A · b` with `A` this operand, read entry by entry.
-    fn add_rows(&self, b: &[f64], c: &mut [f64], n: usize, control: &Control<'_>) -> Result<()> {
-        for (e, &value) in self.values.iter().enumerate() {
-            if e % CHECK_ENTRIES == 0 {
-                control.check()?;
-            }
-            let (Ok(r), Ok(k)) = (
-                usize::try_from(self.outer.map_or(0, |c| c[e])),
-                usize::try_from(self.inner[e]),
-            ) else {
-                return Err(Error::Internal(
-                    "a stored coordinate is negative".to_string(),
-                ));
-            };
-            let (Some(row), Some(from)) =
-                (c.get_mut(r * n..(r + 1) * n), b.get(k * n..(k + 1) * n))
-            else {
-                return Err(Error::Internal(format!(
-                    "a stored coordinate ({r}, {k}) lies outside the product"
-                )));
-            };
-            for (to, &x) in row.iter_mut().zip(from) {
-                *to += value * x;
-            }
-        }
-        Ok(())
     }
 
     /// The operand as a dense row-major array of `rows × cols` cells,
@@ -194,12 +158,6 @@ pub(crate) fn run(
         .zip(m.checked_mul(n))
         .and_then(|((a, b), c)| a.checked_add(b)?.checked_add(c))
         .ok_or_else(too_large)?;
-    // An operand read entry by entry has no array.
-    let cells = if product.sparse_left {
-        cells - m * k
-    } else {
-        cells
-    };
     let bytes = cells.checked_mul(8).ok_or_else(too_large)?;
     let (m, n, k) = (
         size(m, too_large)?,
@@ -229,10 +187,6 @@ fn multiply(
     let b = right.scatter(false, k, n)?;
     control.check()?;
     let mut c = vec![0.0; m * n];
-    if product.sparse_left {
-        left.add_rows(&b, &mut c, n, control)?;
-        return Ok(Finished::Float(entries(query, product, &c, m, n)));
-    }
     let a = left.scatter(true, m, k)?;
     control.check()?;
     if k > 0 && n > 0 {

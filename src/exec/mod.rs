@@ -14,7 +14,8 @@
 //! monomorphized path that multiplies each factor in at the depth where its
 //! last index is bound ([`product`]). A query the optimizer marks as one
 //! matrix product of dense-enough operands runs as a dense kernel instead
-//! ([`dense`]).
+//! ([`dense`]), and a product over one sparse input whose other inputs are
+//! dense arrays as one pass over that input's entries ([`driven`]).
 //!
 //! Results are exactly those of the reference evaluator
 //! ([`crate::reference`]): the same fill-value semantics, exact 64-bit
@@ -37,6 +38,7 @@
 mod accumulate;
 mod control;
 mod dense;
+mod driven;
 mod kernel;
 pub mod plan;
 pub mod planner;

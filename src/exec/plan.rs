@@ -75,18 +75,54 @@ pub struct PhysicalQuery {
     /// Set when the query runs as one dense matrix product of its two
     /// inputs instead of its loops (see [`Contraction`]).
     pub dense: Option<Contraction>,
+    /// Set when the query runs entry by entry over one sparse input, the
+    /// others read as dense arrays, instead of its loops (see [`Driven`]).
+    pub driven: Option<Driven>,
+}
+
+/// A query that is a product of float inputs that are 0 where absent,
+/// run over the stored entries of one of them, the *driver*: every other
+/// input is read as a dense array at the offset the entry's coordinates
+/// give (in place when its entries fill its dimensions, as a factor
+/// matrix's do; else scattered into an array first). At most one variable
+/// is not the driver's, the *free* variable (a rank `r`): per entry, the
+/// rows of the inputs along it are multiplied cell by cell, summed when it
+/// is aggregated. This is SystemML's sparse-driven fusion (its Cell, Row
+/// and Outer templates): SpMV, SpMM, SDDMM, MTTKRP and elementwise
+/// products with dense operands, with no index built and no intermediate
+/// larger than the result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Driven {
+    /// The driver (a position in [`PhysicalQuery::inputs`]).
+    pub driver: usize,
+    /// The other inputs, in input order.
+    pub dense: Vec<usize>,
+    /// The variable the driver does not read, if any.
+    pub free: Option<usize>,
+    /// How the result is written.
+    pub output: DrivenOutput,
+}
+
+/// Where a [`Driven`] query writes its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrivenOutput {
+    /// A dense array over the output's coordinates, added to per entry:
+    /// the output lacks a variable of the driver (it is summed).
+    Array,
+    /// One result entry per driver entry (and free coordinate): the
+    /// output has every variable of the driver.
+    Entries,
 }
 
 /// A query that is one matrix product, `C[m,n] = SUM(k) A[m,k] * B[k,n]`
 /// over two float inputs that are 0 where absent, in any index order of
 /// the inputs and the output, with `m` or `n` or both absent (a product
-/// with a vector, a dot product). The dense path scatters `B` into a dense
-/// array and computes `C` in one: with `A` scattered too, by a blocked
-/// matrix kernel (for operands that fill most of their cells, as factor
-/// matrices and their Gram matrices: the same multiply-adds as the loops,
-/// an order of magnitude faster); or with `A` read entry by entry, each
-/// entry adding its multiple of a row of `B` to a row of `C` (a sparse
-/// matrix times a dense one, SpMM). It builds no fibertree index.
+/// with a vector, a dot product). The dense path scatters both operands
+/// into dense arrays and computes `C` in one by a blocked matrix kernel
+/// (for operands that fill most of their cells, as factor matrices and
+/// their Gram matrices: the same multiply-adds as the loops, an order of
+/// magnitude faster). It builds no fibertree index. A sparse operand times
+/// dense ones (SpMM) is a [`Driven`] query instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Contraction {
     /// The left operand `A` (a position in [`PhysicalQuery::inputs`]).
@@ -99,43 +135,9 @@ pub struct Contraction {
     pub cols: Option<usize>,
     /// `k`, the summed variable both operands read.
     pub inner: usize,
-    /// Whether `A` is read entry by entry instead of scattered.
-    pub sparse_left: bool,
-}
-
-/// How the dense path reads the operands of a [`Contraction`] written
-/// `A * B`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DenseKernel {
-    /// Both scattered into arrays and multiplied by a blocked kernel.
-    Arrays,
-    /// `A` read entry by entry, `B` scattered.
-    SparseLeft,
-    /// `B` read entry by entry, `A` scattered (the product computed as
-    /// `B · A` with `C`'s rows and columns exchanged).
-    SparseRight,
 }
 
 impl Contraction {
-    /// The product read the way `kernel` says.
-    pub fn with_kernel(self, kernel: DenseKernel) -> Contraction {
-        match kernel {
-            DenseKernel::Arrays => self,
-            DenseKernel::SparseLeft => Contraction {
-                sparse_left: true,
-                ..self
-            },
-            DenseKernel::SparseRight => Contraction {
-                left: self.right,
-                right: self.left,
-                rows: self.cols,
-                cols: self.rows,
-                inner: self.inner,
-                sparse_left: true,
-            },
-        }
-    }
-
     /// The sizes `(m, n, k)` of the product (1 for an absent `m` or `n`).
     pub fn shape(&self, query: &PhysicalQuery) -> (u64, u64, u64) {
         let size = |v: Option<usize>| v.map_or(1, |v| query.vars[v].size);
@@ -407,8 +409,106 @@ impl PhysicalQuery {
                 rows,
                 cols,
                 inner: *inner,
-                sparse_left: false,
             })
+    }
+
+    /// The query run entry by entry over input `driver` (see [`Driven`]),
+    /// if it is a product that can be: a `SUM` of a product (or a product)
+    /// of two or more float inputs that are 0 where absent, each read by
+    /// distinct variables and no constant, the driver a stored table's
+    /// value column or its pattern (`X.*`), and at most one variable
+    /// outside the driver's.
+    pub fn driven_by(&self, driver: usize) -> Option<Driven> {
+        let product: Vec<usize> = match &self.body {
+            Node::Map(ScalarOp::Mul, args) => args
+                .iter()
+                .map(|a| match a {
+                    Node::Input(k) => Some(*k),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?,
+            _ => return None,
+        };
+        let mut seen = product.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        let every_input_once =
+            seen.len() == product.len() && seen.len() == self.inputs.len() && seen.len() >= 2;
+        let summed = match self.aggregate {
+            Some(AggOp::Sum) => true,
+            None => self.aggregated.is_empty(),
+            Some(_) => false,
+        };
+        if !every_input_once || !summed || self.ty != ValueType::Float64 {
+            return None;
+        }
+        // A stored table's pattern (`X.*`, 1 at every entry) may drive too:
+        // the mask the `mask` phase multiplies into a nested sum.
+        let pattern = |k: usize| {
+            matches!(
+                &self.inputs[k].source,
+                Source::Table {
+                    tensor,
+                    annotation: Annotation::Multiplicity,
+                    ..
+                } if !tensor.is_bag()
+            )
+        };
+        let vars_of = |k: usize| -> Option<Vec<usize>> {
+            let access = &self.inputs[k];
+            let float = access.ty == ValueType::Float64 || (k == driver && pattern(k));
+            let vars: Vec<usize> = access
+                .terms
+                .iter()
+                .map(|t| match t {
+                    Term::Var(v) => Some(*v),
+                    Term::Const(_) => None,
+                })
+                .collect::<Option<_>>()?;
+            let distinct = vars.iter().enumerate().all(|(n, v)| !vars[..n].contains(v));
+            (distinct && float && access.fill.is_zero()).then_some(vars)
+        };
+        let stored = match &self.inputs.get(driver)?.source {
+            Source::Table { tensor, .. } => !tensor.is_bag(),
+            Source::Result(_) => false,
+        };
+        let driver_vars = vars_of(driver).filter(|_| stored)?;
+        let mut free = None;
+        for (k, access) in self.inputs.iter().enumerate() {
+            if let Source::Table { tensor, .. } = &access.source
+                && tensor.is_bag()
+            {
+                return None;
+            }
+            for v in vars_of(k)? {
+                if driver_vars.contains(&v) || free == Some(v) {
+                    continue;
+                }
+                if free.is_some() || k == driver {
+                    return None;
+                }
+                free = Some(v);
+            }
+        }
+        let covers = |v: &usize| driver_vars.contains(v) || free == Some(*v);
+        let read: Vec<usize> = driver_vars.iter().copied().chain(free).collect();
+        if !self.output.iter().all(covers)
+            || !self.aggregated.iter().all(covers)
+            || read.len() != self.output.len() + self.aggregated.len()
+        {
+            return None;
+        }
+        let output = if driver_vars.iter().all(|v| self.output.contains(v)) {
+            DrivenOutput::Entries
+        } else {
+            DrivenOutput::Array
+        };
+        Some(Driven {
+            driver,
+            dense: (0..self.inputs.len()).filter(|&k| k != driver).collect(),
+            free,
+            output,
+        })
     }
 
     /// How many loops enclose loop `depth` (its depth in the loop tree).
@@ -471,6 +571,40 @@ impl PhysicalQuery {
             Source::Result(name) => name.clone(),
         };
         format!("{name}[{}]", terms.join(","))
+    }
+
+    /// The EXPLAIN lines of a query run by `driven`: its driver, how each
+    /// other input is read, the free variable's loop and the result.
+    fn write_driven(&self, f: &mut fmt::Formatter<'_>, driven: &Driven) -> fmt::Result {
+        write!(
+            f,
+            "\n  sparse-driven: for each entry of {}",
+            self.input_name(driven.driver)
+        )?;
+        for &k in &driven.dense {
+            let full = match &self.inputs[k].source {
+                Source::Table { tensor, .. } => tensor.is_full(),
+                Source::Result(_) => false,
+            };
+            let how = if full {
+                "read in place"
+            } else {
+                "scattered into an array"
+            };
+            write!(f, "\n    {} ({how})", self.input_name(k))?;
+        }
+        if let Some(v) = driven.free {
+            write!(
+                f,
+                "\n    per entry, a row over {} ({})",
+                self.var_name(v),
+                self.vars[v].size
+            )?;
+        }
+        f.write_str(match driven.output {
+            DrivenOutput::Array => "\n    result: added into a dense array",
+            DrivenOutput::Entries => "\n    result: written at the driver's entries",
+        })
     }
 
     fn write_node(&self, f: &mut fmt::Formatter<'_>, node: &Node) -> fmt::Result {
@@ -591,17 +725,15 @@ impl fmt::Display for PhysicalQuery {
         self.write_node(f, &self.body)?;
         if let Some(product) = &self.dense {
             let (m, n, k) = product.shape(self);
-            let read = if product.sparse_left {
-                ", entry by entry"
-            } else {
-                ""
-            };
             return write!(
                 f,
-                "\n  dense matrix product: {} ({m} × {k}{read}) times {} ({k} × {n})",
+                "\n  dense matrix product: {} ({m} × {k}) times {} ({k} × {n})",
                 self.input_name(product.left),
                 self.input_name(product.right)
             );
+        }
+        if let Some(driven) = &self.driven {
+            return self.write_driven(f, driven);
         }
         for (k, access) in self.inputs.iter().enumerate() {
             let declared = match &access.source {

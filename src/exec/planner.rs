@@ -38,8 +38,8 @@ use crate::storage::fibertree::{IndexSpec, LevelFormat};
 use crate::storage::{Tensor, ValueType};
 
 use super::plan::{
-    Access, DenseKernel, Driver, Loop, Node, OutputFormat, PhysicalPlan, PhysicalQuery, Role,
-    Source, Term, Variable,
+    Access, Driven, DrivenOutput, Driver, Loop, Node, OutputFormat, PhysicalPlan, PhysicalQuery,
+    Role, Source, Term, Variable,
 };
 
 /// Output levels with at most this many coordinates (over all random-write
@@ -83,8 +83,11 @@ pub struct QueryChoices {
     /// ([`PhysicalQuery::factorize`]); the drivers follow their loops.
     pub factorize: bool,
     /// Whether to run the query as one dense matrix product when it is
-    /// one ([`PhysicalQuery::contraction`]), and how.
-    pub dense: Option<DenseKernel>,
+    /// one ([`PhysicalQuery::contraction`]).
+    pub dense: bool,
+    /// The input to run the query over entry by entry, the others read as
+    /// dense arrays, when it can be ([`PhysicalQuery::driven_by`]).
+    pub driven: Option<usize>,
 }
 
 /// Decides the loop order, drivers and formats of each physical query as
@@ -405,6 +408,7 @@ impl Planner<'_> {
             ty,
             fill,
             dense: None,
+            driven: None,
         };
         let bound = loop_vars(&query);
         if let Some(&unbound) = query.output.iter().find(|v| !bound.contains(v)) {
@@ -437,8 +441,13 @@ impl Planner<'_> {
         if choices.factorize {
             query.factorize();
         }
-        if let Some(kernel) = choices.dense {
-            query.dense = query.contraction().map(|c| c.with_kernel(kernel));
+        if choices.dense {
+            query.dense = query.contraction();
+        }
+        if query.dense.is_none()
+            && let Some(driver) = choices.driven
+        {
+            query.driven = query.driven_by(driver);
         }
         for depth in 0..query.loops.len() {
             if let Driver::Input(k) = query.loops[depth].driver
@@ -451,10 +460,18 @@ impl Planner<'_> {
             }
         }
         self.index_inputs(&mut query, choices.input_format)?;
-        query.formats = match query.dense {
+        query.formats = match (&query.dense, &query.driven) {
             // A dense product writes every cell of a dense array.
-            Some(_) => vec![OutputFormat::Dense; query.output.len()],
-            None => output_formats(&query, choices.accumulator)?,
+            (Some(_), _)
+            | (
+                _,
+                Some(Driven {
+                    output: DrivenOutput::Array,
+                    ..
+                }),
+            ) => vec![OutputFormat::Dense; query.output.len()],
+            (_, Some(_)) => vec![OutputFormat::Sorted; query.output.len()],
+            (None, None) => output_formats(&query, choices.accumulator)?,
         };
         self.results.insert(
             name,

@@ -24,7 +24,7 @@ use super::control::{Control, Held, RowBudget, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{Access, PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::{ExecOptions, FirstRows, Limited, Outputs, QueryRun};
-use super::{dense, product};
+use super::{dense, driven, product};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
 /// number, so that results do not depend on the thread count.
@@ -130,6 +130,21 @@ fn run_query(
         let left = (left.0.as_ref(), left.1);
         let right = (right.0.as_ref(), right.1);
         if let Some(entries) = dense::run(query, product, left, right, control, options)? {
+            let tensor = within_threads(options.threads, entries.len(), || {
+                store(query, entries, control)
+            })?;
+            return Ok((Arc::new(tensor), fill, 1));
+        }
+    }
+    if let Some(driven) = &query.driven {
+        let tensors = query
+            .inputs
+            .iter()
+            .map(|access| source(access, results))
+            .collect::<Result<Vec<_>>>()?;
+        let inputs: Vec<(&Tensor, Annotation)> =
+            tensors.iter().map(|(t, a, _)| (t.as_ref(), *a)).collect();
+        if let Some(entries) = driven::run(query, driven, &inputs, control, options)? {
             let tensor = within_threads(options.threads, entries.len(), || {
                 store(query, entries, control)
             })?;

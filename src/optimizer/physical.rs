@@ -30,16 +30,19 @@
 //! - **Dense kernels.** With [`Phase::Dense`](super::Phase::Dense) on, a
 //!   query that is one matrix product ([`PhysicalQuery::contraction`])
 //!   runs on the dense path when that is estimated cheaper than its loop
-//!   nest, in the cheaper of its ways: both operands in arrays (`m·n·k`
-//!   multiply-adds at 16 to a loop visit, plus a visit per cell of the
-//!   three arrays), or a stored operand read entry by entry (a row of at
-//!   least 4 cells of the result updated per entry, 4 multiply-adds to a
-//!   visit and at least a visit each; no array for it); the arrays hold
-//!   at most 2^27 cells. Products of operands that fill most of their
-//!   cells take the arrays (Gram matrices of factor matrices), a sparse
-//!   matrix times a dense one with many columns (SpMM) the entries; a
-//!   product of two sparse operands keeps the loops, whose cost follows
-//!   their entries.
+//!   nest: both operands in arrays, `m·n·k` multiply-adds at 16 to a loop
+//!   visit, plus a visit per cell of the three arrays, which hold at most
+//!   2^27 cells. Products of operands that fill most of their cells take
+//!   it (Gram matrices of factor matrices); a product of two sparse
+//!   operands keeps the loops, whose cost follows their entries.
+//! - **Sparse-driven products.** With the same phase on, a product over
+//!   one stored input whose other inputs are read as dense arrays
+//!   ([`PhysicalQuery::driven_by`]) runs as one pass over that input's
+//!   entries when that is cheaper still: half a visit per entry, the free
+//!   variable's cells at 4 multiply-adds to a visit per input reading
+//!   them, and a visit per cell of the arrays it fills (scattered inputs,
+//!   a dense result). SpMV, SpMM, SDDMM, MTTKRP and element-wise products
+//!   with dense factors take it.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
 //!   iterated and the others are looked up. That is the choice Galley
@@ -60,7 +63,7 @@ use hashbrown::HashMap;
 
 use crate::error::Result;
 use crate::exec::plan::{
-    Contraction, DenseKernel, Driver, Node, OutputFormat, PhysicalQuery, Source, Term,
+    Contraction, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery, Source, Term,
 };
 use crate::exec::planner::{Choose, QueryChoices};
 use crate::ir::{IndexTerm, Value};
@@ -95,18 +98,19 @@ const LARGE_SPACE: f64 = (1u64 << 20) as f64;
 /// a few nanoseconds.
 const DENSE_MADDS_PER_VISIT: f64 = 16.0;
 
-/// Multiply-adds per unit of the loop nests' cost when an operand is read
-/// entry by entry on the dense path: each entry's row update streams a
-/// row of the result, about four times slower than the blocked kernel.
+/// Multiply-adds per unit of the loop nests' cost on the sparse-driven
+/// path's rows: each entry's row update streams rows of its inputs, about
+/// four times slower than the blocked kernel.
 const ENTRY_MADDS_PER_VISIT: f64 = 4.0;
+
+/// Units of the loop nests' cost per driver entry on the sparse-driven
+/// path: the other inputs are read at a computed offset, not searched, and
+/// no index is built or walked.
+const DRIVEN_ENTRY: f64 = 0.5;
 
 /// The most cells the dense path's three arrays may hold together (1 GiB
 /// of floats); a larger product runs as loops.
 const DENSE_CELLS: f64 = (1u64 << 27) as f64;
-
-/// The fewest cells of a row of the result for which an operand is read
-/// entry by entry on the dense path.
-const MIN_ROW: f64 = 4.0;
 
 /// The physical optimizer: implements the planner's [`Choose`] with the
 /// estimates of `estimator` and the statistics the logical optimizer kept
@@ -172,10 +176,18 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             .dense
             .then(|| query.contraction())
             .flatten()
-            .and_then(|product| cheapest_kernel(query, &product))
-            .filter(|&(_, dense)| dense < cost);
+            .and_then(|product| dense_cost(query, &product))
+            .filter(|&dense| dense < cost);
+        let kernel_cost = dense.unwrap_or(cost);
+        let driven = self
+            .dense
+            .then(|| cheapest_driver(query))
+            .flatten()
+            .filter(|&(_, driven)| driven < kernel_cost);
+        let dense = dense.filter(|_| driven.is_none());
         self.dense_time += begin.elapsed();
-        self.costs.push(dense.map_or(cost, |(_, dense)| dense));
+        self.costs
+            .push(driven.map_or(kernel_cost, |(_, driven)| driven));
         self.factorize_time += search.tree_time;
         let accumulator = search.accumulator(&order);
         Ok(QueryChoices {
@@ -189,46 +201,70 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             input_format: None,
             accumulator: Some(accumulator),
             factorize,
-            dense: dense.map(|(kernel, _)| kernel),
+            dense: dense.is_some(),
+            driven: driven.map(|(driver, _)| driver),
         })
     }
 }
 
-/// The cheapest way to run `product` on the dense path, with its
-/// estimated cost in the loop nests' units: a unit per cell of the arrays
-/// scattered and read back, plus the multiply-adds. Both operands
-/// scattered: `m·n·k` multiply-adds at [`DENSE_MADDS_PER_VISIT`] a unit.
-/// A stored operand read entry by entry: one row of `C` updated per entry
-/// at [`ENTRY_MADDS_PER_VISIT`] a unit (at least a unit each, as a loop
-/// would visit it), and no array for it. `None` when no way keeps the
-/// arrays within [`DENSE_CELLS`].
-fn cheapest_kernel(query: &PhysicalQuery, product: &Contraction) -> Option<(DenseKernel, f64)> {
+/// The input to run `query` over entry by entry on the sparse-driven path
+/// ([`PhysicalQuery::driven_by`]), with its estimated cost in the loop
+/// nests' units, if one can drive it: a stored table whose entries are
+/// visited at [`DRIVEN_ENTRY`] a unit each, plus the cells of the free
+/// variable's rows multiplied per entry at [`ENTRY_MADDS_PER_VISIT`] a
+/// unit, plus a unit per cell of the arrays: the inputs whose entries do
+/// not fill their dimensions (scattered) and a dense result. `None` when
+/// no input can drive it or the arrays would exceed [`DENSE_CELLS`].
+fn cheapest_driver(query: &PhysicalQuery) -> Option<(usize, f64)> {
+    let cells = |vars: &mut dyn Iterator<Item = usize>| -> f64 {
+        vars.map(|v| query.vars[v].size as f64).product()
+    };
+    let input_cells = |k: usize| -> f64 {
+        match &query.inputs[k].source {
+            Source::Table { tensor, .. } if tensor.is_full() => 0.0,
+            _ => cells(&mut query.inputs[k].terms.iter().filter_map(|t| match t {
+                Term::Var(v) => Some(*v),
+                Term::Const(_) => None,
+            })),
+        }
+    };
+    (0..query.inputs.len())
+        .filter_map(|k| {
+            let driven = query.driven_by(k)?;
+            let Source::Table { tensor, .. } = &query.inputs[k].source else {
+                return None;
+            };
+            let scattered: f64 = driven.dense.iter().map(|&d| input_cells(d)).sum();
+            let result = match driven.output {
+                DrivenOutput::Array => cells(&mut query.output.iter().copied()),
+                DrivenOutput::Entries => 0.0,
+            };
+            if scattered + result > DENSE_CELLS {
+                return None;
+            }
+            let row = driven.free.map_or(0.0, |v| {
+                let readers = driven
+                    .dense
+                    .iter()
+                    .filter(|&&d| query.inputs[d].terms.contains(&Term::Var(v)))
+                    .count();
+                query.vars[v].size as f64 * readers as f64 / ENTRY_MADDS_PER_VISIT
+            });
+            let work = tensor.nnz() as f64 * (DRIVEN_ENTRY + row);
+            Some((k, scattered + result + work))
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// The estimated cost of running `product` on the dense path, in the
+/// loop nests' units: a unit per cell of the three arrays scattered and
+/// read back, plus `m·n·k` multiply-adds at [`DENSE_MADDS_PER_VISIT`] a
+/// unit. `None` when the arrays would exceed [`DENSE_CELLS`].
+fn dense_cost(query: &PhysicalQuery, product: &Contraction) -> Option<f64> {
     let (m, n, k) = product.shape(query);
     let (m, n, k) = (m as f64, n as f64, k as f64);
-    let stored = |input: usize| match &query.inputs[input].source {
-        Source::Table { tensor, .. } => Some(tensor.nnz() as f64),
-        Source::Result(_) => None,
-    };
-    let per_entry = |row: f64| (row / ENTRY_MADDS_PER_VISIT).max(1.0);
-    let arrays = (
-        DenseKernel::Arrays,
-        m * k + k * n + m * n,
-        m * n * k / DENSE_MADDS_PER_VISIT,
-    );
-    // Entry by entry only along rows of a few cells: a product with a
-    // vector keeps the loops' path for it (SpMV).
-    let left = stored(product.left)
-        .filter(|_| n >= MIN_ROW)
-        .map(|nnz| (DenseKernel::SparseLeft, k * n + m * n, nnz * per_entry(n)));
-    let right = stored(product.right)
-        .filter(|_| m >= MIN_ROW)
-        .map(|nnz| (DenseKernel::SparseRight, m * k + m * n, nnz * per_entry(m)));
-    [Some(arrays), left, right]
-        .into_iter()
-        .flatten()
-        .filter(|&(_, cells, _)| cells <= DENSE_CELLS)
-        .map(|(kernel, cells, work)| (kernel, cells + work))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
+    let cells = m * k + k * n + m * n;
+    (cells <= DENSE_CELLS).then_some(cells + m * n * k / DENSE_MADDS_PER_VISIT)
 }
 
 /// The loop-order search of one query. Variables are numbered by their

@@ -1,0 +1,651 @@
+//! The sparse-driven path: a query that is a product over the stored
+//! entries of one sparse input ([`Driven`]) runs as one pass over those
+//! entries instead of its loop nest, and builds no fibertree index.
+//!
+//! Every other input is a dense array addressed by offset: the tensor's
+//! own value column when its entries fill its dimensions (a factor matrix
+//! or dense vector is stored row-major in its stored order, so the cell at
+//! coordinates `c` is value `Σ c_d · stride_d`), otherwise its entries
+//! scattered into a row-major array (absent cells 0) first. Per driver
+//! entry the product of the values at the entry's offsets is taken; with
+//! a free variable (a rank `r` the driver does not read) the inputs' rows
+//! along it are multiplied cell by cell in a scratch row, a tight loop
+//! over contiguous values when `r` is an input's last dimension. The
+//! result is added into a dense array over the output's coordinates, or,
+//! when the output has every variable of the driver, written as one entry
+//! per driver entry (and coordinate of `r`).
+//!
+//! The loops visit only coordinates where every input has an entry. An
+//! input read in place has one everywhere, so both paths multiply the
+//! same values. A scattered input's absent cells are 0 here, which adds
+//! nothing as long as every value is finite (`0 × ∞` is NaN); when a value
+//! is not, the caller runs the loops. One thread, entries in stored
+//! order, so results do not depend on the thread count. The arrays the
+//! path allocates are charged against the memory limit while they live.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use arrow::array::AsArray;
+use arrow::datatypes::Float64Type;
+
+use crate::error::{Error, Result};
+use crate::ir::Annotation;
+use crate::storage::Tensor;
+
+use super::ExecOptions;
+use super::accumulate::{Entries, Finished};
+use super::control::{Control, pool};
+use super::plan::{Driven, DrivenOutput, PhysicalQuery, Term};
+
+/// Driver entries between two checks for cancellation (a multiple of
+/// [`BLOCK`]).
+const CHECK_ENTRIES: usize = 1 << 14;
+
+/// Driver entries whose scalars are taken together, one operand at a
+/// time.
+const BLOCK: usize = 256;
+
+/// The most chunks the driver's entries are split into for the threads.
+const CHUNKS: usize = 64;
+
+/// The fewest driver entries of a chunk.
+const CHUNK_ENTRIES: usize = 1 << 15;
+
+/// The most cells of the partial result arrays of all chunks together,
+/// for a result that is not split by rows.
+const PARTIAL_CELLS: usize = 1 << 22;
+
+/// An input other than the driver, as a dense array.
+struct Operand<'a> {
+    /// Row-major over the tensor's stored dimensions.
+    values: Cow<'a, [f64]>,
+    /// Where a driver entry's cell lies in `values`.
+    address: Address,
+    /// The driver dimensions whose coordinates may lie outside the
+    /// operand's size there, with that size: an entry beyond it meets
+    /// an absent cell.
+    bounded: Vec<(usize, i64)>,
+    /// The stride of the free variable, when the operand reads it.
+    free: Option<usize>,
+}
+
+impl Operand<'_> {
+    /// The offset of a driver entry's cell, or `None` when a coordinate
+    /// lies outside the operand.
+    #[inline(always)]
+    fn offset(&self, coords: &[&[i64]], e: usize) -> Option<usize> {
+        if self.bounded.iter().any(|&(d, size)| coords[d][e] >= size) {
+            return None;
+        }
+        Some(self.address.at(coords, e))
+    }
+}
+
+/// The offset of a driver entry's cell in a row-major array: the sum of
+/// its coordinates along some driver dimensions times their strides.
+#[derive(Clone, Debug, Default)]
+struct Address {
+    /// `(driver dimension, stride)` for every dimension that moves the
+    /// offset.
+    terms: Vec<(usize, usize)>,
+}
+
+impl Address {
+    /// The address with `strides[d]` for every driver dimension `d`
+    /// (0 where it does not move the offset).
+    fn new(strides: &[usize]) -> Address {
+        let terms = strides
+            .iter()
+            .enumerate()
+            .filter(|&(_, &s)| s > 0)
+            .map(|(d, &s)| (d, s))
+            .collect();
+        Address { terms }
+    }
+
+    /// The offset of driver entry `e`; matrices and vectors, the common
+    /// cases, without a loop.
+    #[inline(always)]
+    fn at(&self, coords: &[&[i64]], e: usize) -> usize {
+        let coord = |d: usize| coords[d][e] as usize;
+        match self.terms.as_slice() {
+            [] => 0,
+            [(d, s)] => coord(*d) * s,
+            [(d, s), (f, t)] => coord(*d) * s + coord(*f) * t,
+            terms => terms.iter().map(|&(d, s)| coord(d) * s).sum(),
+        }
+    }
+}
+
+/// Row-major strides of a tensor's stored dimensions; `None` when the
+/// cells overflow `usize`.
+fn strides(tensor: &Tensor) -> Option<(Vec<usize>, usize)> {
+    let mut strides = vec![0; tensor.dims().len()];
+    let mut cells = 1usize;
+    for (d, dim) in tensor.dims().iter().enumerate().rev() {
+        strides[d] = cells;
+        cells = cells.checked_mul(usize::try_from(dim.size).ok()?)?;
+    }
+    Some((strides, cells))
+}
+
+/// The float values of input `k`'s annotation.
+fn float_values<'t>(
+    query: &PhysicalQuery,
+    tensor: &'t Tensor,
+    annotation: Annotation,
+) -> Result<&'t [f64]> {
+    let Annotation::Column(column) = annotation else {
+        return Err(internal(query, "reads the rows of a bag"));
+    };
+    tensor
+        .annotation_columns()
+        .get(column)
+        .and_then(|array| array.as_primitive_opt::<Float64Type>())
+        .map(|a| a.values().as_ref())
+        .ok_or_else(|| internal(query, "reads a value column that is not DOUBLE"))
+}
+
+/// Runs `query` over the entries of its driver; `inputs` are the tensors
+/// its inputs read with their annotations, in input order. Returns the
+/// result's entries (the caller stores them as the loops' would be), or
+/// `None` when a scattered input meets a value that is not finite (the
+/// caller runs the loops).
+pub(crate) fn run(
+    query: &PhysicalQuery,
+    driven: &Driven,
+    inputs: &[(&Tensor, Annotation)],
+    control: &Control<'_>,
+    options: &ExecOptions,
+) -> Result<Option<Finished>> {
+    let input = |k: usize| {
+        inputs
+            .get(k)
+            .copied()
+            .ok_or_else(|| internal(query, "has fewer inputs than its plan"))
+    };
+    let vars_of = |k: usize| -> Result<Vec<usize>> {
+        query.inputs[k]
+            .terms
+            .iter()
+            .map(|t| match t {
+                Term::Var(v) => Ok(*v),
+                Term::Const(_) => Err(internal(query, "reads a constant")),
+            })
+            .collect()
+    };
+    let (driver, driver_annotation) = input(driven.driver)?;
+    let driver_vars = vars_of(driven.driver)?;
+    let coords: Vec<&[i64]> = (0..driver_vars.len()).map(|d| driver.coords(d)).collect();
+    // A table's pattern drives with the value 1 at every entry.
+    let x = match driver_annotation {
+        Annotation::Multiplicity => None,
+        Annotation::Column(_) => Some(float_values(query, driver, driver_annotation)?),
+    };
+
+    // Scattered arrays and the output array, charged together.
+    let mut cells = 0usize;
+    let mut operands = Vec::with_capacity(driven.dense.len());
+    let mut scattered = Vec::new();
+    for &k in &driven.dense {
+        let (tensor, annotation) = input(k)?;
+        let Some((own_strides, own_cells)) = strides(tensor) else {
+            return Ok(None);
+        };
+        let vars = vars_of(k)?;
+        let mut operand = Operand {
+            values: Cow::Borrowed(float_values(query, tensor, annotation)?),
+            address: Address::default(),
+            bounded: Vec::new(),
+            free: None,
+        };
+        let mut by_driver = vec![0; driver_vars.len()];
+        for (d, &v) in vars.iter().enumerate() {
+            let size = tensor.dims()[d].size;
+            match driver_vars.iter().position(|&w| w == v) {
+                Some(p) => {
+                    by_driver[p] = own_strides[d];
+                    if size < driver.dims()[p].size {
+                        operand.bounded.push((p, size as i64));
+                    }
+                }
+                None => operand.free = Some(own_strides[d]),
+            }
+        }
+        operand.address = Address::new(&by_driver);
+        if !tensor.is_full() {
+            cells = cells.saturating_add(own_cells);
+            scattered.push((operands.len(), tensor, annotation, own_strides, own_cells));
+        }
+        operands.push(operand);
+    }
+    let free_size = |k: usize, v: usize| -> Result<u64> {
+        let position = vars_of(k)?.iter().position(|&w| w == v);
+        let (tensor, _) = input(k)?;
+        Ok(position.map_or(u64::MAX, |d| tensor.dims()[d].size))
+    };
+    // The free variable's cells that can be non-zero: the fewest any
+    // input reading it has.
+    let rank = match driven.free {
+        Some(v) => driven
+            .dense
+            .iter()
+            .map(|&k| free_size(k, v))
+            .try_fold(query.vars[v].size, |r, s| Ok::<_, Error>(r.min(s?)))?,
+        None => 1,
+    };
+    let Ok(rank) = usize::try_from(rank) else {
+        return Ok(None);
+    };
+    let out_cells = match driven.output {
+        DrivenOutput::Array => query.output.iter().try_fold(1usize, |c, &v| {
+            c.checked_mul(usize::try_from(query.vars[v].size).ok()?)
+        }),
+        DrivenOutput::Entries => Some(0),
+    };
+    let Some(out_cells) = out_cells else {
+        return Ok(None);
+    };
+    cells = cells.saturating_add(out_cells).saturating_add(rank);
+    if !scattered.is_empty() {
+        let finite = |values: &[f64]| values.iter().all(|v| v.is_finite());
+        if !x.is_none_or(finite) || !operands.iter().all(|o| finite(&o.values)) {
+            return Ok(None);
+        }
+    }
+    let bytes = (cells as u64).saturating_mul(8);
+    control.reserve(bytes)?;
+    let result = (|| {
+        for (n, tensor, annotation, own_strides, own_cells) in scattered {
+            operands[n].values =
+                Cow::Owned(scatter(query, tensor, annotation, &own_strides, own_cells)?);
+            control.check()?;
+        }
+        let (rows, scalars) = operands.iter().partition(|o| o.free.is_some());
+        let pass = Pass {
+            query,
+            driven,
+            coords: &coords,
+            x,
+            entries: driver.nnz(),
+            driver_vars: &driver_vars,
+            scalars,
+            rows,
+            rank,
+            threads: options.threads,
+            control,
+        };
+        match driven.output {
+            DrivenOutput::Array => pass.add_into_array(out_cells),
+            DrivenOutput::Entries => pass.write_entries(),
+        }
+    })();
+    control.release(bytes);
+    result.map(Some)
+}
+
+/// A tensor's entries in a row-major array of its stored dimensions.
+fn scatter(
+    query: &PhysicalQuery,
+    tensor: &Tensor,
+    annotation: Annotation,
+    strides: &[usize],
+    cells: usize,
+) -> Result<Vec<f64>> {
+    let values = float_values(query, tensor, annotation)?;
+    let coords: Vec<&[i64]> = (0..strides.len()).map(|d| tensor.coords(d)).collect();
+    let address = Address::new(strides);
+    let mut array = vec![0.0; cells];
+    for (e, &value) in values.iter().enumerate() {
+        let slot = array
+            .get_mut(address.at(&coords, e))
+            .ok_or_else(|| internal(query, "has an input entry outside its dimensions"))?;
+        *slot = value;
+    }
+    Ok(array)
+}
+
+/// One pass over the driver's entries.
+struct Pass<'p, 'a> {
+    query: &'p PhysicalQuery,
+    driven: &'p Driven,
+    /// The driver's coordinates, one column per stored dimension.
+    coords: &'p [&'a [i64]],
+    /// The driver's values; `None` for its pattern (1 at every entry).
+    x: Option<&'a [f64]>,
+    /// The driver's entries.
+    entries: usize,
+    /// The variable of each driver dimension.
+    driver_vars: &'p [usize],
+    /// The operands that do not read the free variable: a cell per entry.
+    scalars: Vec<&'p Operand<'a>>,
+    /// The operands that do: a row per entry.
+    rows: Vec<&'p Operand<'a>>,
+    /// The cells of the free variable (1 without one).
+    rank: usize,
+    /// The threads the pass may use.
+    threads: usize,
+    control: &'p Control<'p>,
+}
+
+impl Pass<'_, '_> {
+    /// Visits every driver entry whose cells are present in every
+    /// operand: `visit(e, row)` with the products along the free variable
+    /// (one cell without one).
+    fn each(&self, entries: Range<usize>, mut visit: impl FnMut(usize, &[f64])) -> Result<()> {
+        let mut row = vec![0.0; self.rank];
+        self.blocks(entries, |e, scalar| {
+            if self.driven.free.is_none() {
+                visit(e, &[scalar]);
+                return;
+            }
+            row.fill(scalar);
+            for operand in &self.rows {
+                let Some(offset) = operand.offset(self.coords, e) else {
+                    return;
+                };
+                multiply_row(&mut row, &operand.values, offset, operand.free.unwrap_or(1));
+            }
+            visit(e, &row);
+        })
+    }
+
+    /// Visits the driver entries in blocks of [`BLOCK`]: the block's
+    /// scalars (the entry's value times the cells of the operands that do
+    /// not read the free variable) are taken one operand at a time, loops
+    /// of independent reads the processor overlaps, then `visit(e,
+    /// scalar)` runs for every entry present in those operands.
+    fn blocks(&self, entries: Range<usize>, mut visit: impl FnMut(usize, f64)) -> Result<()> {
+        let mut scalars = [0.0; BLOCK];
+        let mut outside = [false; BLOCK];
+        let bounded = self.scalars.iter().any(|o| !o.bounded.is_empty());
+        for start in entries.clone().step_by(BLOCK) {
+            if (start - entries.start).is_multiple_of(CHECK_ENTRIES) {
+                self.control.check()?;
+            }
+            let len = BLOCK.min(entries.end - start);
+            let (scalars, outside) = (&mut scalars[..len], &mut outside[..len]);
+            match self.x {
+                Some(x) => scalars.copy_from_slice(&x[start..start + len]),
+                None => scalars.fill(1.0),
+            }
+            if bounded {
+                outside.fill(false);
+            }
+            for operand in &self.scalars {
+                if operand.bounded.is_empty() {
+                    for (b, scalar) in scalars.iter_mut().enumerate() {
+                        *scalar *= operand.values[operand.address.at(self.coords, start + b)];
+                    }
+                } else {
+                    for (b, scalar) in scalars.iter_mut().enumerate() {
+                        match operand.offset(self.coords, start + b) {
+                            Some(offset) => *scalar *= operand.values[offset],
+                            None => outside[b] = true,
+                        }
+                    }
+                }
+            }
+            for (b, &scalar) in scalars.iter().enumerate() {
+                if !(bounded && outside[b]) {
+                    visit(start + b, scalar);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the scalar of every driver entry in `entries` times its row of
+    /// the one operand that reads the free variable to the entry's row of
+    /// the result (SpMM), with the output strides of the driver dimensions
+    /// and the free variable; `out` holds the result's cells from `first`
+    /// on. [`Pass::each`] without the scratch row.
+    fn add_scaled_rows(
+        &self,
+        entries: Range<usize>,
+        (entry, free_stride): (&Address, usize),
+        out: &mut [f64],
+        first: usize,
+    ) -> Result<()> {
+        let row = self.rows[0];
+        let stride = row.free.unwrap_or(1);
+        let rank = self.rank;
+        self.blocks(entries, |e, scalar| {
+            let Some(offset) = row.offset(self.coords, e) else {
+                return;
+            };
+            let base = entry.at(self.coords, e) - first;
+            if stride == 1 && free_stride == 1 {
+                let to = &mut out[base..base + rank];
+                for (cell, &v) in to.iter_mut().zip(&row.values[offset..offset + rank]) {
+                    *cell += scalar * v;
+                }
+            } else {
+                for r in 0..rank {
+                    out[base + r * free_stride] += scalar * row.values[offset + r * stride];
+                }
+            }
+        })
+    }
+
+    /// The driver's entries split into at most [`CHUNKS`] ranges of at
+    /// least [`CHUNK_ENTRIES`], each ending where the first coordinate
+    /// changes: a fixed split, whatever the thread count, so that results
+    /// do not depend on it.
+    fn chunks(&self) -> Vec<Range<usize>> {
+        let target = self.entries.div_ceil(CHUNKS).max(CHUNK_ENTRIES);
+        let mut chunks = Vec::new();
+        let mut start = 0;
+        while start < self.entries {
+            let mut end = (start + target).min(self.entries);
+            if let Some(first) = self.coords.first() {
+                while end < self.entries && first[end] == first[end - 1] {
+                    end += 1;
+                }
+            }
+            chunks.push(start..end);
+            start = end;
+        }
+        chunks
+    }
+
+    /// Runs `job`, whose parallel iterators go over the chunks, on the
+    /// pool of the pass's threads.
+    fn in_pool<T: Send>(&self, job: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+        pool(self.threads)?.install(job)
+    }
+
+    /// Whether the output reads the free variable.
+    fn free_in_output(&self) -> Option<usize> {
+        let free = self.driven.free?;
+        self.query.output.iter().position(|&v| v == free)
+    }
+
+    /// The result added into a dense array of `cells` over the output's
+    /// coordinates, its non-zero cells listed in output order.
+    fn add_into_array(&self, cells: usize) -> Result<Finished> {
+        let query = self.query;
+        let mut strides = vec![0usize; query.output.len()];
+        let mut stride = 1usize;
+        for (n, &v) in query.output.iter().enumerate().rev() {
+            strides[n] = stride;
+            stride *= query.vars[v].size as usize;
+        }
+        // The output stride of every driver dimension (0 if summed).
+        let entry_strides: Vec<usize> = self
+            .driver_vars
+            .iter()
+            .map(|v| {
+                query
+                    .output
+                    .iter()
+                    .position(|w| w == v)
+                    .map_or(0, |n| strides[n])
+            })
+            .collect();
+        let entry = Address::new(&entry_strides);
+        let free_stride = self.free_in_output().map(|n| strides[n]);
+        // Adds the entries of one chunk into `out`, which holds the
+        // result's cells from `first` on.
+        let add = |entries: Range<usize>, out: &mut [f64], first: usize| -> Result<()> {
+            match (free_stride, self.rows.len()) {
+                (Some(s), 1) => self.add_scaled_rows(entries, (&entry, s), out, first),
+                _ => self.each(entries, |e, row| {
+                    let base = entry.at(self.coords, e) - first;
+                    match free_stride {
+                        Some(s) => {
+                            for (r, &v) in row.iter().enumerate() {
+                                out[base + r * s] += v;
+                            }
+                        }
+                        None => out[base] += row.iter().sum::<f64>(),
+                    }
+                }),
+            }
+        };
+        let chunks = self.chunks();
+        let rows_first =
+            query.output.first() == self.driver_vars.first() && !self.driver_vars.is_empty();
+        let mut out = vec![0.0; cells];
+        if rows_first && chunks.len() > 1 {
+            // The chunks cover disjoint rows of the result (their first
+            // coordinates), so each adds into its own slice of it.
+            let row_cells = strides[0];
+            let mut parts = Vec::with_capacity(chunks.len());
+            let mut rest: &mut [f64] = &mut out;
+            let mut at = 0;
+            for chunk in &chunks {
+                let last = self.coords[0][chunk.end - 1] as usize;
+                let end = (last + 1) * row_cells;
+                let (part, tail) = rest.split_at_mut(end - at);
+                parts.push((chunk.clone(), part, at));
+                (rest, at) = (tail, end);
+            }
+            self.in_pool(|| {
+                parts
+                    .into_par_iter()
+                    .try_for_each(|(chunk, part, first)| add(chunk, part, first))
+            })?;
+        } else if chunks.len() > 1 && cells.saturating_mul(chunks.len()) <= PARTIAL_CELLS {
+            // A small result: a partial array per chunk, added up in chunk
+            // order.
+            let partials = self.in_pool(|| {
+                chunks
+                    .into_par_iter()
+                    .map(|chunk| {
+                        let mut partial = vec![0.0; cells];
+                        add(chunk, &mut partial, 0)?;
+                        Ok(partial)
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })?;
+            for partial in partials {
+                for (cell, value) in out.iter_mut().zip(partial) {
+                    *cell += value;
+                }
+            }
+        } else {
+            add(0..self.entries, &mut out, 0)?;
+        }
+        self.control.check()?;
+        let mut entries = Entries::new(query.output.len());
+        if query.output.is_empty() {
+            entries.push([], out.first().copied().unwrap_or(0.0));
+            return Ok(Finished::Float(entries));
+        }
+        let sizes: Vec<usize> = query
+            .output
+            .iter()
+            .map(|&v| query.vars[v].size as usize)
+            .collect();
+        let mut key = vec![0i64; sizes.len()];
+        for (cell, &value) in out.iter().enumerate() {
+            if value != 0.0 {
+                let mut rest = cell;
+                for (n, slot) in key.iter_mut().enumerate() {
+                    *slot = (rest / strides[n]) as i64;
+                    rest %= strides[n];
+                }
+                entries.push(key.iter().copied(), value);
+            }
+        }
+        entries.increasing = true;
+        Ok(Finished::Float(entries))
+    }
+
+    /// The result as one entry per driver entry (per cell of the free
+    /// variable when the output reads it), in the driver's order.
+    fn write_entries(&self) -> Result<Finished> {
+        let query = self.query;
+        // Where each output coordinate comes from: a driver dimension, or
+        // the free variable (`None`).
+        let sources: Vec<Option<usize>> = query
+            .output
+            .iter()
+            .map(|v| self.driver_vars.iter().position(|w| w == v))
+            .collect();
+        let free_in_output = self.free_in_output().is_some();
+        let write = |chunk: Range<usize>| -> Result<Entries<f64>> {
+            let mut entries = Entries::new(query.output.len());
+            let mut key = vec![0i64; sources.len()];
+            self.each(chunk, |e, row| {
+                for (slot, source) in key.iter_mut().zip(&sources) {
+                    *slot = source.map_or(0, |d| self.coords[d][e]);
+                }
+                if free_in_output {
+                    for (r, &value) in row.iter().enumerate() {
+                        for (slot, source) in key.iter_mut().zip(&sources) {
+                            if source.is_none() {
+                                *slot = r as i64;
+                            }
+                        }
+                        entries.push(key.iter().copied(), value);
+                    }
+                } else {
+                    entries.push(key.iter().copied(), row.iter().sum::<f64>());
+                }
+            })?;
+            Ok(entries)
+        };
+        let parts = self.in_pool(|| {
+            self.chunks()
+                .into_par_iter()
+                .map(write)
+                .collect::<Result<Vec<_>>>()
+        })?;
+        let mut entries = Entries::new(query.output.len());
+        for part in parts {
+            entries.append(part);
+        }
+        // The driver's stored order, then the free variable: increasing
+        // when the output lists them so.
+        let in_order: Vec<Option<usize>> = (0..self.driver_vars.len())
+            .map(Some)
+            .chain(free_in_output.then_some(None))
+            .collect();
+        entries.increasing = sources == in_order;
+        Ok(Finished::Float(entries))
+    }
+}
+
+/// `row[r] *= values[offset + r · stride]` for every cell of `row`.
+#[inline]
+fn multiply_row(row: &mut [f64], values: &[f64], offset: usize, stride: usize) {
+    let len = row.len();
+    if stride == 1 {
+        for (cell, &v) in row.iter_mut().zip(&values[offset..offset + len]) {
+            *cell *= v;
+        }
+    } else {
+        for (r, cell) in row.iter_mut().enumerate() {
+            *cell *= values[offset + r * stride];
+        }
+    }
+}
+
+fn internal(query: &PhysicalQuery, what: &str) -> Error {
+    Error::Internal(format!("the sparse-driven run of '{}' {what}", query.name))
+}
