@@ -433,8 +433,12 @@ fn random_programs_with_dense_steps_agree_with_every_plan() {
 /// (`m × n`, stored `[i,j]`, and `xt`, the same stored `[j,i]`), a sparse
 /// 3-tensor `t` (`[i,j,l]`), full factor matrices `u` (`[i,k]`), `v`
 /// (`[j,k]`), `vt` (`[k,j]`), `w` (`[l,k]`), full `z` (`[i,j]`) and vectors
-/// `y` (`[j]`, full) and `q` (`[i]`, full or sparse, so scattered).
-const DRIVEN: [&str; 14] = [
+/// `y` (`[j]`, full) and `q` (`[i]`, full or sparse, so scattered); `z.*`
+/// is 1 wherever `x` has an entry, `zs.*` (full over half of `i`) only
+/// on half of them.
+const DRIVEN: [&str; 16] = [
+    "c[i] = SUM(j) z.*[i,j] * x[i,j] * y[j]",
+    "c[i] = SUM(j) zs.*[i,j] * x[i,j] * y[j]",
     "c[i] = SUM(j) x[i,j] * y[j]",
     "c[j] = SUM(i) x[i,j] * q[i]",
     "c[j] = SUM(i) xt[j,i] * q[i]",
@@ -480,7 +484,8 @@ fn sparse_driven_products_agree_with_the_loops() {
         store(&db, "v", &[("j", n), ("k", r)], &v);
         let vt: Entries = v.iter().map(|(c, &x)| (vec![c[1], c[0]], x)).collect();
         store(&db, "vt", &[("k", r), ("j", n)], &vt);
-        let shapes: [(&str, Dims, usize); 6] = [
+        let shapes: [(&str, Dims, usize); 7] = [
+            ("zs", vec![("i", m / 2), ("j", n)], 100),
             ("t", vec![("i", m), ("j", n), ("l", p)], sparse),
             ("u", vec![("i", m), ("k", r)], 100),
             ("w", vec![("l", p), ("k", r)], 100),
@@ -551,6 +556,10 @@ fn explain_names_the_driver_and_how_each_operand_is_read() {
         sddmm.contains("result: written at the driver's entries"),
         "{sddmm}"
     );
+    // The pattern of a full table (as SQL's joins produce) is left out.
+    store(&db, "f", &[("i", 2000)], &random(&mut rng, &[2000], 100));
+    let masked = explain(&db, "c[i,k] = SUM(j) x[i,j] * b[j,k] * f.*[i]");
+    assert!(masked.contains("f.*[i] (1 at every entry)"), "{masked}");
     db.execute("SET disabled_optimizers = 'dense'")
         .expect("set");
     let off = explain(&db, "c[i,k] = SUM(j) x[i,j] * b[j,k]");

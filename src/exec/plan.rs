@@ -95,8 +95,11 @@ pub struct PhysicalQuery {
 pub struct Driven {
     /// The driver (a position in [`PhysicalQuery::inputs`]).
     pub driver: usize,
-    /// The other inputs, in input order.
+    /// The other inputs read as dense arrays, in input order.
     pub dense: Vec<usize>,
+    /// The inputs left out: patterns of tables that store every cell
+    /// (`Y.*`), 1 wherever the driver has an entry.
+    pub ones: Vec<usize>,
     /// The variable the driver does not read, if any.
     pub free: Option<usize>,
     /// How the result is written.
@@ -473,12 +476,46 @@ impl PhysicalQuery {
             Source::Result(_) => false,
         };
         let driver_vars = vars_of(driver).filter(|_| stored)?;
+        // The pattern of a full table (`Y.*` where `Y` stores every cell)
+        // is 1 wherever the driver has an entry: a factor to leave out.
+        let ones = |k: usize| {
+            k != driver
+                && pattern(k)
+                && matches!(&self.inputs[k].source, Source::Table { tensor, .. } if tensor.is_full())
+        };
         let mut free = None;
+        let mut left_out = Vec::new();
         for (k, access) in self.inputs.iter().enumerate() {
             if let Source::Table { tensor, .. } = &access.source
                 && tensor.is_bag()
             {
                 return None;
+            }
+            if ones(k) {
+                let vars: Vec<usize> = access
+                    .terms
+                    .iter()
+                    .map(|t| match t {
+                        Term::Var(v) => Some(*v),
+                        Term::Const(_) => None,
+                    })
+                    .collect::<Option<_>>()?;
+                // Every driver coordinate must lie inside the table.
+                let size = |k: usize, d: usize| match &self.inputs[k].source {
+                    Source::Table { tensor, .. } => tensor.dims().get(d).map(|d| d.size),
+                    Source::Result(_) => None,
+                };
+                let covered = vars.iter().enumerate().all(|(d, v)| {
+                    driver_vars
+                        .iter()
+                        .position(|w| w == v)
+                        .is_some_and(|p| size(k, d) >= size(driver, p))
+                });
+                if !covered {
+                    return None;
+                }
+                left_out.push(k);
+                continue;
             }
             for v in vars_of(k)? {
                 if driver_vars.contains(&v) || free == Some(v) {
@@ -505,7 +542,10 @@ impl PhysicalQuery {
         };
         Some(Driven {
             driver,
-            dense: (0..self.inputs.len()).filter(|&k| k != driver).collect(),
+            dense: (0..self.inputs.len())
+                .filter(|&k| k != driver && !left_out.contains(&k))
+                .collect(),
+            ones: left_out,
             free,
             output,
         })
@@ -581,6 +621,9 @@ impl PhysicalQuery {
             "\n  sparse-driven: for each entry of {}",
             self.input_name(driven.driver)
         )?;
+        for &k in &driven.ones {
+            write!(f, "\n    {} (1 at every entry)", self.input_name(k))?;
+        }
         for &k in &driven.dense {
             let full = match &self.inputs[k].source {
                 Source::Table { tensor, .. } => tensor.is_full(),
