@@ -398,11 +398,12 @@ impl Pass<'_, '_> {
         Ok(())
     }
 
-    /// Adds the scalar of every driver entry in `entries` times its row of
-    /// the one operand that reads the free variable to the entry's row of
-    /// the result (SpMM), with the output strides of the driver dimensions
-    /// and the free variable; `out` holds the result's cells from `first`
-    /// on. [`Pass::each`] without the scratch row.
+    /// Adds the scalar of every driver entry in `entries` times its rows
+    /// of the one or two operands that read the free variable to the
+    /// entry's row of the result (SpMM, MTTKRP), with the output strides
+    /// of the driver dimensions and the free variable; `out` holds the
+    /// result's cells from `first` on. [`Pass::each`] without the scratch
+    /// row: one loop over contiguous rows when every row is.
     fn add_scaled_rows(
         &self,
         entries: Range<usize>,
@@ -410,23 +411,47 @@ impl Pass<'_, '_> {
         out: &mut [f64],
         first: usize,
     ) -> Result<()> {
-        let row = self.rows[0];
-        let stride = row.free.unwrap_or(1);
         let rank = self.rank;
+        let contiguous = free_stride == 1 && self.rows.iter().all(|o| o.free == Some(1));
         self.blocks(entries, |e, scalar| {
-            let Some(offset) = row.offset(self.coords, e) else {
-                return;
-            };
             let base = entry.at(self.coords, e) - first;
-            if stride == 1 && free_stride == 1 {
-                let to = &mut out[base..base + rank];
-                for (cell, &v) in to.iter_mut().zip(&row.values[offset..offset + rank]) {
-                    *cell += scalar * v;
+            match self.rows.as_slice() {
+                [a] => {
+                    let Some(at) = a.offset(self.coords, e) else {
+                        return;
+                    };
+                    if contiguous {
+                        let to = &mut out[base..base + rank];
+                        for (cell, &x) in to.iter_mut().zip(&a.values[at..at + rank]) {
+                            *cell += scalar * x;
+                        }
+                    } else {
+                        let stride = a.free.unwrap_or(1);
+                        for r in 0..rank {
+                            out[base + r * free_stride] += scalar * a.values[at + r * stride];
+                        }
+                    }
                 }
-            } else {
-                for r in 0..rank {
-                    out[base + r * free_stride] += scalar * row.values[offset + r * stride];
+                [a, b] => {
+                    let (Some(at), Some(bt)) = (a.offset(self.coords, e), b.offset(self.coords, e))
+                    else {
+                        return;
+                    };
+                    if contiguous {
+                        let to = &mut out[base..base + rank];
+                        let rows = a.values[at..at + rank].iter().zip(&b.values[bt..bt + rank]);
+                        for (cell, (&x, &y)) in to.iter_mut().zip(rows) {
+                            *cell += scalar * x * y;
+                        }
+                    } else {
+                        let (sa, sb) = (a.free.unwrap_or(1), b.free.unwrap_or(1));
+                        for r in 0..rank {
+                            out[base + r * free_stride] +=
+                                scalar * a.values[at + r * sa] * b.values[bt + r * sb];
+                        }
+                    }
                 }
+                _ => {}
             }
         })
     }
@@ -492,7 +517,7 @@ impl Pass<'_, '_> {
         // result's cells from `first` on.
         let add = |entries: Range<usize>, out: &mut [f64], first: usize| -> Result<()> {
             match (free_stride, self.rows.len()) {
-                (Some(s), 1) => self.add_scaled_rows(entries, (&entry, s), out, first),
+                (Some(s), 1 | 2) => self.add_scaled_rows(entries, (&entry, s), out, first),
                 _ => self.each(entries, |e, row| {
                     let base = entry.at(self.coords, e) - first;
                     match free_stride {
