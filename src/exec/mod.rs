@@ -42,6 +42,7 @@ pub mod plan;
 pub mod planner;
 mod product;
 mod run;
+pub(crate) mod tiled;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -86,7 +86,9 @@ pub struct PhysicalQuery {
 /// matrices and their Gram matrices: the same multiply-adds as the loops,
 /// an order of magnitude faster); or with `A` read entry by entry, each
 /// entry adding its multiple of a row of `B` to a row of `C` (a sparse
-/// matrix times a dense one, SpMM). It builds no fibertree index.
+/// matrix times a dense one, SpMM); or, for two matrices with declared
+/// tiled indexes, over their tiles ([`super::tiled`]). It builds no
+/// fibertree index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Contraction {
     /// The left operand `A` (a position in [`PhysicalQuery::inputs`]).
@@ -101,6 +103,8 @@ pub struct Contraction {
     pub inner: usize,
     /// Whether `A` is read entry by entry instead of scattered.
     pub sparse_left: bool,
+    /// Whether both operands are read through their tiled indexes instead.
+    pub tiled: bool,
 }
 
 /// How the dense path reads the operands of a [`Contraction`] written
@@ -114,6 +118,8 @@ pub enum DenseKernel {
     /// `B` read entry by entry, `A` scattered (the product computed as
     /// `B · A` with `C`'s rows and columns exchanged).
     SparseRight,
+    /// Both read through their declared tiled indexes, tile by tile.
+    Tiles,
 }
 
 impl Contraction {
@@ -132,6 +138,11 @@ impl Contraction {
                 cols: self.rows,
                 inner: self.inner,
                 sparse_left: true,
+                tiled: false,
+            },
+            DenseKernel::Tiles => Contraction {
+                tiled: true,
+                ..self
             },
         }
     }
@@ -408,6 +419,7 @@ impl PhysicalQuery {
                 cols,
                 inner: *inner,
                 sparse_left: false,
+                tiled: false,
             })
     }
 
@@ -589,6 +601,14 @@ impl fmt::Display for PhysicalQuery {
             write!(f, "{}({}) ", op.name(), names.join(","))?;
         }
         self.write_node(f, &self.body)?;
+        if let Some(product) = self.dense.filter(|p| p.tiled) {
+            let names = (
+                self.input_name(product.left),
+                self.input_name(product.right),
+            );
+            let line = super::tiled::describe(self, &product, (&names.0, &names.1));
+            return write!(f, "\n  {line}");
+        }
         if let Some(product) = &self.dense {
             let (m, n, k) = product.shape(self);
             let read = if product.sparse_left {

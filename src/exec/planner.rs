@@ -34,7 +34,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
-use crate::storage::fibertree::{IndexSpec, LevelFormat};
+use crate::storage::fibertree::{IndexLayout, IndexSpec, LevelFormat};
 use crate::storage::{Tensor, ValueType};
 
 use super::plan::{
@@ -497,11 +497,14 @@ impl Planner<'_> {
                 Source::Table { tensor, .. } if format.is_none() => tensor
                     .declared_indexes()
                     .into_iter()
-                    .find(|d| d.spec.order == order),
+                    .find_map(|d| match d.layout {
+                        IndexLayout::Levels(spec) if spec.order == order => Some(spec),
+                        _ => None,
+                    }),
                 _ => None,
             };
             access.index = match (declared, format) {
-                (Some(declared), _) => declared.spec,
+                (Some(declared), _) => declared,
                 (None, Some(format)) => {
                     let formats = vec![format; order.len()];
                     IndexSpec::new(order, formats)

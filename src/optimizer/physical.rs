@@ -39,7 +39,12 @@
 //!   cells take the arrays (Gram matrices of factor matrices), a sparse
 //!   matrix times a dense one with many columns (SpMM) the entries; a
 //!   product of two sparse operands keeps the loops, whose cost follows
-//!   their entries.
+//!   their entries. Two matrices with declared tiled indexes of the same
+//!   tile size along `k` may also run over their tiles
+//!   ([`crate::exec::tiled`]): the multiply-adds of the pairs of present
+//!   tiles that meet, at 16 to a visit, plus a visit per cell of `C`
+//!   (nothing is scattered), so a fully dense product costs a little less
+//!   than the arrays and a block-sparse one a fraction of them.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
 //!   iterated and the others are looked up. That is the choice Galley
@@ -200,8 +205,10 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
 /// scattered: `m·n·k` multiply-adds at [`DENSE_MADDS_PER_VISIT`] a unit.
 /// A stored operand read entry by entry: one row of `C` updated per entry
 /// at [`ENTRY_MADDS_PER_VISIT`] a unit (at least a unit each, as a loop
-/// would visit it), and no array for it. `None` when no way keeps the
-/// arrays within [`DENSE_CELLS`].
+/// would visit it), and no array for it. Both operands read through
+/// declared tiled indexes: the multiply-adds of the pairs of present
+/// tiles that meet, at [`DENSE_MADDS_PER_VISIT`] a unit, and `C`'s array
+/// only. `None` when no way keeps the arrays within [`DENSE_CELLS`].
 fn cheapest_kernel(query: &PhysicalQuery, product: &Contraction) -> Option<(DenseKernel, f64)> {
     let (m, n, k) = product.shape(query);
     let (m, n, k) = (m as f64, n as f64, k as f64);
@@ -223,7 +230,16 @@ fn cheapest_kernel(query: &PhysicalQuery, product: &Contraction) -> Option<(Dens
     let right = stored(product.right)
         .filter(|_| m >= MIN_ROW)
         .map(|nnz| (DenseKernel::SparseRight, m * k + m * n, nnz * per_entry(m)));
-    [Some(arrays), left, right]
+    // Over tiles: the multiply-adds of the pairs of present tiles, and
+    // only `C`'s array (the tiles are built with their indexes).
+    let tiles = crate::exec::tiled::operands(query, product).map(|tiled| {
+        (
+            DenseKernel::Tiles,
+            m * n,
+            tiled.multiply_adds() / DENSE_MADDS_PER_VISIT,
+        )
+    });
+    [Some(arrays), left, right, tiles]
         .into_iter()
         .flatten()
         .filter(|&(_, cells, _)| cells <= DENSE_CELLS)
