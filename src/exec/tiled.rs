@@ -99,22 +99,36 @@ pub(crate) struct TiledOperands {
 }
 
 impl TiledOperands {
-    /// The multiply-adds of the product: a tile's worth per pair of
-    /// present blocks that meet on `bk`.
-    pub(crate) fn multiply_adds(&self) -> f64 {
+    /// The multiply-adds of the product `(m, n, k)` its sizes: per pair
+    /// of present blocks that meet on `bk`, the cells of their tiles that
+    /// lie within the dimensions (`rows × depth × width`).
+    pub(crate) fn multiply_adds(&self, (m, n, k): (u64, u64, u64)) -> f64 {
         let ((sm, sk), (sn, _)) = (self.left.sizes(), self.right.sizes());
-        let mut right_per_k: Vec<u64> = Vec::new();
-        for b in 0..self.right.index.len() {
-            let (_, bk) = self.right.block(b);
-            if right_per_k.len() <= bk {
-                right_per_k.resize(bk + 1, 0);
+        // Within the dimensions, the extent of block `b` of size `s`.
+        let extent =
+            |b: usize, s: usize, size: u64| (size as f64 - (b * s) as f64).clamp(0.0, s as f64);
+        // Per `bk`: the rows of `A`'s tiles and the columns of `B`'s.
+        let mut per_k: Vec<(f64, f64)> = Vec::new();
+        let mut add = |bk: usize, rows: f64, cols: f64| {
+            if per_k.len() <= bk {
+                per_k.resize(bk + 1, (0.0, 0.0));
             }
-            right_per_k[bk] += 1;
+            per_k[bk].0 += rows;
+            per_k[bk].1 += cols;
+        };
+        for a in 0..self.left.index.len() {
+            let (bm, bk) = self.left.block(a);
+            add(bk, extent(bm, sm, m), 0.0);
         }
-        let pairs: u64 = (0..self.left.index.len())
-            .map(|a| right_per_k.get(self.left.block(a).1).copied().unwrap_or(0))
-            .sum();
-        pairs as f64 * (sm * sn * sk) as f64
+        for b in 0..self.right.index.len() {
+            let (bn, bk) = self.right.block(b);
+            add(bk, 0.0, extent(bn, sn, n));
+        }
+        per_k
+            .iter()
+            .enumerate()
+            .map(|(bk, (rows, cols))| rows * cols * extent(bk, sk, k))
+            .sum()
     }
 }
 

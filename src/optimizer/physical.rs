@@ -230,13 +230,14 @@ fn cheapest_kernel(query: &PhysicalQuery, product: &Contraction) -> Option<(Dens
     let right = stored(product.right)
         .filter(|_| m >= MIN_ROW)
         .map(|nnz| (DenseKernel::SparseRight, m * k + m * n, nnz * per_entry(m)));
-    // Over tiles: the multiply-adds of the pairs of present tiles, and
-    // only `C`'s array (the tiles are built with their indexes).
+    // Over tiles: the multiply-adds of the pairs of present tiles (their
+    // cells within the dimensions), and only `C`'s array (the tiles are
+    // built with their indexes).
     let tiles = crate::exec::tiled::operands(query, product).map(|tiled| {
         (
             DenseKernel::Tiles,
             m * n,
-            tiled.multiply_adds() / DENSE_MADDS_PER_VISIT,
+            tiled.multiply_adds(product.shape(query)) / DENSE_MADDS_PER_VISIT,
         )
     });
     [Some(arrays), left, right, tiles]
