@@ -278,31 +278,43 @@ fn explain_names_the_kernel_for_dense_operands_only() {
 
 #[test]
 fn a_dense_product_over_the_memory_limit_is_an_error() {
+    // The kernel's three arrays take 2.16 MB.
+    refused_over_the_limit(&ones(), "1MB");
+}
+
+/// A database holding `p`, a full 300 × 300 matrix of ones.
+fn ones() -> Database {
     let db = Database::open_in_memory();
-    // A full 300 × 300 matrix of ones: the kernel's three arrays take
-    // 2.16 MB.
     let ones: Entries = (0..300)
         .flat_map(|i| (0..300).map(move |k| (vec![i, k], 1.0)))
         .collect();
     store(&db, "p", &[("i", 300), ("k", 300)], &ones);
-    db.execute("SET memory_limit = '1MB'").expect("limit");
+    db
+}
+
+/// `c = p · p` over `ones()` fails for memory under `limit` and gives
+/// 300 everywhere under 1 GB.
+fn refused_over_the_limit(db: &Database, limit: &str) {
+    let statement = "c[i,j] = SUM(k) p[i,k] * p[k,j];";
+    db.execute(&format!("SET memory_limit = '{limit}'"))
+        .expect("limit");
     let error = db
-        .execute_all("c[i,j] = SUM(k) p[i,k] * p[k,j];")
+        .execute_all(statement)
         .map(|_| ())
         .expect_err("over the limit");
     assert!(error.to_string().contains("memory"), "{error}");
     db.execute("SET memory_limit = '1GB'").expect("limit");
-    let product = answer(&db, "SET threads = 2", "c[i,j] = SUM(k) p[i,k] * p[k,j];");
+    let product = answer(db, "SET threads = 2", statement);
     assert_eq!(product.len(), 90_000);
     assert!(product.values().all(|&v| v == 300.0));
 }
 
-#[test]
-fn an_operand_that_is_not_finite_runs_as_the_loops() {
+/// A database holding `a`, full but for (0, 1) and with an infinity at
+/// (1, 1), and `b`, full but for (1, 0): a dense kernel would multiply
+/// the infinity by the absent 0 of `b` at (1, 0) (NaN); the loops never
+/// read that cell.
+fn non_finite_operands() -> Database {
     let db = Database::open_in_memory();
-    // `a` is full but for (0, 1) and holds an infinity at (1, 1); `b` is
-    // full but for (1, 0). The kernel would multiply the infinity by the
-    // absent 0 of `b` at (1, 0) (NaN); the loops never read that cell.
     let mut a: Entries = (0..3)
         .flat_map(|i| (0..3).map(move |k| (vec![i, k], 1.0 + i as f64)))
         .collect();
@@ -314,6 +326,12 @@ fn an_operand_that_is_not_finite_runs_as_the_loops() {
     b.remove(&vec![1, 0]);
     store(&db, "a", &[("i", 3), ("k", 3)], &a);
     store(&db, "b", &[("k", 3), ("j", 3)], &b);
+    db
+}
+
+#[test]
+fn an_operand_that_is_not_finite_runs_as_the_loops() {
+    let db = non_finite_operands();
     let statement = "c[i,j] = SUM(k) a[i,k] * b[k,j]";
     assert!(explain(&db, statement).contains("dense matrix product"));
     let rows = |setting: &str| {
@@ -573,45 +591,19 @@ fn explain_names_the_tiles_and_the_phase_switches_them_off() {
 
 #[test]
 fn a_tiled_product_over_the_memory_limit_is_an_error() {
-    let db = Database::open_in_memory();
-    let ones: Entries = (0..300)
-        .flat_map(|i| (0..300).map(move |k| (vec![i, k], 1.0)))
-        .collect();
-    store(&db, "p", &[("i", 300), ("k", 300)], &ones);
+    let db = ones();
     db.execute("CREATE INDEX p_t ON p (i, k) USING (tiles(100, 100))")
         .expect("tiles");
-    let statement = "c[i,j] = SUM(k) p[i,k] * p[k,j]";
-    assert!(explain(&db, statement).contains("tiled matrix product"));
+    assert!(explain(&db, "c[i,j] = SUM(k) p[i,k] * p[k,j]").contains("tiled matrix product"));
     // `C`'s array alone takes 720 kB.
-    db.execute("SET memory_limit = '500kB'").expect("limit");
-    let error = db
-        .execute_all(&format!("{statement};"))
-        .map(|_| ())
-        .expect_err("over the limit");
-    assert!(error.to_string().contains("memory"), "{error}");
-    db.execute("SET memory_limit = '1GB'").expect("limit");
-    let product = answer(&db, "SET threads = 2", &format!("{statement};"));
-    assert_eq!(product.len(), 90_000);
-    assert!(product.values().all(|&v| v == 300.0));
+    refused_over_the_limit(&db, "500kB");
 }
 
 #[test]
 fn tiles_that_are_not_finite_run_as_the_loops() {
-    let db = Database::open_in_memory();
-    // As in `an_operand_that_is_not_finite_runs_as_the_loops`: the tiles
-    // would multiply the infinity at (1, 1) by the absent 0 of `b` at
-    // (1, 0).
-    let mut a: Entries = (0..3)
-        .flat_map(|i| (0..3).map(move |k| (vec![i, k], 1.0 + i as f64)))
-        .collect();
-    a.remove(&vec![0, 1]);
-    a.insert(vec![1, 1], f64::INFINITY);
-    let mut b: Entries = (0..3)
-        .flat_map(|k| (0..3).map(move |j| (vec![k, j], 2.0)))
-        .collect();
-    b.remove(&vec![1, 0]);
-    store(&db, "a", &[("i", 3), ("k", 3)], &a);
-    store(&db, "b", &[("k", 3), ("j", 3)], &b);
+    // The tiles would multiply the infinity at (1, 1) by the absent 0 of
+    // `b` at (1, 0).
+    let db = non_finite_operands();
     db.execute_all(
         "CREATE INDEX a_t ON a (i, k) USING (tiles(2, 2));\n\
          CREATE INDEX b_t ON b (k, j) USING (tiles(2, 2));",
