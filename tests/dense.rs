@@ -185,6 +185,28 @@ fn reference(product: &Product, tables: &BTreeMap<&str, Entries>) -> Entries {
     sums
 }
 
+/// Checks that `product` gives the reference's answer over `tables`
+/// under each of `settings` (after `SET optimizer = 'exact'`); returns
+/// its plan with every phase on.
+fn agree_under_every_setting(
+    db: &Database,
+    product: &Product,
+    tables: &BTreeMap<&str, Entries>,
+    settings: &[&str],
+    context: &str,
+) -> String {
+    let statement = format!("{};", product.text);
+    let expected = reference(product, tables);
+    for setting in settings {
+        db.execute("SET optimizer = 'exact'").expect("set");
+        let got = answer(db, setting, &statement);
+        assert_eq!(got, expected, "{context}, {setting}: {}", product.text);
+    }
+    db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
+        .expect("set");
+    explain(db, product.text)
+}
+
 #[test]
 fn dense_products_agree_with_the_reference_and_every_plan() {
     let mut rng = Rng(0x0de5_2026_1126_0001);
@@ -214,20 +236,8 @@ fn dense_products_agree_with_the_reference_and_every_plan() {
             tables.insert(*name, entries);
         }
         for product in &PRODUCTS {
-            let statement = format!("{};", product.text);
-            let expected = reference(product, &tables);
-            for setting in settings {
-                db.execute("SET optimizer = 'exact'").expect("set");
-                let got = answer(&db, setting, &statement);
-                assert_eq!(
-                    got, expected,
-                    "case {case} ({m}×{k}×{n}, {percent}%), {setting}: {}",
-                    product.text
-                );
-            }
-            db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
-                .expect("set");
-            let plan = explain(&db, product.text);
+            let context = format!("case {case} ({m}×{k}×{n}, {percent}%)");
+            let plan = agree_under_every_setting(&db, product, &tables, &settings, &context);
             if plan.contains("dense matrix product") {
                 dense_plans += 1;
             }
@@ -501,21 +511,8 @@ fn tiled_products_agree_with_the_reference() {
             tables.insert(*name, entries);
         }
         for product in &products {
-            let statement = format!("{};", product.text);
-            let expected = reference(product, &tables);
-            for setting in settings {
-                db.execute("SET optimizer = 'exact'").expect("set");
-                let got = answer(&db, setting, &statement);
-                assert_eq!(
-                    got, expected,
-                    "case {case} ({m}×{k}×{n} in {sm}×{sk}×{sn} tiles, {percent}%), \
-                     {setting}: {}",
-                    product.text
-                );
-            }
-            db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
-                .expect("set");
-            let plan = explain(&db, product.text);
+            let context = format!("case {case} ({m}×{k}×{n} in {sm}×{sk}×{sn} tiles, {percent}%)");
+            let plan = agree_under_every_setting(&db, product, &tables, &settings, &context);
             if plan.contains("tiled matrix product") {
                 tiled_plans += 1;
                 let fits = sk == sk_b || product.text.contains("a[i,k] * a[i,l]");

@@ -185,15 +185,7 @@ impl IndexSpec {
 
     /// The spec with dimension names, e.g. `(j,i) compressed/dense`.
     pub fn named(&self, dims: &[Dimension]) -> String {
-        let names: Vec<String> = self
-            .order
-            .iter()
-            .map(|&d| {
-                dims.get(d)
-                    .map_or_else(|| d.to_string(), |dim| dim.name.clone())
-            })
-            .collect();
-        format!("({}) {}", names.join(","), self.format_list())
+        format!("{} {}", named_order(&self.order, dims), self.format_list())
     }
 
     /// About the bytes the index takes over `nnz` entries (positions and
@@ -291,6 +283,19 @@ impl IndexLayout {
             IndexLayout::Tiles(spec) => spec.estimated_bytes(tensor),
         }
     }
+}
+
+/// `(j,i)`: an order with the names of its dimensions (a position for
+/// one that `dims` lacks).
+pub fn named_order(order: &[usize], dims: &[Dimension]) -> String {
+    let names: Vec<String> = order
+        .iter()
+        .map(|&d| {
+            dims.get(d)
+                .map_or_else(|| d.to_string(), |dim| dim.name.clone())
+        })
+        .collect();
+    format!("({})", names.join(","))
 }
 
 /// `(1,0)`.

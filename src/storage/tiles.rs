@@ -23,7 +23,7 @@ use arrow::datatypes::Float64Type;
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
-use crate::storage::fibertree::IndexSpec;
+use crate::storage::fibertree::{IndexSpec, named_order};
 use crate::storage::{Dimension, Tensor, ValueType};
 
 /// The largest tile size along one dimension.
@@ -90,15 +90,7 @@ impl TileSpec {
 
     /// The spec with dimension names, e.g. `(i,j) tiles(256,256)`.
     pub fn named(&self, dims: &[Dimension]) -> String {
-        let names: Vec<String> = self
-            .order
-            .iter()
-            .map(|&d| {
-                dims.get(d)
-                    .map_or_else(|| d.to_string(), |dim| dim.name.clone())
-            })
-            .collect();
-        format!("({}) {}", names.join(","), self.format())
+        format!("{} {}", named_order(&self.order, dims), self.format())
     }
 
     /// The most bytes the index takes over `tensor`: a tile per entry or
