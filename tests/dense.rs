@@ -7,7 +7,10 @@
 //! for dense operands and keeps the loops for a sparse one; a product
 //! whose arrays do not fit the memory limit is refused with an error; an
 //! operand that is not finite runs as loops; random programs with dense
-//! steps nested under maps and chained agree with every plan.
+//! steps nested under maps and chained agree with every plan. Products of
+//! matrices with declared tiled indexes (in either order, of random tile
+//! sizes, from full to block-sparse) run over their tiles where the sizes
+//! along `k` agree and give the reference's answer on one thread and two.
 
 mod common;
 
@@ -194,6 +197,28 @@ fn reference(product: &Product, tables: &BTreeMap<&str, Entries>) -> Entries {
     sums
 }
 
+/// Checks that `product` gives the reference's answer over `tables`
+/// under each of `settings` (after `SET optimizer = 'exact'`); returns
+/// its plan with every phase on.
+fn agree_under_every_setting(
+    db: &Database,
+    product: &Product,
+    tables: &BTreeMap<&str, Entries>,
+    settings: &[&str],
+    context: &str,
+) -> String {
+    let statement = format!("{};", product.text);
+    let expected = reference(product, tables);
+    for setting in settings {
+        db.execute("SET optimizer = 'exact'").expect("set");
+        let got = answer(db, setting, &statement);
+        assert_eq!(got, expected, "{context}, {setting}: {}", product.text);
+    }
+    db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
+        .expect("set");
+    explain(db, product.text)
+}
+
 #[test]
 fn dense_products_agree_with_the_reference_and_every_plan() {
     let mut rng = Rng(0x0de5_2026_1126_0001);
@@ -223,20 +248,8 @@ fn dense_products_agree_with_the_reference_and_every_plan() {
             tables.insert(*name, entries);
         }
         for product in &PRODUCTS {
-            let statement = format!("{};", product.text);
-            let expected = reference(product, &tables);
-            for setting in settings {
-                db.execute("SET optimizer = 'exact'").expect("set");
-                let got = answer(&db, setting, &statement);
-                assert_eq!(
-                    got, expected,
-                    "case {case} ({m}×{k}×{n}, {percent}%), {setting}: {}",
-                    product.text
-                );
-            }
-            db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
-                .expect("set");
-            let plan = explain(&db, product.text);
+            let context = format!("case {case} ({m}×{k}×{n}, {percent}%)");
+            let plan = agree_under_every_setting(&db, product, &tables, &settings, &context);
             if plan.contains("dense matrix product") {
                 dense_plans += 1;
             }
@@ -285,31 +298,43 @@ fn explain_names_the_kernel_for_dense_operands_only() {
 
 #[test]
 fn a_dense_product_over_the_memory_limit_is_an_error() {
+    // The kernel's three arrays take 2.16 MB.
+    refused_over_the_limit(&ones(), "1MB");
+}
+
+/// A database holding `p`, a full 300 × 300 matrix of ones.
+fn ones() -> Database {
     let db = Database::open_in_memory();
-    // A full 300 × 300 matrix of ones: the kernel's three arrays take
-    // 2.16 MB.
     let ones: Entries = (0..300)
         .flat_map(|i| (0..300).map(move |k| (vec![i, k], 1.0)))
         .collect();
     store(&db, "p", &[("i", 300), ("k", 300)], &ones);
-    db.execute("SET memory_limit = '1MB'").expect("limit");
+    db
+}
+
+/// `c = p · p` over `ones()` fails for memory under `limit` and gives
+/// 300 everywhere under 1 GB.
+fn refused_over_the_limit(db: &Database, limit: &str) {
+    let statement = "c[i,j] = SUM(k) p[i,k] * p[k,j];";
+    db.execute(&format!("SET memory_limit = '{limit}'"))
+        .expect("limit");
     let error = db
-        .execute_all("c[i,j] = SUM(k) p[i,k] * p[k,j];")
+        .execute_all(statement)
         .map(|_| ())
         .expect_err("over the limit");
     assert!(error.to_string().contains("memory"), "{error}");
     db.execute("SET memory_limit = '1GB'").expect("limit");
-    let product = answer(&db, "SET threads = 2", "c[i,j] = SUM(k) p[i,k] * p[k,j];");
+    let product = answer(db, "SET threads = 2", statement);
     assert_eq!(product.len(), 90_000);
     assert!(product.values().all(|&v| v == 300.0));
 }
 
-#[test]
-fn an_operand_that_is_not_finite_runs_as_the_loops() {
+/// A database holding `a`, full but for (0, 1) and with an infinity at
+/// (1, 1), and `b`, full but for (1, 0): a dense kernel would multiply
+/// the infinity by the absent 0 of `b` at (1, 0) (NaN); the loops never
+/// read that cell.
+fn non_finite_operands() -> Database {
     let db = Database::open_in_memory();
-    // `a` is full but for (0, 1) and holds an infinity at (1, 1); `b` is
-    // full but for (1, 0). The kernel would multiply the infinity by the
-    // absent 0 of `b` at (1, 0) (NaN); the loops never read that cell.
     let mut a: Entries = (0..3)
         .flat_map(|i| (0..3).map(move |k| (vec![i, k], 1.0 + i as f64)))
         .collect();
@@ -321,6 +346,12 @@ fn an_operand_that_is_not_finite_runs_as_the_loops() {
     b.remove(&vec![1, 0]);
     store(&db, "a", &[("i", 3), ("k", 3)], &a);
     store(&db, "b", &[("k", 3), ("j", 3)], &b);
+    db
+}
+
+#[test]
+fn an_operand_that_is_not_finite_runs_as_the_loops() {
+    let db = non_finite_operands();
     let statement = "c[i,j] = SUM(k) a[i,k] * b[k,j]";
     // Either kernel: the sparse-driven one scatters `b` (not full) too.
     let plan = explain(&db, statement);
@@ -663,4 +694,179 @@ fn sparse_driven_results_do_not_depend_on_the_thread_count() {
         db.execute("SET disabled_optimizers = ''").expect("set");
         assert!(agree(&one, &loops), "{statement}");
     }
+}
+
+/// The text of `CREATE INDEX name ON table (columns) USING (tiles(...))`
+/// with the columns in the order given and a tile size for each.
+fn create_tiles(name: &str, table: &str, columns: &[(&str, usize)]) -> String {
+    let names: Vec<&str> = columns.iter().map(|c| c.0).collect();
+    let sizes: Vec<String> = columns.iter().map(|c| c.1.to_string()).collect();
+    format!(
+        "CREATE INDEX {name} ON {table} ({}) USING (tiles({}))",
+        names.join(", "),
+        sizes.join(", ")
+    )
+}
+
+/// `entries` with every cell in a block of `block × block` cells dropped
+/// unless its block is one of the `percent`/100 kept.
+fn block_sparse(rng: &mut Rng, entries: Entries, block: i64, percent: usize) -> Entries {
+    let mut kept = BTreeMap::new();
+    entries
+        .into_iter()
+        .filter(|(coords, _)| {
+            let key: Vec<i64> = coords.iter().map(|c| c / block).collect();
+            *kept.entry(key).or_insert_with(|| rng.below(100) < percent)
+        })
+        .collect()
+}
+
+#[test]
+fn tiled_products_agree_with_the_reference() {
+    let mut rng = Rng(0x0de5_2026_1126_0004);
+    let settings = [
+        "SET disabled_optimizers = ''; SET threads = 1",
+        "SET disabled_optimizers = ''; SET threads = 2",
+        "SET disabled_optimizers = 'dense'",
+        "SET optimizer = 'none'",
+    ];
+    // The matrix products of `PRODUCTS` (a Gram matrix of `a` among them).
+    let products: Vec<&Product> = PRODUCTS.iter().filter(|p| p.output.len() == 2).collect();
+    let (mut tiled_plans, mut plans) = (0, 0);
+    for case in 0..30 {
+        let (m, k, n) = (1 + rng.below(14), 1 + rng.below(14), 1 + rng.below(14));
+        let percent = *rng.pick(&[100, 100, 60, 20, 5]);
+        let (sm, sk, sn) = (1 + rng.below(5), 1 + rng.below(5), 1 + rng.below(5));
+        // One time in five `b`'s tiles do not fit `a`'s along `k`.
+        let sk_b = if rng.below(5) == 0 { sk + 1 } else { sk };
+        let db = Database::open_in_memory();
+        let shapes: [(&str, Dims, [usize; 2]); 4] = [
+            ("a", vec![("i", m), ("k", k)], [sm, sk]),
+            ("at", vec![("k", k), ("i", m)], [sk, sm]),
+            ("b", vec![("k", k), ("j", n)], [sk_b, sn]),
+            ("bt", vec![("j", n), ("k", k)], [sn, sk_b]),
+        ];
+        let mut tables = BTreeMap::new();
+        for (name, dims, tile) in &shapes {
+            let sizes: Vec<usize> = dims.iter().map(|d| d.1).collect();
+            let mut entries = random(&mut rng, &sizes, percent);
+            if rng.below(3) == 0 {
+                entries = block_sparse(&mut rng, entries, tile[0].max(tile[1]) as i64, 30);
+            }
+            store(&db, name, dims, &entries);
+            let mut columns = [(dims[0].0, tile[0]), (dims[1].0, tile[1])];
+            if rng.below(2) == 0 {
+                columns.reverse();
+            }
+            db.execute(&create_tiles(&format!("{name}_t"), name, &columns))
+                .unwrap_or_else(|e| panic!("case {case}: {e}"));
+            tables.insert(*name, entries);
+        }
+        for product in &products {
+            let context = format!("case {case} ({m}×{k}×{n} in {sm}×{sk}×{sn} tiles, {percent}%)");
+            let plan = agree_under_every_setting(&db, product, &tables, &settings, &context);
+            if plan.contains("tiled matrix product") {
+                tiled_plans += 1;
+                let fits = sk == sk_b || product.text.contains("a[i,k] * a[i,l]");
+                assert!(fits, "case {case}: tiles of other sizes along k\n{plan}");
+            }
+            plans += 1;
+        }
+    }
+    assert!(
+        tiled_plans * 3 >= plans,
+        "{tiled_plans} of {plans} plans run over tiles"
+    );
+}
+
+#[test]
+fn explain_names_the_tiles_and_the_phase_switches_them_off() {
+    let mut rng = Rng(0x0de5_2026_1126_0005);
+    let db = Database::open_in_memory();
+    store(
+        &db,
+        "p",
+        &[("i", 10), ("k", 10)],
+        &random(&mut rng, &[10, 10], 100),
+    );
+    db.execute("CREATE INDEX p_t ON p (i, k) USING (tiles(4, 4))")
+        .expect("tiles");
+    db.execute("CREATE INDEX p_tt ON p (k, i) USING (tiles(5, 4))")
+        .expect("tiles");
+    let plan = explain(&db, "c[i,j] = SUM(k) p[i,k] * p[k,j]");
+    assert!(
+        plan.contains(
+            "tiled matrix product: p.v[i,k] USING p_t (9 of 3 × 3 tiles of 4 × 4) times \
+             p.v[k,j] USING p_t (9 of 3 × 3 tiles of 4 × 4)"
+        ),
+        "{plan}"
+    );
+    // A Gram matrix over `p_tt`: its tiles of 5 (along `p`'s `k`, here
+    // `i`) × 4 (along `p`'s `i`, here the summed `k`).
+    db.execute("DROP INDEX p_t").expect("drop");
+    let gram = "c[i,j] = SUM(k) p[k,i] * p[k,j]";
+    let plan = explain(&db, gram);
+    assert!(
+        plan.contains(
+            "tiled matrix product: p.v[k,i] USING p_tt (6 of 2 × 3 tiles of 5 × 4) times \
+             p.v[k,j] USING p_tt (6 of 2 × 3 tiles of 5 × 4)"
+        ),
+        "{plan}"
+    );
+    // Along `k`, `p_tt` has tiles of 4 for `p[k,i]` and of 5 for `p[j,k]`.
+    let unfit = explain(&db, "c[i,j] = SUM(k) p[k,i] * p[j,k]");
+    assert!(!unfit.contains("tiled matrix product"), "{unfit}");
+    // 300 × 300 in tiles of 64: the last row and column of tiles are cut
+    // short, and the cost counts only their cells within the dimensions
+    // (counted whole, the tiles would seem dearer than the arrays).
+    store(
+        &db,
+        "q",
+        &[("i", 300), ("k", 300)],
+        &random(&mut rng, &[300, 300], 100),
+    );
+    db.execute("CREATE INDEX q_t ON q (i, k) USING (tiles(64, 64))")
+        .expect("tiles");
+    let edges = explain(&db, "c[i,j] = SUM(k) q[i,k] * q[k,j]");
+    assert!(
+        edges.contains("USING q_t (25 of 5 × 5 tiles of 64 × 64)"),
+        "{edges}"
+    );
+    db.execute("SET disabled_optimizers = 'dense'")
+        .expect("set");
+    let off = explain(&db, gram);
+    assert!(!off.contains("matrix product"), "{off}");
+}
+
+#[test]
+fn a_tiled_product_over_the_memory_limit_is_an_error() {
+    let db = ones();
+    db.execute("CREATE INDEX p_t ON p (i, k) USING (tiles(100, 100))")
+        .expect("tiles");
+    assert!(explain(&db, "c[i,j] = SUM(k) p[i,k] * p[k,j]").contains("tiled matrix product"));
+    // `C`'s array alone takes 720 kB.
+    refused_over_the_limit(&db, "500kB");
+}
+
+#[test]
+fn tiles_that_are_not_finite_run_as_the_loops() {
+    // The tiles would multiply the infinity at (1, 1) by the absent 0 of
+    // `b` at (1, 0).
+    let db = non_finite_operands();
+    db.execute_all(
+        "CREATE INDEX a_t ON a (i, k) USING (tiles(2, 2));\n\
+         CREATE INDEX b_t ON b (k, j) USING (tiles(2, 2));",
+    )
+    .expect("tiles");
+    let statement = "c[i,j] = SUM(k) a[i,k] * b[k,j]";
+    assert!(explain(&db, statement).contains("tiled matrix product"));
+    let rows = |setting: &str| {
+        db.execute_all(&format!("{setting};\n{statement};"))
+            .expect("runs");
+        lines(&db.execute("SELECT * FROM c").expect("rows"))
+    };
+    let tiled = rows("SET disabled_optimizers = ''");
+    let loops = rows("SET disabled_optimizers = 'dense'");
+    assert_eq!(tiled, loops);
+    assert!(tiled.contains(&"1|0|8.0".to_string()), "{tiled:?}");
 }

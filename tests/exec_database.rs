@@ -131,7 +131,7 @@ fn results_do_not_depend_on_the_thread_count() {
                         input_format: None,
                         accumulator: Some(OutputFormat::Hashed),
                         factorize: false,
-                        dense: false,
+                        dense: None,
                         driven: None,
                     },
                 )]

@@ -21,14 +21,15 @@ use std::sync::Arc;
 
 use arrow::array::{Array, BooleanArray, Decimal128Array, Float64Array, Int64Array};
 use common::Rng;
-use einsql::exec::plan::{Driver, OutputFormat, Source};
+use einsql::exec::plan::{DenseKernel, Driver, OutputFormat, Source};
 use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run, run_profiled};
 use einsql::ir::{
     AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
 };
 use einsql::optimizer::{EstimatorKind, OptimizerOptions, Phase, PhaseSet, Search, optimize};
 use einsql::progress::NoProgress;
-use einsql::storage::fibertree::{DeclaredIndex, IndexSpec, LevelFormat};
+use einsql::storage::fibertree::{DeclaredIndex, IndexLayout, IndexSpec, LevelFormat};
+use einsql::storage::tiles::TileSpec;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData, ValueType};
 use einsql::{Error, reference};
 
@@ -401,6 +402,56 @@ impl Gen {
         }
     }
 
+    /// `C = SUM(k) A * B` for matrices `A` over `i, k` and `B` over `k, j`
+    /// (each stored in either order, with DOUBLE values, empty to full,
+    /// some with NaN or an infinity), written in either output order: a
+    /// query the dense and tiled paths take.
+    fn product(&mut self) -> Program {
+        self.sizes = (0..VARS.len())
+            .map(|_| 1 + self.rng.below(9) as u64)
+            .collect();
+        let factor = |g: &mut Gen, vars: [usize; 2]| {
+            let mut vars = vars;
+            if g.chance(50) {
+                vars.reverse();
+            }
+            let sizes = vars.map(|v| g.sizes[v]);
+            let tensor = loop {
+                let (tensor, annotation) = g.tensor(&sizes);
+                let float = matches!(tensor.values(), [v] if v.ty == ValueType::Float64);
+                if float && annotation == Annotation::Column(0) {
+                    break tensor;
+                }
+            };
+            let tensor = if g.chance(10) && tensor.nnz() > 0 {
+                with_value(&tensor, *g.rng.pick(&[f64::NAN, f64::INFINITY]))
+            } else {
+                tensor
+            };
+            g.tensors += 1;
+            Expr::Input(Input {
+                tensor: TensorRef {
+                    name: format!("T{}", g.tensors),
+                    tensor,
+                },
+                annotation: Annotation::Column(0),
+                indices: vars
+                    .iter()
+                    .map(|&v| IndexTerm::Var(VARS[v].to_string()))
+                    .collect(),
+            })
+        };
+        let (a, b) = (factor(self, [0, 2]), factor(self, [2, 1]));
+        let body = Expr::Agg {
+            op: AggOp::Sum,
+            indices: vec![VARS[2].to_string()],
+            body: Box::new(Expr::map(ScalarOp::Mul, vec![a, b])),
+        };
+        Program {
+            queries: vec![query("C", body, &mut self.rng)],
+        }
+    }
+
     fn program(&mut self) -> Program {
         let vars = 2 + self.rng.below(3);
         self.sizes = (0..VARS.len())
@@ -459,6 +510,29 @@ fn query(name: &str, expr: Expr, rng: &mut Rng) -> Query {
         indices,
         expr,
     }
+}
+
+/// `tensor` (one DOUBLE column) with its first value replaced by `value`.
+fn with_value(tensor: &Tensor, value: f64) -> Arc<Tensor> {
+    let column = tensor.annotation_columns()[0]
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .expect("a DOUBLE column");
+    let mut values: Vec<f64> = column.values().to_vec();
+    values[0] = value;
+    let n = tensor.dims().len();
+    let tensor = Tensor::from_coo(Coo {
+        dims: tensor
+            .dims()
+            .iter()
+            .map(|d| DimensionSpec::new(d.name.clone(), Some(d.size)))
+            .collect(),
+        coords: (0..n).map(|d| tensor.coords(d).to_vec()).collect(),
+        values: vec![("v".to_string(), ValueData::Float64(values))],
+        column_order: None,
+    })
+    .expect("the same entries");
+    Arc::new(tensor)
 }
 
 /// A result as comparable parts: dimension names and sizes, value type,
@@ -627,7 +701,11 @@ fn choices(
                 ])),
                 factorize: rng.below(2) == 0,
                 // Drawn only for a matrix product, where it matters.
-                dense: query.contraction().is_some() && rng.below(2) == 0,
+                // Drawn only for a matrix product, where it matters.
+                dense: match query.contraction() {
+                    Some(_) => *rng.pick(&[None, Some(DenseKernel::Arrays)]),
+                    None => None,
+                },
                 // Drawn among the inputs that can drive the query.
                 driven: {
                     let drivers: Vec<Option<usize>> = std::iter::once(None)
@@ -1120,9 +1198,12 @@ fn saturated_programs_agree_with_the_reference() {
 
 /// Declared indexes change which fibertrees a plan reads, never a result:
 /// random programs whose tables each declare up to three indexes (random
-/// orders and level formats; those whose dense levels would be too large
-/// are refused and left out) give the reference evaluator's results, and
-/// the optimizer reads some inputs through a declared index.
+/// orders and level formats, or tiles; those whose dense levels would be
+/// too large, and tiles of tables that are not one DOUBLE column, are
+/// refused and left out) give the reference evaluator's results, and the
+/// optimizer reads some inputs through a declared index. Then 200 matrix
+/// products the same way; every program also runs with each product over
+/// its tiles where they fit.
 #[test]
 fn declared_indexes_agree_with_the_reference() {
     let mut generator = Gen {
@@ -1133,8 +1214,21 @@ fn declared_indexes_agree_with_the_reference() {
     };
     let mut pick = Rng(0x1d3c_2026_1126_0024);
     let (mut checked, mut declared, mut read_through) = (0, 0, 0);
-    for case in 0..800 {
-        let program = generator.program();
+    let (mut tiles_declared, mut tiled_products) = (0, 0);
+    // Matrix products, which may run over tiles, after the programs.
+    let mut products = Gen {
+        rng: Rng(0x1d3c_2026_1126_0025),
+        wide: Rng(0x1d3c_2026_1126_0025 ^ 0x1280),
+        sizes: Vec::new(),
+        tensors: 0,
+    };
+    let mut product_pick = Rng(0x1d3c_2026_1126_0026);
+    for case in 0..1000 {
+        let (program, pick) = if case < 800 {
+            (generator.program(), &mut pick)
+        } else {
+            (products.product(), &mut product_pick)
+        };
         let Ok(expected) = reference::evaluate(&program) else {
             continue;
         };
@@ -1147,14 +1241,33 @@ fn declared_indexes_agree_with_the_reference() {
                     for i in (1..n).rev() {
                         order.swap(i, pick.below(i + 1));
                     }
-                    let formats = (0..n).map(|_| *pick.pick(&LevelFormat::ALL)).collect();
+                    // One time in three tiles of 1 to 4 cells a side
+                    // (refused for tables that are not one DOUBLE column);
+                    // for the products three times in four, of 1 or 2.
+                    let (tiled, largest) = if case < 800 {
+                        (pick.below(3) == 0, 4)
+                    } else {
+                        (pick.below(4) != 0, 2)
+                    };
+                    let layout = if tiled {
+                        let sizes = (0..n).map(|_| 1 + pick.below(largest) as u64).collect();
+                        IndexLayout::Tiles(TileSpec::new(order, sizes))
+                    } else {
+                        let formats = (0..n).map(|_| *pick.pick(&LevelFormat::ALL)).collect();
+                        IndexLayout::Levels(IndexSpec::new(order, formats))
+                    };
                     let index = DeclaredIndex {
                         name: format!("{}_{k}", input.tensor.name),
-                        spec: IndexSpec::new(order, formats),
+                        layout,
                     };
-                    if tensor.declared_name(&index.spec).is_none() && tensor.declare(index).is_ok()
-                    {
+                    let fresh = tensor
+                        .declared_indexes()
+                        .iter()
+                        .all(|d| d.layout != index.layout);
+                    let tiled = matches!(index.layout, IndexLayout::Tiles(_));
+                    if fresh && tensor.declare(index).is_ok() {
                         declared += 1;
+                        tiles_declared += usize::from(tiled);
                     }
                 }
             }
@@ -1176,12 +1289,38 @@ fn declared_indexes_agree_with_the_reference() {
         if let Err(message) = compare(&expected, &actual) {
             panic!("case {case}: {message}\n{program}\n{}", optimized.plan);
         }
+        // Every matrix product over tiles where its operands have fitting
+        // ones (the others run as loops).
+        let base = plan_with(&program, &PlanChoices::default())
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}"));
+        let tiles = QueryChoices {
+            dense: Some(DenseKernel::Tiles),
+            ..QueryChoices::default()
+        };
+        let choices = PlanChoices {
+            eliminate: true,
+            queries: (0..base.queries.len())
+                .map(|q| (q, tiles.clone()))
+                .collect(),
+        };
+        let tiled =
+            plan_with(&program, &choices).unwrap_or_else(|e| panic!("case {case}: {e}\n{program}"));
+        let shown = tiled.to_string();
+        tiled_products += shown.matches("tiled matrix product: ").count()
+            - shown.matches("(tiles dropped)").count();
+        let actual = run(&tiled, &options(2), &NoProgress)
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}\n{tiled}"));
+        if let Err(message) = compare(&expected, &actual) {
+            panic!("case {case} over tiles: {message}\n{program}\n{tiled}");
+        }
         checked += 1;
     }
     eprintln!(
-        "{checked} programs checked, {declared} indexes declared, \
-         {read_through} inputs read through one"
+        "{checked} programs checked, {declared} indexes declared ({tiles_declared} tiled), \
+         {read_through} inputs read through one, {tiled_products} products over tiles"
     );
+    assert!(tiles_declared > 100, "too few tiled indexes are declared");
+    assert!(tiled_products > 50, "too few products run over tiles");
     assert!(checked > 500, "too few programs are checked");
     assert!(declared > 1000, "too few indexes are declared");
     assert!(

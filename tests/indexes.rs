@@ -1,6 +1,7 @@
-//! Declared indexes in a database directory: they survive reopening, go
-//! with their table, are kept (rebuilt) by an INSERT, and a writer killed
-//! while it declares and drops them leaves the previous set readable.
+//! Declared indexes in a database directory: they survive reopening (tiled
+//! ones too, in catalog format 3), go with their table, are kept (rebuilt)
+//! by an INSERT, and a writer killed while it declares and drops them
+//! leaves the previous set readable.
 
 mod common;
 
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::lines;
 use einsql::Database;
-use einsql::storage::fibertree::{IndexSpec, LevelFormat};
+use einsql::storage::fibertree::{IndexLayout, IndexSpec, LevelFormat};
 
 /// `index name|table|columns|formats` of every declared index.
 fn declared(db: &Database) -> Vec<String> {
@@ -113,6 +114,59 @@ fn indexes_survive_reopening_and_go_with_their_table() {
     // The names are free again.
     matrix(&db, "a");
     db.execute("CREATE INDEX a_csc ON a (j, i)").unwrap();
+}
+
+#[test]
+fn tiled_indexes_survive_reopening_as_catalog_format_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let product = "c[i,j] = SUM(k) a[i,k] * b[k,j]";
+    let answer = |db: &Database| {
+        db.execute_all(&format!("{product};")).unwrap();
+        lines(&db.execute("SELECT * FROM c ORDER BY i, j").unwrap())
+    };
+    let before = {
+        let db = Database::open(dir.path()).unwrap();
+        matrix(&db, "a");
+        matrix(&db, "b");
+        db.execute("CREATE INDEX a_csc ON a (j, i)").unwrap();
+        assert_eq!(catalog_version(dir.path()), 2, "fibertree indexes only");
+        db.execute_all(
+            "CREATE INDEX a_t ON a (i, j) USING (tiles(2, 2));\n\
+             CREATE INDEX b_t ON b (j, i) USING (tiles(3, 2));",
+        )
+        .unwrap();
+        assert_eq!(catalog_version(dir.path()), 3, "a tiled index");
+        answer(&db)
+    };
+    let db = Database::open(dir.path()).unwrap();
+    assert_eq!(
+        declared(&db),
+        [
+            "a_csc|a|j, i|compressed, compressed",
+            "a_t|a|i, j|tiles(2,2)",
+            "b_t|b|j, i|tiles(3,2)",
+        ]
+    );
+    let plan = lines(&db.execute(&format!("EXPLAIN {product}")).unwrap()).join("\n");
+    assert!(
+        plan.contains(
+            "tiled matrix product: a.v[i,k] USING a_t (3 of 2 × 2 tiles of 2 × 2) times \
+             b.v[k,j] USING b_t (2 of 1 × 2 tiles of 3 × 2)"
+        ),
+        "{plan}"
+    );
+    assert_eq!(answer(&db), before);
+    assert_eq!(
+        before,
+        ["0|0|6.0", "0|2|8.0", "1|1|6.0", "1|2|20.0", "2|2|25.0"]
+    );
+    db.execute("DROP INDEX a_t").unwrap();
+    drop(db);
+    assert_eq!(catalog_version(dir.path()), 3, "b_t is still tiled");
+    let db = Database::open(dir.path()).unwrap();
+    db.execute("DROP TABLE b").unwrap();
+    assert_eq!(catalog_version(dir.path()), 2, "no tiled index is left");
+    assert_eq!(declared(&db), ["a_csc|a|j, i|compressed, compressed"]);
 }
 
 #[test]
@@ -234,7 +288,10 @@ fn a_killed_index_writer_leaves_the_previous_set() {
         // The declared indexes are built over the rows as they are.
         let t = db.table("t").unwrap();
         for index in t.declared_indexes() {
-            let tree = t.built_index(&index.spec).expect("built on open");
+            let IndexLayout::Levels(spec) = &index.layout else {
+                panic!("round {round}: index {} is tiled", index.name);
+            };
+            let tree = t.built_index(spec).expect("built on open");
             assert_eq!(tree.nnz(), rows, "round {round}: index {}", index.name);
         }
         // A query whose loop order reads t through t_csc when declared.

@@ -191,17 +191,17 @@ impl Catalog {
             return Err(Error::IndexExists(index.name, owner));
         }
         let tensor = self.get(table)?;
-        if let Some(same) = tensor.declared_name(&index.spec) {
+        let mut declared = tensor.declared_indexes();
+        if let Some(same) = declared.iter().find(|d| d.layout == index.layout) {
             return Err(Error::Invalid(format!(
-                "index '{same}' on table '{table}' already has the columns and formats of '{}'",
-                index.name
+                "index '{}' on table '{table}' already has the columns and formats of '{}'",
+                same.name, index.name
             )));
         }
-        index.spec.validate(tensor.dims())?;
-        tensor.index(&index.spec)?;
+        index.layout.validate(tensor.dims())?;
+        tensor.build_layout(&index.layout)?;
         let shown = self.shown(table).to_string();
         if let Some(store) = &mut self.store {
-            let mut declared = tensor.declared_indexes();
             declared.push(index.clone());
             store.set_indexes(&shown, &declared)?;
         }

@@ -4,7 +4,8 @@
 //! ```text
 //! dir/catalog.json                 format version, next generation, and per table:
 //!                                  data file, dictionary file, schema, row count,
-//!                                  declared indexes (name, order, level formats)
+//!                                  declared indexes (name, order, level formats
+//!                                  or tile sizes)
 //! dir/einsql.lock                  held (exclusive lock) while a Store is open
 //! dir/data/000007-edges.parquet    a table's stored batch: Int64 coordinates,
 //!                                  then the value (or multiplicity) columns
@@ -22,10 +23,11 @@
 //! open: a fibertree is a few sorted arrays that building recreates in
 //! about the time reading them from files would take, and recording only
 //! the declaration keeps one commit per change without more files to
-//! write. A catalog that declares an index is written as format 2; one that
-//! declares none as format 1, so that a database without indexes stays
-//! readable by earlier builds, and an earlier build refuses (instead of
-//! silently dropping) the indexes of a newer one.
+//! write. A catalog that declares a tiled index is written as format 3; one
+//! that declares only fibertree indexes as format 2; one that declares none
+//! as format 1, so that a database stays readable by the earlier builds
+//! that understand what it declares, and an earlier build refuses (instead
+//! of silently dropping or misreading) the indexes of a newer one.
 //!
 //! Commit protocol: every write creates files under a fresh generation
 //! number (never overwriting a file the catalog points to) through
@@ -51,7 +53,8 @@ use serde::{Deserialize, Serialize};
 use crate::durable::{sync_directory, write_atomically};
 use crate::error::{Error, Result};
 use crate::io::parquet::write_batch;
-use crate::storage::fibertree::{DeclaredIndex, IndexSpec, LevelFormat};
+use crate::storage::fibertree::{DeclaredIndex, IndexLayout, IndexSpec, LevelFormat};
+use crate::storage::tiles::TileSpec;
 use crate::storage::{
     ColumnRef, Coo, Dictionary, DimensionSpec, MULTIPLICITY, Tensor, ValueData, ValueType,
 };
@@ -64,9 +67,12 @@ const LOCK: &str = "einsql.lock";
 const DATA: &str = "data";
 /// The `format` field of every catalog.
 const FORMAT: &str = "einsql-database";
-/// The newest catalog format version this build writes and reads: format 1
-/// with declared indexes.
-const VERSION: u64 = 2;
+/// The newest catalog format version this build writes and reads: format 2
+/// with tiled indexes.
+const VERSION: u64 = 3;
+/// The catalog format version written when tables declare indexes, none of
+/// them tiled: format 1 with declared indexes.
+const INDEXED_VERSION: u64 = 2;
 /// The catalog format version written when no table declares an index.
 const PLAIN_VERSION: u64 = 1;
 /// How often a lock held elsewhere is retried (20 ms apart).
@@ -117,7 +123,11 @@ struct IndexEntry {
     name: String,
     /// The dimension of each level (positions in the stored order).
     order: Vec<usize>,
+    /// A format per level; none for tiles.
     formats: Vec<LevelFormat>,
+    /// The tile size per level of a tiled index (catalog format 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tiles: Option<Vec<u64>>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -237,8 +247,14 @@ impl Store {
     /// Writes `catalog` (the commit point), then removes the files of the
     /// `replaced` entries.
     fn commit(&mut self, mut catalog: Catalog, replaced: Vec<TableEntry>) -> Result<()> {
-        let indexed = catalog.tables.values().any(|t| !t.indexes.is_empty());
-        catalog.version = if indexed { VERSION } else { PLAIN_VERSION };
+        let indexes = || catalog.tables.values().flat_map(|t| &t.indexes);
+        catalog.version = if indexes().any(|i| i.tiles.is_some()) {
+            VERSION
+        } else if indexes().next().is_some() {
+            INDEXED_VERSION
+        } else {
+            PLAIN_VERSION
+        };
         write_catalog(&self.dir.join(CATALOG), &catalog)?;
         self.catalog = catalog;
         if !replaced.is_empty() {
@@ -341,8 +357,15 @@ impl From<&DeclaredIndex> for IndexEntry {
     fn from(index: &DeclaredIndex) -> IndexEntry {
         IndexEntry {
             name: index.name.clone(),
-            order: index.spec.order.clone(),
-            formats: index.spec.formats.clone(),
+            order: index.layout.order().to_vec(),
+            formats: match &index.layout {
+                IndexLayout::Levels(spec) => spec.formats.clone(),
+                IndexLayout::Tiles(_) => Vec::new(),
+            },
+            tiles: match &index.layout {
+                IndexLayout::Levels(_) => None,
+                IndexLayout::Tiles(spec) => Some(spec.sizes.clone()),
+            },
         }
     }
 }
@@ -426,7 +449,7 @@ fn read_catalog(path: &Path) -> Result<Option<Catalog>> {
         ));
     }
     match json.get("version").and_then(|v| v.as_u64()) {
-        Some(PLAIN_VERSION | VERSION) => {}
+        Some(PLAIN_VERSION | INDEXED_VERSION | VERSION) => {}
         Some(version) if version > VERSION => {
             return Err(catalog_error(
                 path,
@@ -696,9 +719,13 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
         return Err(mismatch("holds duplicate or unsorted entries".to_string()));
     }
     for index in &entry.indexes {
+        let layout = match &index.tiles {
+            None => IndexLayout::Levels(IndexSpec::new(index.order.clone(), index.formats.clone())),
+            Some(sizes) => IndexLayout::Tiles(TileSpec::new(index.order.clone(), sizes.clone())),
+        };
         let declared = DeclaredIndex {
             name: index.name.clone(),
-            spec: IndexSpec::new(index.order.clone(), index.formats.clone()),
+            layout,
         };
         tensor.declare(declared).map_err(|e| {
             catalog_error(

@@ -234,7 +234,7 @@ fn gemm(a: &[f64], b: &[f64], c: &mut [f64], k: usize, n: usize) {
 /// The non-zero cells of the `m × n` product `c`, in the order of the
 /// query's output indices (row-major when `m` comes first, column-major
 /// when `n` does), with a scalar's one value kept even when it is 0.
-fn entries(
+pub(super) fn entries(
     query: &PhysicalQuery,
     product: &Contraction,
     c: &[f64],

@@ -19,9 +19,17 @@
 //! input read in place has one everywhere, so both paths multiply the
 //! same values. A scattered input's absent cells are 0 here, which adds
 //! nothing as long as every value is finite (`0 × ∞` is NaN); when a value
-//! is not, the caller runs the loops. One thread, entries in stored
-//! order, so results do not depend on the thread count. The arrays the
-//! path allocates are charged against the memory limit while they live.
+//! is not, the caller runs the loops.
+//!
+//! The driver's entries are split, where their first coordinate changes,
+//! into at most [`CHUNKS`] chunks (a fixed split) that run on the thread
+//! pool: each adds into its own rows of the result when the result's
+//! first variable is the driver's first, into a partial array of a small
+//! result (the partials added up in chunk order), or writes its entries
+//! (concatenated in chunk order). Every cell is summed in the same order
+//! whatever the thread count, so results do not depend on it. The arrays
+//! the path allocates are charged against the memory limit while they
+//! live, but for the partial arrays (at most [`PARTIAL_CELLS`] cells).
 
 use std::borrow::Cow;
 use std::ops::Range;

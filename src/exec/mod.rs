@@ -44,6 +44,7 @@ pub mod plan;
 pub mod planner;
 mod product;
 mod run;
+pub(crate) mod tiled;
 
 use std::sync::Arc;
 use std::time::Duration;

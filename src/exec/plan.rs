@@ -124,8 +124,9 @@ pub enum DrivenOutput {
 /// into dense arrays and computes `C` in one by a blocked matrix kernel
 /// (for operands that fill most of their cells, as factor matrices and
 /// their Gram matrices: the same multiply-adds as the loops, an order of
-/// magnitude faster). It builds no fibertree index. A sparse operand times
-/// dense ones (SpMM) is a [`Driven`] query instead.
+/// magnitude faster), or, for two matrices with declared tiled indexes,
+/// goes over their tiles ([`super::tiled`]). It builds no fibertree index.
+/// A sparse operand times dense ones (SpMM) is a [`Driven`] query instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Contraction {
     /// The left operand `A` (a position in [`PhysicalQuery::inputs`]).
@@ -138,9 +139,28 @@ pub struct Contraction {
     pub cols: Option<usize>,
     /// `k`, the summed variable both operands read.
     pub inner: usize,
+    /// Whether both operands are read through their tiled indexes instead.
+    pub tiled: bool,
+}
+
+/// How the dense path reads the operands of a [`Contraction`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DenseKernel {
+    /// Both scattered into arrays and multiplied by a blocked kernel.
+    Arrays,
+    /// Both read through their declared tiled indexes, tile by tile.
+    Tiles,
 }
 
 impl Contraction {
+    /// The product read the way `kernel` says.
+    pub fn with_kernel(self, kernel: DenseKernel) -> Contraction {
+        Contraction {
+            tiled: kernel == DenseKernel::Tiles,
+            ..self
+        }
+    }
+
     /// The sizes `(m, n, k)` of the product (1 for an absent `m` or `n`).
     pub fn shape(&self, query: &PhysicalQuery) -> (u64, u64, u64) {
         let size = |v: Option<usize>| v.map_or(1, |v| query.vars[v].size);
@@ -412,6 +432,7 @@ impl PhysicalQuery {
                 rows,
                 cols,
                 inner: *inner,
+                tiled: false,
             })
     }
 
@@ -766,6 +787,14 @@ impl fmt::Display for PhysicalQuery {
             write!(f, "{}({}) ", op.name(), names.join(","))?;
         }
         self.write_node(f, &self.body)?;
+        if let Some(product) = self.dense.filter(|p| p.tiled) {
+            let names = (
+                self.input_name(product.left),
+                self.input_name(product.right),
+            );
+            let line = super::tiled::describe(self, &product, (&names.0, &names.1));
+            return write!(f, "\n  {line}");
+        }
         if let Some(product) = &self.dense {
             let (m, n, k) = product.shape(self);
             return write!(

@@ -34,12 +34,12 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
-use crate::storage::fibertree::{IndexSpec, LevelFormat};
+use crate::storage::fibertree::{IndexLayout, IndexSpec, LevelFormat};
 use crate::storage::{Tensor, ValueType};
 
 use super::plan::{
-    Access, Driven, DrivenOutput, Driver, Loop, Node, OutputFormat, PhysicalPlan, PhysicalQuery,
-    Role, Source, Term, Variable,
+    Access, DenseKernel, Driven, DrivenOutput, Driver, Loop, Node, OutputFormat, PhysicalPlan,
+    PhysicalQuery, Role, Source, Term, Variable,
 };
 
 /// Output levels with at most this many coordinates (over all random-write
@@ -83,8 +83,8 @@ pub struct QueryChoices {
     /// ([`PhysicalQuery::factorize`]); the drivers follow their loops.
     pub factorize: bool,
     /// Whether to run the query as one dense matrix product when it is
-    /// one ([`PhysicalQuery::contraction`]).
-    pub dense: bool,
+    /// one ([`PhysicalQuery::contraction`]), and how.
+    pub dense: Option<DenseKernel>,
     /// The input to run the query over entry by entry, the others read as
     /// dense arrays, when it can be ([`PhysicalQuery::driven_by`]).
     pub driven: Option<usize>,
@@ -441,8 +441,8 @@ impl Planner<'_> {
         if choices.factorize {
             query.factorize();
         }
-        if choices.dense {
-            query.dense = query.contraction();
+        if let Some(kernel) = choices.dense {
+            query.dense = query.contraction().map(|c| c.with_kernel(kernel));
         }
         if query.dense.is_none()
             && let Some(driver) = choices.driven
@@ -514,11 +514,14 @@ impl Planner<'_> {
                 Source::Table { tensor, .. } if format.is_none() => tensor
                     .declared_indexes()
                     .into_iter()
-                    .find(|d| d.spec.order == order),
+                    .find_map(|d| match d.layout {
+                        IndexLayout::Levels(spec) if spec.order == order => Some(spec),
+                        _ => None,
+                    }),
                 _ => None,
             };
             access.index = match (declared, format) {
-                (Some(declared), _) => declared.spec,
+                (Some(declared), _) => declared,
                 (None, Some(format)) => {
                     let formats = vec![format; order.len()];
                     IndexSpec::new(order, formats)

@@ -24,7 +24,7 @@ use super::control::{Control, Held, RowBudget, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{Access, PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::{ExecOptions, FirstRows, Limited, Outputs, QueryRun};
-use super::{dense, driven, product};
+use super::{dense, driven, product, tiled};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
 /// number, so that results do not depend on the thread count.
@@ -129,7 +129,12 @@ fn run_query(
         let (left, right) = (operand(product.left)?, operand(product.right)?);
         let left = (left.0.as_ref(), left.1);
         let right = (right.0.as_ref(), right.1);
-        if let Some(entries) = dense::run(query, product, left, right, control, options)? {
+        let entries = if product.tiled {
+            tiled::run(query, product, control, options)?
+        } else {
+            dense::run(query, product, left, right, control, options)?
+        };
+        if let Some(entries) = entries {
             let tensor = within_threads(options.threads, entries.len(), || {
                 store(query, entries, control)
             })?;

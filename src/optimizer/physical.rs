@@ -32,9 +32,15 @@
 //!   runs on the dense path when that is estimated cheaper than its loop
 //!   nest: both operands in arrays, `m·n·k` multiply-adds at 16 to a loop
 //!   visit, plus a visit per cell of the three arrays, which hold at most
-//!   2^27 cells. Products of operands that fill most of their cells take
-//!   it (Gram matrices of factor matrices); a product of two sparse
-//!   operands keeps the loops, whose cost follows their entries.
+//!   2^27 cells; or, for two matrices with declared tiled indexes of the
+//!   same tile size along `k` ([`crate::exec::tiled`]), over their tiles:
+//!   the multiply-adds of the pairs of present tiles that meet, at 16 to a
+//!   visit, plus a visit per cell of `C` (nothing is scattered), so a fully
+//!   dense product costs a little less than the arrays and a block-sparse
+//!   one a fraction of them. Products of operands that fill most of their
+//!   cells take the kernel (Gram matrices of factor matrices); a product
+//!   of two sparse operands keeps the loops, whose cost follows their
+//!   entries.
 //! - **Sparse-driven products.** With the same phase on, a product over
 //!   one stored input whose other inputs are read as dense arrays
 //!   ([`PhysicalQuery::driven_by`]) runs as one pass over that input's
@@ -63,7 +69,7 @@ use hashbrown::HashMap;
 
 use crate::error::Result;
 use crate::exec::plan::{
-    Contraction, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery, Source, Term,
+    Contraction, DenseKernel, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery, Source, Term,
 };
 use crate::exec::planner::{Choose, QueryChoices};
 use crate::ir::{IndexTerm, Value};
@@ -176,9 +182,9 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             .dense
             .then(|| query.contraction())
             .flatten()
-            .and_then(|product| dense_cost(query, &product))
-            .filter(|&dense| dense < cost);
-        let kernel_cost = dense.unwrap_or(cost);
+            .and_then(|product| cheapest_kernel(query, &product))
+            .filter(|&(_, dense)| dense < cost);
+        let kernel_cost = dense.map_or(cost, |(_, dense)| dense);
         let driven = self
             .dense
             .then(|| cheapest_driver(query))
@@ -201,7 +207,7 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             input_format: None,
             accumulator: Some(accumulator),
             factorize,
-            dense: dense.is_some(),
+            dense: dense.map(|(kernel, _)| kernel),
             driven: driven.map(|(driver, _)| driver),
         })
     }
@@ -256,15 +262,38 @@ fn cheapest_driver(query: &PhysicalQuery) -> Option<(usize, f64)> {
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-/// The estimated cost of running `product` on the dense path, in the
-/// loop nests' units: a unit per cell of the three arrays scattered and
-/// read back, plus `m·n·k` multiply-adds at [`DENSE_MADDS_PER_VISIT`] a
-/// unit. `None` when the arrays would exceed [`DENSE_CELLS`].
-fn dense_cost(query: &PhysicalQuery, product: &Contraction) -> Option<f64> {
+/// The cheapest way to run `product` on the dense path, with its
+/// estimated cost in the loop nests' units. Both operands scattered: a
+/// unit per cell of the three arrays scattered and read back, plus `m·n·k`
+/// multiply-adds at [`DENSE_MADDS_PER_VISIT`] a unit. Both operands read
+/// through declared tiled indexes: the multiply-adds of the pairs of
+/// present tiles that meet, at [`DENSE_MADDS_PER_VISIT`] a unit, and `C`'s
+/// array only. `None` when no way keeps the arrays within
+/// [`DENSE_CELLS`].
+fn cheapest_kernel(query: &PhysicalQuery, product: &Contraction) -> Option<(DenseKernel, f64)> {
     let (m, n, k) = product.shape(query);
     let (m, n, k) = (m as f64, n as f64, k as f64);
-    let cells = m * k + k * n + m * n;
-    (cells <= DENSE_CELLS).then_some(cells + m * n * k / DENSE_MADDS_PER_VISIT)
+    let arrays = (
+        DenseKernel::Arrays,
+        m * k + k * n + m * n,
+        m * n * k / DENSE_MADDS_PER_VISIT,
+    );
+    // Over tiles: the multiply-adds of the pairs of present tiles (their
+    // cells within the dimensions), and only `C`'s array (the tiles are
+    // built with their indexes).
+    let tiles = crate::exec::tiled::operands(query, product).map(|tiled| {
+        (
+            DenseKernel::Tiles,
+            m * n,
+            tiled.multiply_adds(product.shape(query)) / DENSE_MADDS_PER_VISIT,
+        )
+    });
+    [Some(arrays), tiles]
+        .into_iter()
+        .flatten()
+        .filter(|&(_, cells, _)| cells <= DENSE_CELLS)
+        .map(|(kernel, cells, work)| (kernel, cells + work))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// The loop-order search of one query. Variables are numbered by their

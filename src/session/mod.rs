@@ -147,7 +147,7 @@ impl<'a> Session<'a> {
                 let memory = self.budget();
                 for index in old.declared_indexes() {
                     memory.reserve(
-                        index.spec.estimated_bytes(tensor.nnz()),
+                        index.layout.estimated_bytes(&tensor),
                         &format!("for rebuilding index {}", index.name),
                     )?;
                 }
@@ -310,18 +310,18 @@ impl<'a> Session<'a> {
                 None => catalog.get(table)?,
             }
         };
-        index.spec.validate(tensor.dims())?;
-        if tensor.built_index(&index.spec).is_none() {
+        index.layout.validate(tensor.dims())?;
+        if tensor.built_bytes(&index.layout).is_none() {
             self.budget().reserve(
-                index.spec.estimated_bytes(tensor.nnz()),
+                index.layout.estimated_bytes(&tensor),
                 &format!("for building index {}", index.name),
             )?;
         }
         self.progress
             .start_query(&format!("building index {}", index.name));
-        let built = tensor.index(&index.spec);
+        let built = tensor.build_layout(&index.layout);
         self.progress.finish();
-        let bytes = built?.bytes();
+        let bytes = built?;
         let mut catalog = self.write_catalog();
         if if_not_exists && exists(&catalog).is_some() {
             return Ok(index_exists(&index.name));
@@ -329,7 +329,7 @@ impl<'a> Session<'a> {
         let message = format!(
             "Created index {} on {table} {} ({bytes} bytes)",
             index.name,
-            index.spec.named(tensor.dims())
+            index.layout.named(tensor.dims())
         );
         catalog.create_index(table, index)?;
         Ok(QueryResult::message(message))

@@ -9,20 +9,24 @@
 //! The columns are the table's dimensions, each once, outermost level
 //! first; `USING` gives a level format per column (dense, compressed,
 //! hashed or bytemap), and without it the index takes the formats the
-//! executor reads the table through by default. `sqlparser` knows no level
-//! list after the columns, so [`rewrite_level_formats`] hands it over as
-//! the `INCLUDE` list, which einsql has no other use for.
+//! executor reads the table through by default. `USING (tiles(256, 256))`
+//! instead cuts the table into dense tiles of a size per column (a
+//! [`TiledIndex`](crate::storage::tiles::TiledIndex)). `sqlparser` knows no
+//! level list after the columns, so [`rewrite_level_formats`] hands it over
+//! as the `INCLUDE` list, which einsql has no other use for, with a
+//! `tiles(...)` as one quoted name.
 
 use sqlparser::ast::{CreateIndex, Expr, ObjectName};
 use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::{Token, TokenWithSpan, Word};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace, Word};
 
 use super::Context;
 use crate::bound::BoundStatement;
 use crate::error::{Error, Result, closest_name};
 use crate::exec::planner::table_formats;
 use crate::storage::ColumnRef;
-use crate::storage::fibertree::{DeclaredIndex, IndexSpec, LevelFormat};
+use crate::storage::fibertree::{DeclaredIndex, IndexLayout, IndexSpec, LevelFormat};
+use crate::storage::tiles::TileSpec;
 
 /// In a `CREATE INDEX` statement, turns the `USING` that follows the
 /// column list and opens a parenthesized list into `INCLUDE`, so that the
@@ -60,21 +64,64 @@ pub fn rewrite_level_formats(tokens: &mut [TokenWithSpan]) -> Result<()> {
         })
         .map(|w| w[1])
         .collect();
-    for using in formats {
+    for &using in &formats {
         tokens[using].token = Token::Word(Word {
             value: "INCLUDE".to_string(),
             quote_style: None,
             keyword: Keyword::INCLUDE,
         });
     }
+    if let Some(&using) = formats.last() {
+        join_tiles(tokens, &significant, using);
+    }
     Ok(())
 }
+
+/// Turns a `tiles ( ... )` in the list after `tokens[using]` into one
+/// quoted name of its text (the blanks left where the rest stood), which
+/// [`create_index`] reads back with [`tile_sizes`].
+fn join_tiles(tokens: &mut [TokenWithSpan], significant: &[usize], using: usize) {
+    let after = significant.iter().skip_while(|&&i| i <= using).copied();
+    let list: Vec<usize> = after.collect();
+    let Some(start) = list.windows(2).position(|w| {
+        matches!(&tokens[w[0]].token, Token::Word(w) if w.value.eq_ignore_ascii_case(TILES))
+            && tokens[w[1]].token == Token::LParen
+    }) else {
+        return;
+    };
+    let Some(end) = list[start..]
+        .iter()
+        .position(|&i| tokens[i].token == Token::RParen)
+        .map(|n| start + n)
+    else {
+        return;
+    };
+    let text: Vec<String> = tokens[list[start]..=list[end]]
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .map(|t| t.token.to_string())
+        .collect();
+    let text = text.join(" ");
+    for t in &mut tokens[list[start]..=list[end]] {
+        t.token = Token::Whitespace(Whitespace::Space);
+    }
+    tokens[list[start]].token = Token::Word(Word {
+        value: text,
+        quote_style: Some('"'),
+        keyword: Keyword::NoKeyword,
+    });
+}
+
+/// The name of the tiled format.
+const TILES: &str = "tiles";
 
 /// Binds `CREATE INDEX name ON table (columns) [USING (formats)]`.
 ///
 /// Errors: no index name; an unknown table or column (with the closest
 /// name); a value column, a dimension listed twice or left out; a number
-/// of formats other than of columns, or an unknown format; and the clauses
+/// of formats other than of columns, or an unknown format; `tiles(...)`
+/// beside other formats, with sizes that do not read as positive integers
+/// or not one per column; and the clauses
 /// einsql does not support (`UNIQUE`, `WHERE`, an index method, `ASC`).
 pub fn create_index(context: Context<'_>, create: &CreateIndex) -> Result<BoundStatement> {
     let unsupported = [
@@ -170,6 +217,34 @@ pub fn create_index(context: Context<'_>, create: &CreateIndex) -> Result<BoundS
             dimension_list(&tensor)
         )));
     }
+    let tiles = create
+        .include
+        .iter()
+        .map(|format| tile_sizes(&format.value))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(sizes) = tiles.iter().flatten().next() {
+        if create.include.len() != 1 {
+            return Err(Error::Invalid(format!(
+                "index '{name}' gives tiles(...) with other formats; tiles(...) is the one \
+                 format of its index, with a tile size per column"
+            )));
+        }
+        if sizes.len() != order.len() {
+            return Err(Error::Invalid(format!(
+                "index '{name}' gives {} tile sizes for {} columns; give one per column",
+                sizes.len(),
+                order.len()
+            )));
+        }
+        return Ok(BoundStatement::CreateIndex {
+            table,
+            index: DeclaredIndex {
+                name,
+                layout: IndexLayout::Tiles(TileSpec::new(order, sizes.clone())),
+            },
+            if_not_exists: create.if_not_exists,
+        });
+    }
     let formats = if create.include.is_empty() {
         table_formats(&tensor)
     } else {
@@ -190,7 +265,7 @@ pub fn create_index(context: Context<'_>, create: &CreateIndex) -> Result<BoundS
         table,
         index: DeclaredIndex {
             name,
-            spec: IndexSpec::new(order, formats),
+            layout: IndexLayout::Levels(IndexSpec::new(order, formats)),
         },
         if_not_exists: create.if_not_exists,
     })
@@ -209,6 +284,38 @@ fn index_name(name: &ObjectName) -> Result<String> {
             "the index name {name} (an index name is one identifier)"
         ))
     })
+}
+
+/// The tile sizes of a format written `tiles(256, 256)` (as
+/// [`join_tiles`] joins it), `None` for a format of another name.
+///
+/// Errors: no parenthesized list, or a size that is not a positive
+/// integer (the upper bounds are [`TileSpec::validate`]'s).
+fn tile_sizes(format: &str) -> Result<Option<Vec<u64>>> {
+    let Some(rest) = format
+        .get(..TILES.len())
+        .filter(|head| head.eq_ignore_ascii_case(TILES))
+        .map(|_| format[TILES.len()..].trim())
+    else {
+        return Ok(None);
+    };
+    let bad = || {
+        Error::Invalid(format!(
+            "cannot read the tile sizes of '{format}'; write tiles(256, 256), a positive \
+             integer per column"
+        ))
+    };
+    let list = rest
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(bad)?;
+    list.split(',')
+        .map(|size| match size.trim().parse::<u64>() {
+            Ok(0) | Err(_) => Err(bad()),
+            Ok(size) => Ok(size),
+        })
+        .collect::<Result<Vec<u64>>>()
+        .map(Some)
 }
 
 /// The level format called `name`, or an error naming the closest.

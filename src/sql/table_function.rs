@@ -68,15 +68,13 @@ pub fn catalog_table(
         let tensor = catalog.get(table)?;
         let dims = tensor.dims();
         let columns: Vec<&str> = index
-            .spec
-            .order
+            .layout
+            .order()
             .iter()
             .map(|&d| dims[d].name.as_str())
             .collect();
-        let formats: Vec<&str> = index.spec.formats.iter().map(|f| f.name()).collect();
-        let built = tensor
-            .built_index(&index.spec)
-            .map_or(0, |tree| tree.bytes());
+        let formats = index.layout.formats();
+        let built = tensor.built_bytes(&index.layout).unwrap_or(0);
         for (column, cell) in rows.iter_mut().zip([
             index.name.clone(),
             table.clone(),

@@ -51,6 +51,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::storage::tensor::PARALLEL_ROWS;
+use crate::storage::tiles::TileSpec;
 use crate::storage::{Dimension, Tensor};
 
 /// The format of one fibertree level; see the module documentation.
@@ -184,15 +185,7 @@ impl IndexSpec {
 
     /// The spec with dimension names, e.g. `(j,i) compressed/dense`.
     pub fn named(&self, dims: &[Dimension]) -> String {
-        let names: Vec<String> = self
-            .order
-            .iter()
-            .map(|&d| {
-                dims.get(d)
-                    .map_or_else(|| d.to_string(), |dim| dim.name.clone())
-            })
-            .collect();
-        format!("({}) {}", names.join(","), self.format_list())
+        format!("{} {}", named_order(&self.order, dims), self.format_list())
     }
 
     /// About the bytes the index takes over `nnz` entries (positions and
@@ -222,16 +215,87 @@ pub struct DeclaredIndex {
     /// The name, as created (unique, without regard to case, in a
     /// database).
     pub name: String,
-    /// The order and level formats.
-    pub spec: IndexSpec,
+    /// A fibertree's order and level formats, or tiles.
+    pub layout: IndexLayout,
 }
 
 impl DeclaredIndex {
-    /// `a_csc (j,i) dense/compressed`: the name and the spec with
+    /// `a_csc (j,i) dense/compressed`: the name and the layout with
     /// dimension names.
     pub fn named(&self, dims: &[Dimension]) -> String {
-        format!("{} {}", self.name, self.spec.named(dims))
+        format!("{} {}", self.name, self.layout.named(dims))
     }
+}
+
+/// What a declared index builds: a fibertree, or the tiles of a
+/// [`TiledIndex`](crate::storage::tiles::TiledIndex).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexLayout {
+    /// A fibertree of this order and these level formats.
+    Levels(IndexSpec),
+    /// Tiles of these sizes over this order.
+    Tiles(TileSpec),
+}
+
+impl IndexLayout {
+    /// The dimension of each level, outermost first.
+    pub fn order(&self) -> &[usize] {
+        match self {
+            IndexLayout::Levels(spec) => &spec.order,
+            IndexLayout::Tiles(spec) => &spec.order,
+        }
+    }
+
+    /// Checks the layout against the tensor's dimensions (see
+    /// [`IndexSpec::validate`] and [`TileSpec::validate`]).
+    pub fn validate(&self, dims: &[Dimension]) -> Result<()> {
+        match self {
+            IndexLayout::Levels(spec) => spec.validate(dims),
+            IndexLayout::Tiles(spec) => spec.validate(dims),
+        }
+    }
+
+    /// The layout with dimension names, e.g. `(j,i) compressed/dense` or
+    /// `(i,j) tiles(256,256)`.
+    pub fn named(&self, dims: &[Dimension]) -> String {
+        match self {
+            IndexLayout::Levels(spec) => spec.named(dims),
+            IndexLayout::Tiles(spec) => spec.named(dims),
+        }
+    }
+
+    /// The level formats as `USING` lists them: one per level, or the
+    /// one `tiles(...)`.
+    pub fn formats(&self) -> Vec<String> {
+        match self {
+            IndexLayout::Levels(spec) => {
+                spec.formats.iter().map(|f| f.name().to_string()).collect()
+            }
+            IndexLayout::Tiles(spec) => vec![spec.format()],
+        }
+    }
+
+    /// About the bytes building the layout over `tensor` takes: what it is
+    /// charged against the memory limit.
+    pub fn estimated_bytes(&self, tensor: &Tensor) -> u64 {
+        match self {
+            IndexLayout::Levels(spec) => spec.estimated_bytes(tensor.nnz()),
+            IndexLayout::Tiles(spec) => spec.estimated_bytes(tensor),
+        }
+    }
+}
+
+/// `(j,i)`: an order with the names of its dimensions (a position for
+/// one that `dims` lacks).
+pub fn named_order(order: &[usize], dims: &[Dimension]) -> String {
+    let names: Vec<String> = order
+        .iter()
+        .map(|&d| {
+            dims.get(d)
+                .map_or_else(|| d.to_string(), |dim| dim.name.clone())
+        })
+        .collect();
+    format!("({})", names.join(","))
 }
 
 /// `(1,0)`.

@@ -1,7 +1,8 @@
-//! Storage: tensors, their fibertree indexes and statistics.
+//! Storage: tensors, their fibertree and tiled indexes and statistics.
 //!
 //! [`tensor`] is the unit of storage; [`fibertree`] builds the per-order
-//! indexes the executor walks; [`statistics`] computes what the optimizer
+//! indexes the executor walks; [`tiles`] cuts a matrix into dense tiles for
+//! blocked products; [`statistics`] computes what the optimizer
 //! estimates from; [`from_arrow`] turns Arrow record batches into tensors
 //! (the path every loader and SQL write takes). The named tables of a
 //! database and their on-disk form are the [`catalog`](crate::catalog)'s.
@@ -10,6 +11,7 @@ pub mod fibertree;
 pub mod from_arrow;
 pub mod statistics;
 pub mod tensor;
+pub mod tiles;
 
 pub use tensor::{
     ColumnRef, Coo, Dictionary, Dimension, DimensionSpec, HUGEINT_ARROW, MULTIPLICITY, Tensor,

@@ -35,8 +35,9 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::storage::fibertree::{DeclaredIndex, FiberTree, IndexSpec};
+use crate::storage::fibertree::{DeclaredIndex, FiberTree, IndexLayout, IndexSpec};
 use crate::storage::statistics::Statistics;
+use crate::storage::tiles::{TileSpec, TiledIndex};
 
 /// Name of the hidden value column that holds row multiplicities of a bag.
 pub const MULTIPLICITY: &str = "#multiplicity";
@@ -352,8 +353,10 @@ pub struct Tensor {
     data: RecordBatch,
     statistics: OnceLock<Statistics>,
     indexes: Mutex<HashMap<IndexSpec, Arc<FiberTree>>>,
+    /// The tiled indexes built so far.
+    tiled: Mutex<HashMap<TileSpec, Arc<TiledIndex>>>,
     /// The indexes users declared, in the order they were: each is built
-    /// and kept in `indexes`.
+    /// and kept in `indexes` or `tiled`.
     declared: Mutex<Vec<DeclaredIndex>>,
     /// What other parts of the engine derive from the tensor and keep
     /// with it, one value per type (see [`Tensor::derived`]).
@@ -482,6 +485,7 @@ impl Tensor {
             data,
             statistics: OnceLock::new(),
             indexes: Mutex::new(HashMap::new()),
+            tiled: Mutex::new(HashMap::new()),
             declared: Mutex::new(Vec::new()),
             derived: Mutex::new(HashMap::new()),
         })
@@ -648,6 +652,7 @@ impl Tensor {
             data: self.data.clone(),
             statistics: self.statistics.clone(),
             indexes: Mutex::new(HashMap::new()),
+            tiled: Mutex::new(HashMap::new()),
             declared: Mutex::new(Vec::new()),
             derived: Mutex::new(HashMap::new()),
         }
@@ -702,6 +707,7 @@ impl Tensor {
             data,
             statistics: OnceLock::new(),
             indexes: Mutex::new(HashMap::new()),
+            tiled: Mutex::new(HashMap::new()),
             declared: Mutex::new(Vec::new()),
             derived: Mutex::new(HashMap::new()),
         })
@@ -716,27 +722,53 @@ impl Tensor {
             .clear();
     }
 
-    /// Builds (or finds built) the index `index.spec` and keeps it,
+    /// Builds (or finds built) the index `index.layout` and keeps it,
     /// named, for as long as the tensor lives; a declaration of that name
-    /// is replaced. Callers keep names unique in their database.
-    pub fn declare(&self, index: DeclaredIndex) -> Result<Arc<FiberTree>> {
-        let tree = self.index(&index.spec)?;
+    /// is replaced. Callers keep names unique in their database. Returns
+    /// the bytes the built index takes.
+    pub fn declare(&self, index: DeclaredIndex) -> Result<u64> {
+        let bytes = self.build_layout(&index.layout)?;
         let mut declared = self.lock_declared();
         declared.retain(|d| !d.name.eq_ignore_ascii_case(&index.name));
         declared.push(index);
-        Ok(tree)
+        Ok(bytes)
     }
 
-    /// Removes the declared index `name` (any case) and frees its tree;
-    /// the removed declaration, `None` if there was none.
+    /// Builds (or finds built) the index `layout`, without declaring it;
+    /// the bytes it takes.
+    pub fn build_layout(&self, layout: &IndexLayout) -> Result<u64> {
+        match layout {
+            IndexLayout::Levels(spec) => Ok(self.index(spec)?.bytes()),
+            IndexLayout::Tiles(spec) => Ok(self.tiles(spec)?.bytes()),
+        }
+    }
+
+    /// The bytes the index `layout` takes if it is built, without building
+    /// it.
+    pub fn built_bytes(&self, layout: &IndexLayout) -> Option<u64> {
+        match layout {
+            IndexLayout::Levels(spec) => self.built_index(spec).map(|tree| tree.bytes()),
+            IndexLayout::Tiles(spec) => self.built_tiles(spec).map(|tiles| tiles.bytes()),
+        }
+    }
+
+    /// Removes the declared index `name` (any case) and frees what it
+    /// built; the removed declaration, `None` if there was none.
     pub fn undeclare(&self, name: &str) -> Option<DeclaredIndex> {
         let mut declared = self.lock_declared();
         let position = declared
             .iter()
             .position(|d| d.name.eq_ignore_ascii_case(name))?;
         let index = declared.remove(position);
-        if declared.iter().all(|d| d.spec != index.spec) {
-            self.lock_indexes().remove(&index.spec);
+        if declared.iter().all(|d| d.layout != index.layout) {
+            match &index.layout {
+                IndexLayout::Levels(spec) => {
+                    self.lock_indexes().remove(spec);
+                }
+                IndexLayout::Tiles(spec) => {
+                    self.lock_tiled().remove(spec);
+                }
+            }
         }
         Some(index)
     }
@@ -746,12 +778,35 @@ impl Tensor {
         self.lock_declared().clone()
     }
 
-    /// The name of the declared index with spec `spec`, if any.
+    /// The name of the declared fibertree index with spec `spec`, if any.
     pub fn declared_name(&self, spec: &IndexSpec) -> Option<String> {
         self.lock_declared()
             .iter()
-            .find(|d| &d.spec == spec)
+            .find(|d| matches!(&d.layout, IndexLayout::Levels(s) if s == spec))
             .map(|d| d.name.clone())
+    }
+
+    /// The tiled index described by `spec`, built on first use and cached
+    /// with the tensor.
+    pub fn tiles(&self, spec: &TileSpec) -> Result<Arc<TiledIndex>> {
+        if let Some(tiles) = self.built_tiles(spec) {
+            return Ok(tiles);
+        }
+        let tiles = Arc::new(TiledIndex::build(self, spec)?);
+        Ok(Arc::clone(
+            self.lock_tiled().entry(spec.clone()).or_insert(tiles),
+        ))
+    }
+
+    /// The tiled index `spec` if it is built, without building it.
+    pub fn built_tiles(&self, spec: &TileSpec) -> Option<Arc<TiledIndex>> {
+        self.lock_tiled().get(spec).cloned()
+    }
+
+    fn lock_tiled(&self) -> std::sync::MutexGuard<'_, HashMap<TileSpec, Arc<TiledIndex>>> {
+        // The cache holds only finished indexes, so a panic elsewhere cannot
+        // leave it inconsistent.
+        self.tiled.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The index `spec` if it is built, without building it.
