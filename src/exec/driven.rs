@@ -342,12 +342,41 @@ struct Pass<'p, 'a> {
 impl Pass<'_, '_> {
     /// Visits every driver entry whose cells are present in every
     /// operand: `visit(e, row)` with the products along the free variable
-    /// (one cell without one).
+    /// (one cell without one; their sum, one cell, when the free variable
+    /// is summed over one or two contiguous rows).
     fn each(&self, entries: Range<usize>, mut visit: impl FnMut(usize, &[f64])) -> Result<()> {
         let mut row = vec![0.0; self.rank];
+        let rank = self.rank;
+        // A summed free variable over one or two contiguous rows: their dot
+        // product in one loop (SDDMM, the masked nested sum).
+        let dot = self.free_in_output().is_none()
+            && matches!(self.rows.len(), 1 | 2)
+            && self.rows.iter().all(|o| o.free == Some(1));
         self.blocks(entries, |e, scalar| {
             if self.driven.free.is_none() {
                 visit(e, &[scalar]);
+                return;
+            }
+            if dot {
+                let sum = match self.rows.as_slice() {
+                    [a] => {
+                        let Some(at) = a.offset(self.coords, e) else {
+                            return;
+                        };
+                        a.values[at..at + rank].iter().sum::<f64>()
+                    }
+                    [a, b] => {
+                        let (Some(at), Some(bt)) =
+                            (a.offset(self.coords, e), b.offset(self.coords, e))
+                        else {
+                            return;
+                        };
+                        let rows = a.values[at..at + rank].iter().zip(&b.values[bt..bt + rank]);
+                        rows.map(|(x, y)| x * y).sum::<f64>()
+                    }
+                    _ => return,
+                };
+                visit(e, &[scalar * sum]);
                 return;
             }
             row.fill(scalar);
