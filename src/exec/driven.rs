@@ -46,7 +46,7 @@ use crate::storage::Tensor;
 use super::ExecOptions;
 use super::accumulate::{Entries, Finished};
 use super::control::{Control, pool};
-use super::plan::{Driven, DrivenOutput, PhysicalQuery, Term};
+use super::plan::{Driven, DrivenOutput, PhysicalQuery};
 
 /// Driver entries between two checks for cancellation (a multiple of
 /// [`BLOCK`]).
@@ -177,13 +177,8 @@ pub(crate) fn run(
     };
     let vars_of = |k: usize| -> Result<Vec<usize>> {
         query.inputs[k]
-            .terms
-            .iter()
-            .map(|t| match t {
-                Term::Var(v) => Ok(*v),
-                Term::Const(_) => Err(internal(query, "reads a constant")),
-            })
-            .collect()
+            .distinct_vars()
+            .ok_or_else(|| internal(query, "reads a constant or a repeated variable"))
     };
     let (driver, driver_annotation) = input(driven.driver)?;
     let driver_vars = vars_of(driven.driver)?;

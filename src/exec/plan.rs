@@ -235,6 +235,23 @@ pub struct Access {
     pub ty: ValueType,
 }
 
+impl Access {
+    /// The variable of every dimension, when each dimension has its own
+    /// (no constant, no variable read twice).
+    pub fn distinct_vars(&self) -> Option<Vec<usize>> {
+        let vars: Vec<usize> = self
+            .terms
+            .iter()
+            .map(|t| match t {
+                Term::Var(v) => Some(*v),
+                Term::Const(_) => None,
+            })
+            .collect::<Option<_>>()?;
+        let distinct = vars.iter().enumerate().all(|(n, v)| !vars[..n].contains(v));
+        distinct.then_some(vars)
+    }
+}
+
 /// What indexes one dimension of an input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Term {
@@ -392,17 +409,8 @@ impl PhysicalQuery {
                 } => !tensor.is_bag() && matches!(annotation, Annotation::Column(_)),
                 Source::Result(_) => true,
             };
-            let vars: Vec<usize> = access
-                .terms
-                .iter()
-                .map(|t| match t {
-                    Term::Var(v) => Some(*v),
-                    Term::Const(_) => None,
-                })
-                .collect::<Option<_>>()?;
-            let distinct = vars.iter().enumerate().all(|(n, v)| !vars[..n].contains(v));
+            let vars = access.distinct_vars()?;
             (keyed
-                && distinct
                 && access.ty == ValueType::Float64
                 && access.fill.is_zero()
                 && (1..=2).contains(&vars.len()))
@@ -481,16 +489,8 @@ impl PhysicalQuery {
         let vars_of = |k: usize| -> Option<Vec<usize>> {
             let access = &self.inputs[k];
             let float = access.ty == ValueType::Float64 || (k == driver && pattern(k));
-            let vars: Vec<usize> = access
-                .terms
-                .iter()
-                .map(|t| match t {
-                    Term::Var(v) => Some(*v),
-                    Term::Const(_) => None,
-                })
-                .collect::<Option<_>>()?;
-            let distinct = vars.iter().enumerate().all(|(n, v)| !vars[..n].contains(v));
-            (distinct && float && access.fill.is_zero()).then_some(vars)
+            let vars = access.distinct_vars()?;
+            (float && access.fill.is_zero()).then_some(vars)
         };
         let stored = match &self.inputs.get(driver)?.source {
             Source::Table { tensor, .. } => !tensor.is_bag(),
@@ -513,14 +513,7 @@ impl PhysicalQuery {
                 return None;
             }
             if ones(k) {
-                let vars: Vec<usize> = access
-                    .terms
-                    .iter()
-                    .map(|t| match t {
-                        Term::Var(v) => Some(*v),
-                        Term::Const(_) => None,
-                    })
-                    .collect::<Option<_>>()?;
+                let vars = access.distinct_vars()?;
                 // Every driver coordinate must lie inside the table.
                 let size = |k: usize, d: usize| match &self.inputs[k].source {
                     Source::Table { tensor, .. } => tensor.dims().get(d).map(|d| d.size),
