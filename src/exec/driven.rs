@@ -48,9 +48,9 @@ use super::accumulate::{Entries, Finished};
 use super::control::{Control, pool};
 use super::plan::{Driven, DrivenOutput, PhysicalQuery};
 
-/// Driver entries between two checks for cancellation (a multiple of
-/// [`BLOCK`]).
-const CHECK_ENTRIES: usize = 1 << 14;
+/// Cells of work (driver entries times the free variable's cells) between
+/// two progress reports and checks for cancellation.
+const CHECK_WORK: usize = 1 << 16;
 
 /// Driver entries whose scalars are taken together, one operand at a
 /// time.
@@ -394,11 +394,15 @@ impl Pass<'_, '_> {
         let mut scalars = [0.0; BLOCK];
         let mut outside = [false; BLOCK];
         let bounded = self.scalars.iter().any(|o| !o.bounded.is_empty());
+        let mut work = CHECK_WORK;
         for start in entries.clone().step_by(BLOCK) {
-            if (start - entries.start).is_multiple_of(CHECK_ENTRIES) {
-                self.control.check()?;
-            }
             let len = BLOCK.min(entries.end - start);
+            if work >= CHECK_WORK {
+                self.control.tick();
+                self.control.check()?;
+                work = 0;
+            }
+            work += len * self.rank.max(1);
             let (scalars, outside) = (&mut scalars[..len], &mut outside[..len]);
             match self.x {
                 Some(x) => scalars.copy_from_slice(&x[start..start + len]),
