@@ -22,8 +22,9 @@
 //! Z without its last dimension paired with that dimension's ids). Then
 //! D(X|Y) is, with Z = X ∪ Y, the largest number of distinct Z-ids that share
 //! one Y-id: two linear passes. Sets of equal size, and then all pairs, are
-//! computed in parallel. A tensor whose entries fill its dimensions (a
-//! factor matrix) needs no pass: D(X|Y) is the product of X's sizes.
+//! computed in parallel. A matrix needs one pass instead (row runs and a
+//! count per column), and a tensor whose entries fill its dimensions (a
+//! factor matrix) none: D(X|Y) is the product of X's sizes.
 
 use std::fmt;
 
@@ -302,6 +303,9 @@ struct Projection {
 }
 
 fn degree_statistics(columns: &[&[i64]], sizes: &[u64]) -> Vec<DegreeStat> {
+    if let ([rows, cols], [_, width]) = (columns, sizes) {
+        return matrix_degree_statistics(rows, cols, *width);
+    }
     let pairs = statistic_pairs(columns.len());
     let rows = columns.first().map_or(0, |c| c.len());
 
@@ -353,6 +357,59 @@ fn degree_statistics(columns: &[&[i64]], sizes: &[u64]) -> Vec<DegreeStat> {
     } else {
         pairs.iter().map(stat).collect()
     }
+}
+
+/// The degree statistics of a matrix in one pass over its columns: the
+/// sorted row coordinates give the distinct rows and the longest row, a
+/// count per column coordinate (an array, or a hash map for a wide one)
+/// the distinct columns and the fullest column; the entries are distinct,
+/// so all of them together are nnz.
+fn matrix_degree_statistics(rows: &[i64], cols: &[i64], width: u64) -> Vec<DegreeStat> {
+    let (mut distinct_rows, mut longest, mut run) = (0u64, 0u64, 0u64);
+    for (e, row) in rows.iter().enumerate() {
+        if e == 0 || rows[e - 1] != *row {
+            distinct_rows += 1;
+            run = 0;
+        }
+        run += 1;
+        longest = longest.max(run);
+    }
+    let counts: Vec<u32> = if width <= 4 * cols.len() as u64 + (1 << 16) {
+        let mut counts = vec![0u32; width as usize];
+        for &c in cols {
+            if let Some(count) = counts.get_mut(c as usize) {
+                *count += 1;
+            }
+        }
+        counts
+    } else {
+        let mut counts: HashMap<i64, u32> = HashMap::new();
+        for &c in cols {
+            *counts.entry(c).or_default() += 1;
+        }
+        counts.into_values().collect()
+    };
+    let distinct_cols = counts.iter().filter(|&&c| c > 0).count() as u64;
+    let fullest = counts.iter().max().map_or(0, |&c| u64::from(c));
+    let (row, col) = (DimSet(1), DimSet(2));
+    statistic_pairs(2)
+        .into_iter()
+        .map(|(x, y)| DegreeStat {
+            x,
+            y,
+            degree: if y.is_empty() && x == row {
+                distinct_rows
+            } else if y.is_empty() && x == col {
+                distinct_cols
+            } else if y.is_empty() {
+                rows.len() as u64
+            } else if y == row {
+                longest
+            } else {
+                fullest
+            },
+        })
+        .collect()
 }
 
 /// The degree statistics of a tensor whose distinct entries fill its
