@@ -25,8 +25,8 @@
 //! is dropped, and reductions are shared by equal (target, filters) pairs
 //! of one program. The work is proportional to the entries under the
 //! filtered coordinates, never more than one pass over the target. A
-//! tensor whose entries fill its dimensions (a dense vector) is no filter:
-//! it removes nothing within its dimensions.
+//! tensor whose entries fill its dimensions (a dense vector) is no filter
+//! by its values: it removes nothing within its dimensions.
 //! Reductions are also kept with their target tensor across statements
 //! (see [`Tensor::derived`]), for as long as their filter tensors live and
 //! up to as many entries as the target holds (at least
@@ -464,10 +464,12 @@ impl Reducer {
             let Some(s) = s else {
                 continue;
             };
-            // A full tensor (a dense vector) stores every coordinate of its
-            // dimensions: as a filter it removes nothing within them, and
-            // the product is the same without the reduction.
-            if s.input.tensor.tensor.is_full() {
+            // A full tensor's values (a dense vector) store every
+            // coordinate of its dimensions: as a filter they remove nothing
+            // within them, and the product is the same without the
+            // reduction. (A pattern stays a filter: the reduction may leave
+            // it out of the product.)
+            if s.input.tensor.tensor.is_full() && s.input.annotation != Annotation::Multiplicity {
                 continue;
             }
             if let Some([v]) = distinct(&s.vars).as_deref()
