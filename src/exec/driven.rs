@@ -189,6 +189,9 @@ pub(crate) fn run(
         Annotation::Column(_) => Some(float_values(query, driver, driver_annotation)?),
     };
 
+    // The free variable's cells that can be non-zero: the fewest any
+    // input reading it has (1 without one).
+    let mut rank = driven.free.map_or(1, |v| query.vars[v].size);
     // Scattered arrays and the output array, charged together.
     let mut cells = 0usize;
     let mut operands = Vec::with_capacity(driven.dense.len());
@@ -215,7 +218,10 @@ pub(crate) fn run(
                         operand.bounded.push((p, size as i64));
                     }
                 }
-                None => operand.free = Some(own_strides[d]),
+                None => {
+                    operand.free = Some(own_strides[d]);
+                    rank = rank.min(size);
+                }
             }
         }
         operand.address = Address::new(&by_driver);
@@ -225,21 +231,6 @@ pub(crate) fn run(
         }
         operands.push(operand);
     }
-    let free_size = |k: usize, v: usize| -> Result<u64> {
-        let position = vars_of(k)?.iter().position(|&w| w == v);
-        let (tensor, _) = input(k)?;
-        Ok(position.map_or(u64::MAX, |d| tensor.dims()[d].size))
-    };
-    // The free variable's cells that can be non-zero: the fewest any
-    // input reading it has.
-    let rank = match driven.free {
-        Some(v) => driven
-            .dense
-            .iter()
-            .map(|&k| free_size(k, v))
-            .try_fold(query.vars[v].size, |r, s| Ok::<_, Error>(r.min(s?)))?,
-        None => 1,
-    };
     let Ok(rank) = usize::try_from(rank) else {
         return Ok(None);
     };
