@@ -696,6 +696,80 @@ fn sparse_driven_results_do_not_depend_on_the_thread_count() {
     }
 }
 
+/// A sparse-driven result at the driver's coordinates (SDDMM, an
+/// elementwise product) shares the driver's coordinate columns when none
+/// of its values is dropped, and is stored as the loops' when some are
+/// (a product that is 0); both give the loops' answer.
+#[test]
+fn a_result_at_the_drivers_entries_shares_its_coordinates() {
+    let mut rng = Rng(0x0de5_2026_1126_0007);
+    let db = Database::open_in_memory();
+    // Values 1 to 9: no product is 0.
+    let positive = |rng: &mut Rng, sizes: &[usize], percent: usize| -> Entries {
+        let mut entries = random(rng, sizes, percent);
+        for value in entries.values_mut() {
+            *value = value.abs() + 1.0;
+        }
+        entries
+    };
+    let x = positive(&mut rng, &[300, 200], 10);
+    store(&db, "x", &[("i", 300), ("j", 200)], &x);
+    store(
+        &db,
+        "u",
+        &[("i", 300), ("k", 6)],
+        &positive(&mut rng, &[300, 6], 100),
+    );
+    store(
+        &db,
+        "v",
+        &[("j", 200), ("k", 6)],
+        &positive(&mut rng, &[200, 6], 100),
+    );
+    store(&db, "q", &[("i", 300)], &positive(&mut rng, &[300], 100));
+    store(&db, "y", &[("j", 200)], &positive(&mut rng, &[200], 100));
+    // Full, with a 0 in some cells: those products are dropped.
+    let mut z = positive(&mut rng, &[300, 200], 100);
+    for (n, value) in z.values_mut().enumerate() {
+        if n % 7 == 0 {
+            *value = 0.0;
+        }
+    }
+    store(&db, "z", &[("i", 300), ("j", 200)], &z);
+    let x_coords = db.table("x").expect("x").data().column(0).to_data();
+    for (statement, shared) in [
+        ("c[i,j] = SUM(k) x[i,j] * u[i,k] * v[j,k];", true),
+        ("c[i,j] = x[i,j] * q[i] * y[j];", true),
+        ("c[i,j] = x[i,j] * z[i,j];", false),
+    ] {
+        let plan = explain(&db, statement.trim_end_matches(';'));
+        assert!(
+            plan.contains("result: written at the driver's entries"),
+            "{plan}"
+        );
+        let got = answer(&db, "SET disabled_optimizers = ''", statement);
+        let c = db.table("c").expect("c");
+        let coords = c.data().column(0).to_data();
+        assert_eq!(
+            coords.buffers()[0].as_ptr() == x_coords.buffers()[0].as_ptr(),
+            shared,
+            "{statement}: shared coordinates"
+        );
+        let loops = answer(&db, "SET optimizer = 'none'", statement);
+        db.execute("SET optimizer = 'exact'").expect("set");
+        assert!(
+            agree(&got, &loops),
+            "{statement}\n{got:?}\nexpected {loops:?}"
+        );
+        let dropped = x.keys().filter(|k| !got.contains_key(*k)).count();
+        assert_eq!(
+            dropped > 0,
+            !shared,
+            "{statement}: {dropped} entries dropped"
+        );
+    }
+}
+
 /// The text of `CREATE INDEX name ON table (columns) USING (tiles(...))`
 /// with the columns in the order given and a tile size for each.
 fn create_tiles(name: &str, table: &str, columns: &[(&str, usize)]) -> String {

@@ -13,7 +13,11 @@
 //! over contiguous values when `r` is an input's last dimension. The
 //! result is added into a dense array over the output's coordinates, or,
 //! when the output has every variable of the driver, written as one entry
-//! per driver entry (and coordinate of `r`).
+//! per driver entry (and coordinate of `r`); when the output's coordinates
+//! are the driver's, in its order, only the values are written
+//! ([`Outcome::AtDriver`]) and the stored result shares the driver's
+//! coordinate columns. Sums along `r` are taken in [`LANES`] partial sums
+//! that the compiler vectorizes.
 //!
 //! The loops visit only coordinates where every input has an entry. An
 //! input read in place has one everywhere, so both paths multiply the
@@ -47,6 +51,16 @@ use super::ExecOptions;
 use super::accumulate::{Entries, Finished};
 use super::control::{Control, pool};
 use super::plan::{Driven, DrivenOutput, PhysicalQuery};
+
+/// What a sparse-driven run produced.
+pub(crate) enum Outcome {
+    /// The result's entries, stored as the loops' are.
+    Entries(Finished),
+    /// One value per driver entry, in the driver's order (0 where an
+    /// operand has no cell): the result has the driver's coordinates,
+    /// which it can share.
+    AtDriver(Vec<f64>),
+}
 
 /// Cells of work (driver entries times the free variable's cells) between
 /// two progress reports and checks for cancellation.
@@ -159,16 +173,16 @@ fn float_values<'t>(
 
 /// Runs `query` over the entries of its driver; `inputs` are the tensors
 /// its inputs read with their annotations, in input order. Returns the
-/// result's entries (the caller stores them as the loops' would be), or
-/// `None` when a scattered input meets a value that is not finite (the
-/// caller runs the loops).
+/// result (the caller stores it as the loops' would be), or `None` when a
+/// scattered input meets a value that is not finite (the caller runs the
+/// loops).
 pub(crate) fn run(
     query: &PhysicalQuery,
     driven: &Driven,
     inputs: &[(&Tensor, Annotation)],
     control: &Control<'_>,
     options: &ExecOptions,
-) -> Result<Option<Finished>> {
+) -> Result<Option<Outcome>> {
     let input = |k: usize| {
         inputs
             .get(k)
@@ -273,7 +287,7 @@ pub(crate) fn run(
             control,
         };
         match driven.output {
-            DrivenOutput::Array => pass.add_into_array(out_cells),
+            DrivenOutput::Array => pass.add_into_array(out_cells).map(Outcome::Entries),
             DrivenOutput::Entries => pass.write_entries(),
         }
     })();
@@ -349,7 +363,7 @@ impl Pass<'_, '_> {
                         let Some(at) = a.offset(self.coords, e) else {
                             return;
                         };
-                        a.values[at..at + rank].iter().sum::<f64>()
+                        lanes_sum(&a.values[at..at + rank])
                     }
                     [a, b] => {
                         let (Some(at), Some(bt)) =
@@ -357,8 +371,7 @@ impl Pass<'_, '_> {
                         else {
                             return;
                         };
-                        let rows = a.values[at..at + rank].iter().zip(&b.values[bt..bt + rank]);
-                        rows.map(|(x, y)| x * y).sum::<f64>()
+                        lanes_dot(&a.values[at..at + rank], &b.values[bt..bt + rank])
                     }
                     _ => return,
                 };
@@ -553,7 +566,7 @@ impl Pass<'_, '_> {
                                 out[base + r * s] += v;
                             }
                         }
-                        None => out[base] += row.iter().sum::<f64>(),
+                        None => out[base] += lanes_sum(row),
                     }
                 }),
             }
@@ -608,20 +621,28 @@ impl Pass<'_, '_> {
             entries.push([], out.first().copied().unwrap_or(0.0));
             return Ok(Finished::Float(entries));
         }
-        let sizes: Vec<usize> = query
-            .output
-            .iter()
-            .map(|&v| query.vars[v].size as usize)
-            .collect();
-        let mut key = vec![0i64; sizes.len()];
-        for (cell, &value) in out.iter().enumerate() {
-            if value != 0.0 {
-                let mut rest = cell;
-                for (n, slot) in key.iter_mut().enumerate() {
-                    *slot = (rest / strides[n]) as i64;
-                    rest %= strides[n];
+        // Sized up front: growing the lists would copy them, and fresh
+        // memory is dear (the kernel clears every page on first touch).
+        entries.reserve(out.iter().fold(0, |n, &v| n + usize::from(v != 0.0)));
+        // Row by row along the last output variable: the leading
+        // coordinates are divided out once per row, not per cell.
+        let row_cells = query.vars[query.output[query.output.len() - 1]].size as usize;
+        let mut key = vec![0i64; query.output.len()];
+        let last = key.len() - 1;
+        for (row, cells) in out.chunks(row_cells.max(1)).enumerate() {
+            if cells.iter().all(|&v| v == 0.0) {
+                continue;
+            }
+            let mut rest = row * row_cells;
+            for (slot, &stride) in key[..last].iter_mut().zip(&strides) {
+                *slot = (rest / stride) as i64;
+                rest %= stride;
+            }
+            for (column, &value) in cells.iter().enumerate() {
+                if value != 0.0 {
+                    key[last] = column as i64;
+                    entries.push(key.iter().copied(), value);
                 }
-                entries.push(key.iter().copied(), value);
             }
         }
         entries.increasing = true;
@@ -629,8 +650,10 @@ impl Pass<'_, '_> {
     }
 
     /// The result as one entry per driver entry (per cell of the free
-    /// variable when the output reads it), in the driver's order.
-    fn write_entries(&self) -> Result<Finished> {
+    /// variable when the output reads it), in the driver's order: only
+    /// the values when the output's coordinates are the driver's, in its
+    /// order.
+    fn write_entries(&self) -> Result<Outcome> {
         let query = self.query;
         // Where each output coordinate comes from: a driver dimension, or
         // the free variable (`None`).
@@ -640,8 +663,17 @@ impl Pass<'_, '_> {
             .map(|v| self.driver_vars.iter().position(|w| w == v))
             .collect();
         let free_in_output = self.free_in_output().is_some();
+        if sources
+            .iter()
+            .copied()
+            .eq((0..self.driver_vars.len()).map(Some))
+        {
+            return self.values_at_driver().map(Outcome::AtDriver);
+        }
         let write = |chunk: Range<usize>| -> Result<Entries<f64>> {
             let mut entries = Entries::new(query.output.len());
+            let per_entry = if free_in_output { self.rank } else { 1 };
+            entries.reserve(chunk.len().saturating_mul(per_entry));
             let mut key = vec![0i64; sources.len()];
             self.each(chunk, |e, row| {
                 for (slot, source) in key.iter_mut().zip(&sources) {
@@ -657,7 +689,7 @@ impl Pass<'_, '_> {
                         entries.push(key.iter().copied(), value);
                     }
                 } else {
-                    entries.push(key.iter().copied(), row.iter().sum::<f64>());
+                    entries.push(key.iter().copied(), lanes_sum(row));
                 }
             })?;
             Ok(entries)
@@ -669,6 +701,7 @@ impl Pass<'_, '_> {
                 .collect::<Result<Vec<_>>>()
         })?;
         let mut entries = Entries::new(query.output.len());
+        entries.reserve(parts.iter().map(Entries::len).sum());
         for part in parts {
             entries.append(part);
         }
@@ -679,8 +712,64 @@ impl Pass<'_, '_> {
             .chain(free_in_output.then_some(None))
             .collect();
         entries.increasing = sources == in_order;
-        Ok(Finished::Float(entries))
+        Ok(Outcome::Entries(Finished::Float(entries)))
     }
+
+    /// The summed products of every driver entry, in the driver's order
+    /// (0 for an entry that some operand has no cell for). Each chunk
+    /// writes its own part of the list.
+    fn values_at_driver(&self) -> Result<Vec<f64>> {
+        let mut values = vec![0.0; self.entries];
+        let mut parts = Vec::new();
+        let mut rest: &mut [f64] = &mut values;
+        for chunk in self.chunks() {
+            let (part, tail) = rest.split_at_mut(chunk.len());
+            parts.push((chunk, part));
+            rest = tail;
+        }
+        self.in_pool(|| {
+            parts.into_par_iter().try_for_each(|(chunk, part)| {
+                let first = chunk.start;
+                self.each(chunk, |e, row| part[e - first] = lanes_sum(row))
+            })
+        })?;
+        Ok(values)
+    }
+}
+
+/// Independent partial sums of [`lanes_dot`] and [`lanes_sum`].
+const LANES: usize = 8;
+
+/// `Σ a[r] · b[r]` over equally long slices, with [`LANES`] partial sums
+/// (lane `l` takes the cells `r ≡ l` modulo [`LANES`]) added up at the
+/// end: independent additions that the compiler vectorizes, where one
+/// running sum waits on each addition in turn. The order is fixed by the
+/// length alone, so a result does not depend on the thread count.
+#[inline]
+fn lanes_dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut lanes = [0.0; LANES];
+    let (a_body, a_tail) = a.split_at(a.len() - a.len() % LANES);
+    let (b_body, b_tail) = b.split_at(a_body.len());
+    for (x, y) in a_body.chunks_exact(LANES).zip(b_body.chunks_exact(LANES)) {
+        for ((lane, x), y) in lanes.iter_mut().zip(x).zip(y) {
+            *lane += x * y;
+        }
+    }
+    let tail: f64 = a_tail.iter().zip(b_tail).map(|(x, y)| x * y).sum();
+    lanes.iter().sum::<f64>() + tail
+}
+
+/// `Σ a[r]` with [`LANES`] partial sums, as [`lanes_dot`].
+#[inline]
+fn lanes_sum(a: &[f64]) -> f64 {
+    let mut lanes = [0.0; LANES];
+    let (body, tail) = a.split_at(a.len() - a.len() % LANES);
+    for x in body.chunks_exact(LANES) {
+        for (lane, x) in lanes.iter_mut().zip(x) {
+            *lane += x;
+        }
+    }
+    lanes.iter().sum::<f64>() + tail.iter().sum::<f64>()
 }
 
 /// `row[r] *= values[offset + r · stride]` for every cell of `row`.

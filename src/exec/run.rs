@@ -149,10 +149,18 @@ fn run_query(
             .collect::<Result<Vec<_>>>()?;
         let inputs: Vec<(&Tensor, Annotation)> =
             tensors.iter().map(|(t, a, _)| (t.as_ref(), *a)).collect();
-        if let Some(entries) = driven::run(query, driven, &inputs, control, options)? {
-            let tensor = within_threads(options.threads, entries.len(), || {
-                store(query, entries, control)
-            })?;
+        if let Some(outcome) = driven::run(query, driven, &inputs, control, options)? {
+            let tensor = match outcome {
+                driven::Outcome::Entries(entries) => {
+                    within_threads(options.threads, entries.len(), || {
+                        store(query, entries, control)
+                    })?
+                }
+                driven::Outcome::AtDriver(values) => {
+                    let (driver, _) = inputs[driven.driver];
+                    store_at(query, driver, values, control)?
+                }
+            };
             return Ok((Arc::new(tensor), fill, 1));
         }
     }
@@ -519,6 +527,37 @@ fn store(query: &PhysicalQuery, entries: Finished, control: &Control<'_>) -> Res
             ValueData::Int128,
         ),
     }
+}
+
+/// [`store`] for one float value per entry of `driver`, at its
+/// coordinates (a sparse-driven result whose output variables are the
+/// driver's, in its order). When [`store`] would keep every entry, the
+/// result shares the driver's coordinate columns; otherwise the entries
+/// go through [`store`].
+fn store_at(
+    query: &PhysicalQuery,
+    driver: &Tensor,
+    values: Vec<f64>,
+    control: &Control<'_>,
+) -> Result<Tensor> {
+    let dims = query.output.len();
+    let kept = |v: f64| match query.role {
+        Role::Intermediate => !same_value(Value::Float(v), query.fill),
+        Role::Output => !Value::Float(v).is_zero(),
+    };
+    let direct = query.ty == ValueType::Float64 && dims > 0 && query.fill.is_zero();
+    if direct && values.iter().fold(true, |all, &v| all & kept(v)) {
+        control.reserve(8u64.saturating_mul(values.len() as u64))?;
+        return crate::ir::result_tensor_at(driver, dim_specs(query), ValueData::Float64(values));
+    }
+    let coords: Vec<&[i64]> = (0..dims).map(|d| driver.coords(d)).collect();
+    let mut entries = Entries::new(dims);
+    entries.reserve(values.len());
+    for (e, value) in values.into_iter().enumerate() {
+        entries.push(coords.iter().map(|c| c[e]), value);
+    }
+    entries.increasing = true;
+    store(query, Finished::Float(entries), control)
 }
 
 /// [`store`] for entries in the machine type `ty` is made of (`value`

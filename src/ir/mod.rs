@@ -348,17 +348,34 @@ pub(crate) fn result_tensor_increasing(
     Tensor::from_increasing_coo(result_coo(dims, coords, data))
 }
 
-/// The entries with one value column `v` (renamed `v_`, ... if an index
-/// is called `v`).
+/// [`result_tensor_of`] with a value for every stored entry of `source`,
+/// at its coordinates (shared, see [`Tensor::with_coordinates_of`]).
+pub(crate) fn result_tensor_at(
+    source: &Tensor,
+    dims: Vec<DimensionSpec>,
+    data: ValueData,
+) -> Result<Tensor> {
+    let column = value_column_name(&dims);
+    Tensor::with_coordinates_of(source, dims, vec![(column, data)])
+}
+
+/// The entries with one value column named by [`value_column_name`].
 fn result_coo(dims: Vec<DimensionSpec>, coords: Vec<Vec<i64>>, data: ValueData) -> Coo {
-    let mut column = "v".to_string();
-    while dims.iter().any(|d| d.name.eq_ignore_ascii_case(&column)) {
-        column.push('_');
-    }
+    let column = value_column_name(&dims);
     Coo {
         dims,
         coords,
         values: vec![(column, data)],
         column_order: None,
     }
+}
+
+/// A result's value column: `v`, renamed `v_`, ... if an index is called
+/// `v`.
+fn value_column_name(dims: &[DimensionSpec]) -> String {
+    let mut column = "v".to_string();
+    while dims.iter().any(|d| d.name.eq_ignore_ascii_case(&column)) {
+        column.push('_');
+    }
+    column
 }

@@ -408,6 +408,74 @@ impl Tensor {
         Tensor::build(coo.into(), true)
     }
 
+    /// A tensor with an entry at every stored coordinate of `source`, in
+    /// its order, and the value columns `values` (one value per entry of
+    /// `source`): the coordinate columns are `source`'s, shared without a
+    /// copy. `dims` names the dimensions and gives their sizes, as in
+    /// [`Tensor::from_coo`]; a size below `source`'s is checked against
+    /// the coordinates.
+    ///
+    /// Errors: another number of dimensions than `source` has, value
+    /// columns of another length or with duplicate names, or coordinates
+    /// outside a given size.
+    pub(crate) fn with_coordinates_of(
+        source: &Tensor,
+        dims: Vec<DimensionSpec>,
+        values: Vec<(String, ValueData)>,
+    ) -> Result<Tensor> {
+        if dims.len() != source.dims.len() {
+            return Err(Error::Invalid(format!(
+                "{} dimensions given for the coordinates of a tensor of {}",
+                dims.len(),
+                source.dims.len()
+            )));
+        }
+        let values: NamedValues = values
+            .into_iter()
+            .map(|(name, data)| (name, ValueSource::Data(data)))
+            .collect();
+        check_names(&dims, &values)?;
+        let rows = source.nnz();
+        for (name, column) in &values {
+            column.check(name)?;
+            if column.len() != rows {
+                return Err(Error::Invalid(format!(
+                    "value column '{name}' has {} values, expected {rows}",
+                    column.len()
+                )));
+            }
+        }
+        let dims = dims
+            .into_iter()
+            .enumerate()
+            .map(|(d, spec)| {
+                // `source`'s coordinates lie below its own sizes: only a
+                // smaller size needs them read.
+                let size = spec
+                    .dictionary
+                    .as_ref()
+                    .map_or(spec.size, |dictionary| Some(dictionary.len() as u64));
+                let within = size.is_some_and(|size| size >= source.dims[d].size);
+                let column = if within { &[][..] } else { source.coords(d) };
+                resolve_dimension(spec, column, false)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let value_columns: Vec<ValueColumn> = values
+            .iter()
+            .map(|(name, source)| ValueColumn {
+                name: name.clone(),
+                ty: source.value_type(),
+            })
+            .collect();
+        let column_order = (0..dims.len())
+            .map(ColumnRef::Key)
+            .chain((0..value_columns.len()).map(ColumnRef::Value))
+            .collect();
+        let coords = source.data.columns()[..dims.len()].to_vec();
+        let data = build_batch(&dims, coords, values)?;
+        Ok(Tensor::assembled(dims, value_columns, column_order, data))
+    }
+
     /// [`Tensor::from_columns`]; `known_increasing` skips the order check.
     fn build(columns: Columns, known_increasing: bool) -> Result<Tensor> {
         let Columns {
@@ -477,10 +545,25 @@ impl Tensor {
                 .chain((0..value_columns.len()).map(ColumnRef::Value))
                 .collect(),
         };
+        let coords = coords
+            .into_iter()
+            .map(|c| Arc::new(Int64Array::from(c)) as ArrayRef)
+            .collect();
         let data = build_batch(&dims, coords, values)?;
-        Ok(Tensor {
+        Ok(Tensor::assembled(dims, value_columns, column_order, data))
+    }
+
+    /// A tensor of these parts, with nothing computed, built or derived
+    /// from it yet.
+    fn assembled(
+        dims: Vec<Dimension>,
+        values: Vec<ValueColumn>,
+        column_order: Vec<ColumnRef>,
+        data: RecordBatch,
+    ) -> Tensor {
+        Tensor {
             dims,
-            values: value_columns,
+            values,
             column_order,
             data,
             statistics: OnceLock::new(),
@@ -488,7 +571,7 @@ impl Tensor {
             tiled: Mutex::new(HashMap::new()),
             declared: Mutex::new(Vec::new()),
             derived: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     /// The entries in coordinate form, ready to be extended and stored
@@ -700,17 +783,12 @@ impl Tensor {
             .collect();
         let data =
             RecordBatch::try_new(Arc::new(Schema::new(fields)), self.data.columns().to_vec())?;
-        Ok(Tensor {
+        Ok(Tensor::assembled(
             dims,
             values,
-            column_order: self.column_order.clone(),
+            self.column_order.clone(),
             data,
-            statistics: OnceLock::new(),
-            indexes: Mutex::new(HashMap::new()),
-            tiled: Mutex::new(HashMap::new()),
-            declared: Mutex::new(Vec::new()),
-            derived: Mutex::new(HashMap::new()),
-        })
+        ))
     }
 
     /// Drops what was derived from the tensor (see [`Tensor::derived`]):
@@ -1222,24 +1300,23 @@ fn duplicate_overflow(name: &str) -> Error {
     Error::Overflow(format!("adding up duplicate entries of column '{name}'"))
 }
 
+/// A tensor's record batch: its coordinate columns, then its value
+/// columns.
 fn build_batch(
     dims: &[Dimension],
-    coords: Vec<Vec<i64>>,
+    coords: Vec<ArrayRef>,
     values: NamedValues,
 ) -> Result<RecordBatch> {
     let rows = coords
         .first()
-        .map(Vec::len)
+        .map(|c| c.len())
         .or_else(|| values.first().map(|(_, v)| v.len()))
         .unwrap_or(0);
     let mut fields: Vec<Field> = dims
         .iter()
         .map(|d| Field::new(&d.name, DataType::Int64, false))
         .collect();
-    let mut columns: Vec<ArrayRef> = coords
-        .into_iter()
-        .map(|c| Arc::new(Int64Array::from(c)) as ArrayRef)
-        .collect();
+    let mut columns = coords;
     for (name, source) in values {
         fields.push(Field::new(&name, source.value_type().arrow_type(), false));
         columns.push(source.into_array());
@@ -1268,6 +1345,61 @@ mod tests {
             values,
             column_order: None,
         }
+    }
+
+    /// A tensor at another's coordinates shares its coordinate columns,
+    /// takes the given names and sizes, and checks a smaller size against
+    /// the coordinates.
+    #[test]
+    fn a_tensor_at_anothers_coordinates_shares_them() {
+        use arrow::array::AsArray;
+
+        let source = Tensor::from_coo(coo(
+            2,
+            vec![vec![2, 0, 1], vec![5, 1, 3]],
+            vec![("v".into(), ValueData::Int64(vec![1, 2, 3]))],
+        ))
+        .expect("a tensor");
+        let spec = |name: &str, size: u64| DimensionSpec::new(name, Some(size));
+        let values = |v: Vec<f64>| vec![("w".to_string(), ValueData::Float64(v))];
+        let at = Tensor::with_coordinates_of(
+            &source,
+            vec![spec("i", 10), spec("j", 6)],
+            values(vec![0.5, 1.5, 2.5]),
+        )
+        .expect("the same coordinates");
+        for d in 0..2 {
+            assert_eq!(at.coords(d).as_ptr(), source.coords(d).as_ptr());
+        }
+        assert_eq!(at.coords(0), &[0, 1, 2]);
+        assert_eq!(at.dims()[0].name, "i");
+        assert_eq!(at.dims()[0].size, 10);
+        assert_eq!(at.values()[0].name, "w");
+        let column = at.annotation_columns()[0].as_primitive::<arrow::datatypes::Float64Type>();
+        assert_eq!(column.values().as_ref(), &[0.5, 1.5, 2.5]);
+
+        // Sizes below the source's: checked against the coordinates.
+        let small = |j: u64| {
+            Tensor::with_coordinates_of(
+                &source,
+                vec![spec("i", 3), spec("j", j)],
+                values(vec![0.0; 3]),
+            )
+        };
+        assert!(small(6).is_ok());
+        let message = small(5).expect_err("j = 5 is outside 5").to_string();
+        assert!(message.contains("outside its size 5"), "{message}");
+        assert!(
+            Tensor::with_coordinates_of(&source, vec![spec("i", 3)], values(vec![0.0; 3])).is_err()
+        );
+        assert!(
+            Tensor::with_coordinates_of(
+                &source,
+                vec![spec("i", 3), spec("j", 6)],
+                values(vec![0.0; 2])
+            )
+            .is_err()
+        );
     }
 
     /// Entries as (coordinates, value) in stored order.
