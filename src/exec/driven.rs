@@ -558,6 +558,10 @@ impl Pass<'_, '_> {
         let add = |entries: Range<usize>, out: &mut [f64], first: usize| -> Result<()> {
             match (free_stride, self.rows.len()) {
                 (Some(s), 1 | 2) => self.add_scaled_rows(entries, (&entry, s), out, first),
+                // No free variable: each entry's scalar, added in place.
+                _ if self.driven.free.is_none() => self.blocks(entries, |e, scalar| {
+                    out[entry.at(self.coords, e) - first] += scalar;
+                }),
                 _ => self.each(entries, |e, row| {
                     let base = entry.at(self.coords, e) - first;
                     match free_stride {
@@ -730,7 +734,11 @@ impl Pass<'_, '_> {
         self.in_pool(|| {
             parts.into_par_iter().try_for_each(|(chunk, part)| {
                 let first = chunk.start;
-                self.each(chunk, |e, row| part[e - first] = lanes_sum(row))
+                if self.driven.free.is_none() {
+                    self.blocks(chunk, |e, scalar| part[e - first] = scalar)
+                } else {
+                    self.each(chunk, |e, row| part[e - first] = lanes_sum(row))
+                }
             })
         })?;
         Ok(values)
