@@ -770,6 +770,52 @@ fn a_result_at_the_drivers_entries_shares_its_coordinates() {
     }
 }
 
+/// A result added into a dense array gives the loops' answer both when
+/// every cell is non-zero (the array becomes the values) and when some
+/// are 0 (only the others are listed).
+#[test]
+fn a_dense_result_array_is_listed_as_the_loops_result() {
+    let mut rng = Rng(0x0de5_2026_1126_0008);
+    let db = Database::open_in_memory();
+    let mut x = random(&mut rng, &[200, 150], 20);
+    for value in x.values_mut() {
+        *value = value.abs() + 1.0;
+    }
+    store(&db, "x", &[("i", 200), ("j", 150)], &x);
+    let mut v = random(&mut rng, &[150, 5], 100);
+    for value in v.values_mut() {
+        *value = value.abs() + 1.0;
+    }
+    store(&db, "v", &[("j", 150), ("k", 5)], &v);
+    // Rows 0, 3, 6, ... of `y` are 0: half of `c2`'s cells are.
+    let y: Entries = (0..200i64)
+        .map(|i| (vec![i], if i % 3 == 0 { 0.0 } else { 2.0 }))
+        .collect();
+    store(&db, "y", &[("i", 200)], &y);
+    let rows = x
+        .keys()
+        .map(|k| k[0])
+        .collect::<std::collections::BTreeSet<_>>();
+    for (statement, cells) in [
+        ("c[i,k] = SUM(j) x[i,j] * v[j,k];", rows.len() * 5),
+        (
+            "c[i,k] = SUM(j) y[i] * x[i,j] * v[j,k];",
+            rows.iter().filter(|&&i| i % 3 != 0).count() * 5,
+        ),
+    ] {
+        let plan = explain(&db, statement.trim_end_matches(';'));
+        assert!(plan.contains("result: added into a dense array"), "{plan}");
+        let got = answer(&db, "SET disabled_optimizers = ''", statement);
+        assert_eq!(got.len(), cells, "{statement}");
+        let loops = answer(&db, "SET optimizer = 'none'", statement);
+        db.execute("SET optimizer = 'exact'").expect("set");
+        assert!(
+            agree(&got, &loops),
+            "{statement}\n{got:?}\nexpected {loops:?}"
+        );
+    }
+}
+
 /// The text of `CREATE INDEX name ON table (columns) USING (tiles(...))`
 /// with the columns in the order given and a tile size for each.
 fn create_tiles(name: &str, table: &str, columns: &[(&str, usize)]) -> String {

@@ -16,8 +16,10 @@
 //! per driver entry (and coordinate of `r`); when the output's coordinates
 //! are the driver's, in its order, only the values are written
 //! ([`Outcome::AtDriver`]) and the stored result shares the driver's
-//! coordinate columns. Sums along `r` are taken in [`LANES`] partial sums
-//! that the compiler vectorizes.
+//! coordinate columns. A dense array's non-zero cells are listed as
+//! coordinate columns and values ([`Outcome::Columns`]; the array itself
+//! is the values when every cell is non-zero). Sums along `r` are taken
+//! in [`LANES`] partial sums that the compiler vectorizes.
 //!
 //! The loops visit only coordinates where every input has an entry. An
 //! input read in place has one everywhere, so both paths multiply the
@@ -60,6 +62,9 @@ pub(crate) enum Outcome {
     /// operand has no cell): the result has the driver's coordinates,
     /// which it can share.
     AtDriver(Vec<f64>),
+    /// The non-zero entries in strictly increasing order, as a coordinate
+    /// column per output variable and the values.
+    Columns(Vec<Vec<i64>>, Vec<f64>),
 }
 
 /// Cells of work (driver entries times the free variable's cells) between
@@ -287,7 +292,7 @@ pub(crate) fn run(
             control,
         };
         match driven.output {
-            DrivenOutput::Array => pass.add_into_array(out_cells).map(Outcome::Entries),
+            DrivenOutput::Array => pass.add_into_array(out_cells),
             DrivenOutput::Entries => pass.write_entries(),
         }
     })();
@@ -531,7 +536,7 @@ impl Pass<'_, '_> {
 
     /// The result added into a dense array of `cells` over the output's
     /// coordinates, its non-zero cells listed in output order.
-    fn add_into_array(&self, cells: usize) -> Result<Finished> {
+    fn add_into_array(&self, cells: usize) -> Result<Outcome> {
         let query = self.query;
         let mut strides = vec![0usize; query.output.len()];
         let mut stride = 1usize;
@@ -620,37 +625,42 @@ impl Pass<'_, '_> {
             add(0..self.entries, &mut out, 0)?;
         }
         self.control.check()?;
-        let mut entries = Entries::new(query.output.len());
         if query.output.is_empty() {
+            let mut entries = Entries::new(0);
             entries.push([], out.first().copied().unwrap_or(0.0));
-            return Ok(Finished::Float(entries));
+            return Ok(Outcome::Entries(Finished::Float(entries)));
         }
-        // Sized up front: growing the lists would copy them, and fresh
-        // memory is dear (the kernel clears every page on first touch).
-        entries.reserve(out.iter().fold(0, |n, &v| n + usize::from(v != 0.0)));
+        // The lists are sized up front (growing them would copy them, and
+        // fresh memory is dear: the kernel clears every page on first
+        // touch), and a result with every cell non-zero keeps the array
+        // as its values.
+        let kept = out.iter().fold(0, |n, &v| n + usize::from(v != 0.0));
+        let mut coords = vec![Vec::with_capacity(kept); query.output.len()];
+        let mut values = Vec::with_capacity(if kept == out.len() { 0 } else { kept });
         // Row by row along the last output variable: the leading
         // coordinates are divided out once per row, not per cell.
         let row_cells = query.vars[query.output[query.output.len() - 1]].size as usize;
-        let mut key = vec![0i64; query.output.len()];
-        let last = key.len() - 1;
+        let last = coords.len() - 1;
         for (row, cells) in out.chunks(row_cells.max(1)).enumerate() {
-            if cells.iter().all(|&v| v == 0.0) {
+            let present = cells.iter().fold(0, |n, &v| n + usize::from(v != 0.0));
+            if present == 0 {
                 continue;
             }
             let mut rest = row * row_cells;
-            for (slot, &stride) in key[..last].iter_mut().zip(&strides) {
-                *slot = (rest / stride) as i64;
+            for (column, &stride) in coords[..last].iter_mut().zip(&strides) {
+                column.extend(std::iter::repeat_n((rest / stride) as i64, present));
                 rest %= stride;
             }
-            for (column, &value) in cells.iter().enumerate() {
-                if value != 0.0 {
-                    key[last] = column as i64;
-                    entries.push(key.iter().copied(), value);
-                }
+            let columns = cells.iter().enumerate().filter(|&(_, &v)| v != 0.0);
+            coords[last].extend(columns.map(|(column, _)| column as i64));
+            if kept != out.len() {
+                values.extend(cells.iter().copied().filter(|&v| v != 0.0));
             }
         }
-        entries.increasing = true;
-        Ok(Finished::Float(entries))
+        if kept == out.len() {
+            values = out;
+        }
+        Ok(Outcome::Columns(coords, values))
     }
 
     /// The result as one entry per driver entry (per cell of the free

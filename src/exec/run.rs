@@ -160,6 +160,9 @@ fn run_query(
                     let (driver, _) = inputs[driven.driver];
                     store_at(query, driver, values, control)?
                 }
+                driven::Outcome::Columns(coords, values) => {
+                    store_columns(query, coords, values, control)?
+                }
             };
             return Ok((Arc::new(tensor), fill, 1));
         }
@@ -551,13 +554,42 @@ fn store_at(
         return crate::ir::result_tensor_at(driver, dim_specs(query), ValueData::Float64(values));
     }
     let coords: Vec<&[i64]> = (0..dims).map(|d| driver.coords(d)).collect();
-    let mut entries = Entries::new(dims);
+    store(query, increasing_entries(&coords, values), control)
+}
+
+/// [`store`] for non-zero float entries in strictly increasing order, as
+/// a coordinate column per output variable and the values: stored as
+/// they are when [`store`] would keep every one of them.
+fn store_columns(
+    query: &PhysicalQuery,
+    coords: Vec<Vec<i64>>,
+    values: Vec<f64>,
+    control: &Control<'_>,
+) -> Result<Tensor> {
+    let dims = coords.len();
+    let direct = query.ty == ValueType::Float64 && dims > 0 && query.fill.is_zero();
+    if direct && values.iter().all(|&v| v != 0.0) {
+        control.reserve(entry_bytes(dims).saturating_mul(values.len() as u64))?;
+        return crate::ir::result_tensor_increasing(
+            dim_specs(query),
+            coords,
+            ValueData::Float64(values),
+        );
+    }
+    let coords: Vec<&[i64]> = coords.iter().map(Vec::as_slice).collect();
+    store(query, increasing_entries(&coords, values), control)
+}
+
+/// Float entries in strictly increasing order, from a coordinate column
+/// per dimension and the values.
+fn increasing_entries(coords: &[&[i64]], values: Vec<f64>) -> Finished {
+    let mut entries = Entries::new(coords.len());
     entries.reserve(values.len());
     for (e, value) in values.into_iter().enumerate() {
         entries.push(coords.iter().map(|c| c[e]), value);
     }
     entries.increasing = true;
-    store(query, Finished::Float(entries), control)
+    Finished::Float(entries)
 }
 
 /// [`store`] for entries in the machine type `ty` is made of (`value`
