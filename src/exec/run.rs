@@ -544,12 +544,7 @@ fn store_at(
     control: &Control<'_>,
 ) -> Result<Tensor> {
     let dims = query.output.len();
-    let kept = |v: f64| match query.role {
-        Role::Intermediate => !same_value(Value::Float(v), query.fill),
-        Role::Output => !Value::Float(v).is_zero(),
-    };
-    let direct = query.ty == ValueType::Float64 && dims > 0 && query.fill.is_zero();
-    if direct && values.iter().fold(true, |all, &v| all & kept(v)) {
+    if stored_as_they_are(query, &values) {
         control.reserve(8u64.saturating_mul(values.len() as u64))?;
         return crate::ir::result_tensor_at(driver, dim_specs(query), ValueData::Float64(values));
     }
@@ -566,10 +561,8 @@ fn store_columns(
     values: Vec<f64>,
     control: &Control<'_>,
 ) -> Result<Tensor> {
-    let dims = coords.len();
-    let direct = query.ty == ValueType::Float64 && dims > 0 && query.fill.is_zero();
-    if direct && values.iter().all(|&v| v != 0.0) {
-        control.reserve(entry_bytes(dims).saturating_mul(values.len() as u64))?;
+    if stored_as_they_are(query, &values) {
+        control.reserve(entry_bytes(coords.len()).saturating_mul(values.len() as u64))?;
         return crate::ir::result_tensor_increasing(
             dim_specs(query),
             coords,
@@ -578,6 +571,20 @@ fn store_columns(
     }
     let coords: Vec<&[i64]> = coords.iter().map(Vec::as_slice).collect();
     store(query, increasing_entries(&coords, values), control)
+}
+
+/// Whether [`store`] would keep float entries with these values as they
+/// are: a `DOUBLE` result with fill 0 and at least one dimension, none of
+/// whose values it drops (a 0 of an output, the fill of an intermediate).
+fn stored_as_they_are(query: &PhysicalQuery, values: &[f64]) -> bool {
+    let kept = |v: f64| match query.role {
+        Role::Intermediate => !same_value(Value::Float(v), query.fill),
+        Role::Output => !Value::Float(v).is_zero(),
+    };
+    query.ty == ValueType::Float64
+        && !query.output.is_empty()
+        && query.fill.is_zero()
+        && values.iter().fold(true, |all, &v| all & kept(v))
 }
 
 /// Float entries in strictly increasing order, from a coordinate column

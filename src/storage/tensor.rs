@@ -434,17 +434,8 @@ impl Tensor {
             .into_iter()
             .map(|(name, data)| (name, ValueSource::Data(data)))
             .collect();
-        check_names(&dims, &values)?;
-        let rows = source.nnz();
-        for (name, column) in &values {
-            column.check(name)?;
-            if column.len() != rows {
-                return Err(Error::Invalid(format!(
-                    "value column '{name}' has {} values, expected {rows}",
-                    column.len()
-                )));
-            }
-        }
+        check_values(&dims, &values)?;
+        check_value_lengths(&values, source.nnz())?;
         let dims = dims
             .into_iter()
             .enumerate()
@@ -460,17 +451,7 @@ impl Tensor {
                 resolve_dimension(spec, column, false)
             })
             .collect::<Result<Vec<_>>>()?;
-        let value_columns: Vec<ValueColumn> = values
-            .iter()
-            .map(|(name, source)| ValueColumn {
-                name: name.clone(),
-                ty: source.value_type(),
-            })
-            .collect();
-        let column_order = (0..dims.len())
-            .map(ColumnRef::Key)
-            .chain((0..value_columns.len()).map(ColumnRef::Value))
-            .collect();
+        let (value_columns, column_order) = value_columns_in_order(&dims, &values, None)?;
         let coords = source.data.columns()[..dims.len()].to_vec();
         let data = build_batch(&dims, coords, values)?;
         Ok(Tensor::assembled(dims, value_columns, column_order, data))
@@ -496,10 +477,7 @@ impl Tensor {
             .map(Vec::len)
             .or_else(|| values.first().map(|(_, v)| v.len()))
             .unwrap_or(0);
-        check_names(&specs, &values)?;
-        for (name, source) in &values {
-            source.check(name)?;
-        }
+        check_values(&specs, &values)?;
         for (spec, column) in specs.iter().zip(&coords) {
             if column.len() != rows {
                 return Err(Error::Invalid(format!(
@@ -509,14 +487,7 @@ impl Tensor {
                 )));
             }
         }
-        for (name, column) in &values {
-            if column.len() != rows {
-                return Err(Error::Invalid(format!(
-                    "value column '{name}' has {} values, expected {rows}",
-                    column.len()
-                )));
-            }
-        }
+        check_value_lengths(&values, rows)?;
         let increasing = known_increasing || increasing(&coords, rows);
         // One dimension in increasing order: its first and last
         // coordinates are its least and greatest.
@@ -530,21 +501,7 @@ impl Tensor {
         let order = (!increasing).then(|| sorted_order(&coords, &dims, rows));
         let (coords, values) = combine_duplicates(coords, values, rows, order.as_deref())?;
 
-        let value_columns: Vec<ValueColumn> = values
-            .iter()
-            .filter(|(name, _)| name != MULTIPLICITY)
-            .map(|(name, source)| ValueColumn {
-                name: name.clone(),
-                ty: source.value_type(),
-            })
-            .collect();
-        let column_order = match column_order {
-            Some(order) => validate_column_order(order, dims.len(), value_columns.len())?,
-            None => (0..dims.len())
-                .map(ColumnRef::Key)
-                .chain((0..value_columns.len()).map(ColumnRef::Value))
-                .collect(),
-        };
+        let (value_columns, column_order) = value_columns_in_order(&dims, &values, column_order)?;
         let coords = coords
             .into_iter()
             .map(|c| Arc::new(Int64Array::from(c)) as ArrayRef)
@@ -1037,6 +994,51 @@ fn expansion_indices(multiplicities: &[i64]) -> Result<Vec<u32>> {
         indices.extend(std::iter::repeat_n(row as u32, count as usize));
     }
     Ok(indices)
+}
+
+/// The value columns' names (see [`check_names`]) and contents.
+fn check_values(specs: &[DimensionSpec], values: &NamedValues) -> Result<()> {
+    check_names(specs, values)?;
+    values
+        .iter()
+        .try_for_each(|(name, source)| source.check(name))
+}
+
+/// Every value column has `rows` values.
+fn check_value_lengths(values: &NamedValues, rows: usize) -> Result<()> {
+    match values.iter().find(|(_, column)| column.len() != rows) {
+        Some((name, column)) => Err(Error::Invalid(format!(
+            "value column '{name}' has {} values, expected {rows}",
+            column.len()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The value columns a tensor lists (a bag's multiplicities are not one)
+/// and its column order: `column_order` checked, or the dimensions and
+/// then the value columns.
+fn value_columns_in_order(
+    dims: &[Dimension],
+    values: &NamedValues,
+    column_order: Option<Vec<ColumnRef>>,
+) -> Result<(Vec<ValueColumn>, Vec<ColumnRef>)> {
+    let value_columns: Vec<ValueColumn> = values
+        .iter()
+        .filter(|(name, _)| name != MULTIPLICITY)
+        .map(|(name, source)| ValueColumn {
+            name: name.clone(),
+            ty: source.value_type(),
+        })
+        .collect();
+    let column_order = match column_order {
+        Some(order) => validate_column_order(order, dims.len(), value_columns.len())?,
+        None => (0..dims.len())
+            .map(ColumnRef::Key)
+            .chain((0..value_columns.len()).map(ColumnRef::Value))
+            .collect(),
+    };
+    Ok((value_columns, column_order))
 }
 
 fn check_names(specs: &[DimensionSpec], values: &[(String, ValueSource)]) -> Result<()> {
