@@ -990,3 +990,148 @@ fn tiles_that_are_not_finite_run_as_the_loops() {
     assert_eq!(tiled, loops);
     assert!(tiled.contains(&"1|0|8.0".to_string()), "{tiled:?}");
 }
+
+/// `entries` with every value made a non-integer (`v · 0.37 + 0.011`), so
+/// that sums taken in another order round differently.
+fn inexact(entries: &Entries) -> Entries {
+    entries
+        .iter()
+        .map(|(c, &v)| (c.clone(), v * 0.37 + 0.011))
+        .collect()
+}
+
+/// Fused passes (the `fuse` phase: SystemML's Row and MAgg) over a driver
+/// split into several chunks, with results that add by rows and into
+/// partial arrays: each is
+/// bit-identical to the queries run one by one (`fuse` off) on 1, 2 and
+/// 4 threads, with values whose sums round by order, and gives the loops'
+/// answer (the optimizer off) on small-integer values.
+#[test]
+fn fused_passes_agree_with_each_query_on_its_own() {
+    let mut rng = Rng(0x0f05_2026_1126_0001);
+    let (m, n) = (600, 400);
+    let shapes: [(&str, Dims, usize); 8] = [
+        ("x", vec![("i", m), ("j", n)], 60),
+        ("xs", vec![("i", m), ("j", n)], 5),
+        ("z", vec![("i", m), ("j", n)], 100),
+        ("z2", vec![("i", m), ("j", n)], 100),
+        ("v", vec![("j", n), ("k", 8)], 100),
+        ("u", vec![("i", m), ("k", 8)], 100),
+        ("y", vec![("j", n)], 100),
+        ("q", vec![("i", m)], 100),
+    ];
+    let mut tables = Vec::new();
+    for (name, dims, percent) in &shapes {
+        let sizes: Vec<usize> = dims.iter().map(|d| d.1).collect();
+        tables.push((*name, dims.clone(), random(&mut rng, &sizes, *percent)));
+    }
+    let exact = Database::open_in_memory();
+    let rounding = Database::open_in_memory();
+    for (name, dims, entries) in &tables {
+        store(&exact, name, dims, entries);
+        store(&rounding, name, dims, &inexact(entries));
+    }
+    let statements = [
+        // Row: Xᵀ(q ⊙ (X y)), the result added into partial arrays.
+        "c[j] = SUM(i) x[i,j] * (q[i] * SUM(l) x[i,l] * y[l]);",
+        // BATAx.
+        "c[j] = SUM(i) x[i,j] * (SUM(l) x[i,l] * y[l]);",
+        // The consumer's result added by rows (its first index is the driver's).
+        "c[i,k] = SUM(j) x[i,j] * v[j,k] * (SUM(l) x[i,l] * y[l]);",
+    ];
+    for statement in statements {
+        let plan = explain(&exact, statement.trim_end_matches(';'));
+        assert!(plan.contains("Fused pass over the entries of"), "{plan}");
+        assert!(plan.contains("(row-local, from the same pass)"), "{plan}");
+        let unfused = answer(&rounding, "SET disabled_optimizers = 'fuse'", statement);
+        for threads in [1, 2, 4] {
+            let setting = format!("SET disabled_optimizers = ''; SET threads = {threads}");
+            let fused = answer(&rounding, &setting, statement);
+            assert_eq!(fused, unfused, "{statement} on {threads} threads");
+        }
+        let loops = answer(&exact, "SET optimizer = 'none'", statement);
+        exact
+            .execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
+            .expect("set");
+        let fused = answer(&exact, "SET threads = 2", statement);
+        assert!(agree(&fused, &loops), "{statement}\n{fused:?}\n{loops:?}");
+    }
+    // MAgg: two sums and the count over the same driver in one pass, as
+    // SQL writes them.
+    let select = "SELECT SUM(xs.v * z.v) AS a, SUM(xs.v * z2.v) AS b, COUNT(*) AS n \
+                  FROM xs, z, z2 WHERE xs.i = z.i AND xs.j = z.j AND xs.i = z2.i AND xs.j = z2.j";
+    let plan = explain(&rounding, select);
+    assert!(
+        plan.contains("Fused pass over the entries of xs.v[i,j]: a, b, n"),
+        "{plan}"
+    );
+    let rows = |db: &Database, setting: &str| {
+        db.execute_all(setting).expect("set");
+        lines(&db.execute(select).expect("runs"))
+    };
+    let unfused = rows(&rounding, "SET disabled_optimizers = 'fuse'");
+    for threads in [1, 2, 4] {
+        let setting = format!("SET disabled_optimizers = ''; SET threads = {threads}");
+        assert_eq!(rows(&rounding, &setting), unfused, "{threads} threads");
+    }
+    assert_eq!(
+        rows(&exact, "SET disabled_optimizers = ''"),
+        rows(&exact, "SET optimizer = 'none'"),
+    );
+}
+
+/// A fused pass whose row-local operand sits beside a value that is not
+/// finite runs its queries one by one, as the loops: the row-local sum
+/// of row 0 is exactly 0 (not stored, so the loops never visit the row),
+/// and `q` is infinite there, where the pass would multiply ∞ by 0.
+#[test]
+fn a_fused_pass_beside_a_value_that_is_not_finite_runs_unfused() {
+    let x: Entries = [(vec![0, 0], 1.0), (vec![0, 1], -1.0), (vec![1, 0], 2.0)]
+        .into_iter()
+        .collect();
+    let y: Entries = [(vec![0], 1.0), (vec![1], 1.0)].into_iter().collect();
+    let q: Entries = [(vec![0], f64::INFINITY), (vec![1], 3.0)]
+        .into_iter()
+        .collect();
+    let mut catalog = Catalog::in_memory();
+    for (name, dims, entries) in [
+        ("x", vec![("i", 2), ("j", 2)], &x),
+        ("y", vec![("j", 2)], &y),
+        ("q", vec![("i", 2)], &q),
+    ] {
+        catalog
+            .put(name, Arc::new(tensor(&dims, entries)), false)
+            .expect("stored");
+    }
+    let program = einsql::einsum::compile(
+        "c[j] = SUM(i) x[i,j] * (q[i] * SUM(l) x[i,l] * y[l]);",
+        &catalog,
+    )
+    .expect("binds");
+    let by_x = QueryChoices {
+        driven: Some(0),
+        ..QueryChoices::default()
+    };
+    let choices = PlanChoices {
+        eliminate: true,
+        queries: [(0, by_x.clone()), (1, by_x)].into_iter().collect(),
+    };
+    let mut plan = plan_with(&program, &choices).expect("plans");
+    einsql::optimizer::fuse::fuse(&mut plan);
+    assert!(
+        plan.to_string().contains("(row-local, from the same pass)"),
+        "{plan}"
+    );
+    let options = ExecOptions {
+        threads: 1,
+        memory_limit: 1 << 30,
+    };
+    let result = run(&plan, &options, &NoProgress).expect("runs");
+    let c = &result[0].1;
+    assert_eq!(c.coords(0), &[0]);
+    let values = c.annotation_columns()[0]
+        .as_primitive::<Float64Type>()
+        .values()
+        .to_vec();
+    assert_eq!(values, [12.0]);
+}

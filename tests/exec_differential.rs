@@ -968,7 +968,8 @@ fn optimized_plans_agree_with_the_reference() {
 /// disabled (in debug builds the optimizer also checks after every phase
 /// that the program still binds), and every phase is reported in pipeline
 /// order, skipped exactly when disabled or when a phase it needs is
-/// (`distribute` and `cse` need `eliminate`, `factorize` needs `physical`).
+/// (`distribute` and `cse` need `eliminate`; `factorize`, `dense` and
+/// `fuse` need `physical`).
 #[test]
 fn every_optimizer_phase_can_be_disabled() {
     let mut generator = Gen {
@@ -1003,7 +1004,8 @@ fn every_optimizer_phase_can_be_disabled() {
             let physical = !disabled.contains(Phase::Physical);
             for time in &optimized.phases {
                 let needs_elimination = matches!(time.phase, Phase::Distribute | Phase::Cse);
-                let needs_physical = matches!(time.phase, Phase::Factorize | Phase::Dense);
+                let needs_physical =
+                    matches!(time.phase, Phase::Factorize | Phase::Dense | Phase::Fuse);
                 let skipped = disabled.contains(time.phase)
                     || (needs_elimination && !eliminated)
                     || (needs_physical && !physical);

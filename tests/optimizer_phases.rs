@@ -158,7 +158,8 @@ fn phase_names_round_trip() {
             "cse",
             "physical",
             "factorize",
-            "dense"
+            "dense",
+            "fuse"
         ]
     );
     let set: PhaseSet = "semijoin, distribute".parse().expect("two phases");
@@ -207,7 +208,12 @@ fn every_phase_that_runs_is_timed() {
     assert!(
         all.phases
             .iter()
-            .filter(|t| { !matches!(t.phase, Phase::Distribute | Phase::Factorize | Phase::Dense) })
+            .filter(|t| {
+                !matches!(
+                    t.phase,
+                    Phase::Distribute | Phase::Factorize | Phase::Dense | Phase::Fuse
+                )
+            })
             .all(|t| t.time > Duration::ZERO),
         "{:?}",
         all.phases
@@ -217,11 +223,11 @@ fn every_phase_that_runs_is_timed() {
 
     let some = optimized(&program, "semijoin, physical".parse().expect("phases"));
     for time in &some.phases {
-        // Factorizing and dense kernels work on the physical optimizer's
-        // loop orders.
+        // Factorizing, dense kernels and fused passes work on the
+        // physical optimizer's loop orders.
         let off = matches!(
             time.phase,
-            Phase::Semijoin | Phase::Physical | Phase::Factorize | Phase::Dense
+            Phase::Semijoin | Phase::Physical | Phase::Factorize | Phase::Dense | Phase::Fuse
         );
         assert_eq!(time.skipped, off, "{time:?}");
         if off {

@@ -11,9 +11,11 @@ einsql against numpy/scipy, one thread each, the same data, in one run.
     SDDMM   C[i,j] = SUM(k) X[i,j] * U[i,k] * V[j,k]        U, V dense
     MTTKRP  M[i,r] = SUM(j,k) T[i,j,k] * B[j,r] * C[k,r]    T is tensors/med.tns
 
-Each einsql statement runs three times, each in a new shell: as it is, with
-issue 20's phases switched off (`SET disabled_optimizers = 'mask, dense'`),
-and with `SET optimizer = 'none'` (the default plan). Its times are the
+Each einsql statement runs four times, each in a new shell: as it is, with
+the `fuse` phase switched off (`SET disabled_optimizers = 'fuse'`: each
+query makes its own pass; it matters for MAgg and Row), with issue 20's
+phases switched off (`SET disabled_optimizers = 'mask, dense, fuse'`), and
+with `SET optimizer = 'none'` (the default plan). Its times are the
 shell's `.timer` figures for the statements alone: optimization, index
 builds and the run; loading the files is not timed, but the timeout covers
 the whole shell. The baselines (one thread, OMP_NUM_THREADS=1):
@@ -65,11 +67,12 @@ from einsql_shell import run_shell
 from mtx import write_dense, write_sparse
 
 PATTERNS = ["cell", "magg", "magg-sql", "row", "spmm", "sddmm", "mttkrp"]
-PHASES_OFF = "mask, dense"
+PHASES_OFF = "mask, dense, fuse"
 TOLERANCE = 1e-9
 COLUMNS = [
-    "pattern", "shape", "density", "nnz", "einsql_s", "einsql_off_s", "einsql_none_s",
-    "scipy_s", "alt_s", "rust_s", "value_einsql", "value_off", "value_none", "value_scipy", "check",
+    "pattern", "shape", "density", "nnz", "einsql_s", "einsql_nofuse_s", "einsql_off_s",
+    "einsql_none_s", "scipy_s", "alt_s", "rust_s", "value_einsql", "value_nofuse", "value_off",
+    "value_none", "value_scipy", "check",
 ]
 
 
@@ -209,6 +212,7 @@ class Bench:
         a = self.args
         settings = {
             "on": "",
+            "nofuse": "SET disabled_optimizers = 'fuse';",
             "off": f"SET disabled_optimizers = '{PHASES_OFF}';",
             "none": "SET optimizer = 'none';",
         }
@@ -255,11 +259,13 @@ class Bench:
         row = {
             "pattern": pattern, "shape": shape, "density": f"{density:g}" if density else "",
             "nnz": nnz,
-            "einsql_s": fmt(runs["on"][0]), "einsql_off_s": fmt(runs["off"][0]),
+            "einsql_s": fmt(runs["on"][0]), "einsql_nofuse_s": fmt(runs["nofuse"][0]),
+            "einsql_off_s": fmt(runs["off"][0]),
             "einsql_none_s": fmt(runs["none"][0]),
             "scipy_s": fmt(base), "alt_s": fmt(alt),
             "rust_s": fmt(rust[0] if rust else None),
-            "value_einsql": shown(runs["on"]), "value_off": shown(runs["off"]),
+            "value_einsql": shown(runs["on"]), "value_nofuse": shown(runs["nofuse"]),
+            "value_off": shown(runs["off"]),
             "value_none": shown(runs["none"]),
             "value_scipy": " ".join(repr(v) for v in expected), "check": check,
         }
@@ -430,7 +436,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=20)
     parser.add_argument(
-        "--skip", default="", help="einsql runs to skip, comma-separated: on, off, none"
+        "--skip", default="",
+        help="einsql runs to skip, comma-separated: on, nofuse, off, none",
     )
     parser.add_argument("--cell-size", type=int, default=5000, help="Cell/MAgg: X, Y, Z are m x m")
     parser.add_argument("--cell-densities", default="1e-3,1e-2,1e-1")
@@ -523,6 +530,7 @@ def plot(rows, args, path: str) -> None:
         return
     series = [
         ("einsql_s", "value_einsql", "einsql", "o-"),
+        ("einsql_nofuse_s", "value_nofuse", "einsql, fuse off", "P:"),
         ("einsql_off_s", "value_off", f"einsql, {PHASES_OFF} off", "s--"),
         ("einsql_none_s", "value_none", "einsql, optimizer none", "d-."),
         ("scipy_s", None, "numpy/scipy", "^-"),

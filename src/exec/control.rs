@@ -185,6 +185,14 @@ impl<'c> Held<'c> {
         }
     }
 
+    /// Charges `bytes` against the memory limit now and keeps them
+    /// charged until this is dropped.
+    pub(crate) fn reserve(&self, bytes: u64) -> Result<()> {
+        self.control.reserve(bytes)?;
+        self.keep(bytes);
+        Ok(())
+    }
+
     /// Keeps `bytes` charged until this is dropped.
     pub(crate) fn keep(&self, bytes: u64) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);

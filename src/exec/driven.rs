@@ -38,7 +38,9 @@
 //! live, but for the partial arrays (at most [`PARTIAL_CELLS`] cells).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -47,12 +49,12 @@ use arrow::datatypes::Float64Type;
 
 use crate::error::{Error, Result};
 use crate::ir::Annotation;
-use crate::storage::Tensor;
+use crate::storage::{Tensor, ValueType};
 
 use super::ExecOptions;
 use super::accumulate::{Entries, Finished};
-use super::control::{Control, pool};
-use super::plan::{Driven, DrivenOutput, PhysicalQuery};
+use super::control::{Control, Held, pool};
+use super::plan::{Driven, DrivenOutput, PhysicalQuery, Source};
 
 /// What a sparse-driven run produced.
 pub(crate) enum Outcome {
@@ -97,6 +99,9 @@ struct Operand<'a> {
     bounded: Vec<(usize, i64)>,
     /// The stride of the free variable, when the operand reads it.
     free: Option<usize>,
+    /// Whether the operand is the row-local input of a fused pass
+    /// ([`Driven::local`]): its values are the pass's, not `values`.
+    local: bool,
 }
 
 impl Operand<'_> {
@@ -176,6 +181,10 @@ fn float_values<'t>(
         .ok_or_else(|| internal(query, "reads a value column that is not DOUBLE"))
 }
 
+/// An input of a sparse-driven query: a tensor with the annotation read,
+/// or, for the row-local input of a fused pass ([`Driven::local`]), none.
+pub(crate) type Input<'a> = Option<(&'a Tensor, Annotation)>;
+
 /// Runs `query` over the entries of its driver; `inputs` are the tensors
 /// its inputs read with their annotations, in input order. Returns the
 /// result (the caller stores it as the loops' would be), or `None` when a
@@ -188,26 +197,183 @@ pub(crate) fn run(
     control: &Control<'_>,
     options: &ExecOptions,
 ) -> Result<Option<Outcome>> {
-    let input = |k: usize| {
-        inputs
-            .get(k)
-            .copied()
-            .ok_or_else(|| internal(query, "has fewer inputs than its plan"))
+    let inputs: Vec<Input<'_>> = inputs.iter().copied().map(Some).collect();
+    let driver = Driver::of(query, driven, &inputs)?;
+    let held = Held::new(control);
+    let Some(prepared) = prepare(query, driven, &inputs, &driver, true, (&held, control))? else {
+        return Ok(None);
     };
-    let vars_of = |k: usize| -> Result<Vec<usize>> {
-        query.inputs[k]
-            .distinct_vars()
-            .ok_or_else(|| internal(query, "reads a constant or a repeated variable"))
-    };
-    let (driver, driver_annotation) = input(driven.driver)?;
-    let driver_vars = vars_of(driven.driver)?;
-    let coords: Vec<&[i64]> = (0..driver_vars.len()).map(|d| driver.coords(d)).collect();
-    // A table's pattern drives with the value 1 at every entry.
-    let x = match driver_annotation {
-        Annotation::Multiplicity => None,
-        Annotation::Column(_) => Some(float_values(query, driver, driver_annotation)?),
-    };
+    let pass = prepared.pass(&driver, None, options.threads, control);
+    match driven.output {
+        DrivenOutput::Array => pass.add_into_array(prepared.out_cells),
+        DrivenOutput::Entries => pass.write_entries(),
+    }
+    .map(Some)
+}
 
+/// One member of a fused pass: a sparse-driven query adding into a dense
+/// array, its inputs (the row-local one `None`), and whether its own
+/// result is row-local (read by a later member, never stored).
+pub(crate) struct Member<'a> {
+    pub query: &'a PhysicalQuery,
+    pub inputs: Vec<Input<'a>>,
+    pub row_local: bool,
+}
+
+/// Runs the members of a fused pass over the entries of their common
+/// driver, piece by piece (see the `fuse` phase): every member goes over
+/// a piece before the next piece, a row-local result's values for the
+/// piece's rows computed just before the member that reads them. Returns
+/// each member's result (`None` for a row-local one), or `None` when some
+/// member cannot run this way (an operand that is not finite beside a
+/// scattered or row-local one: the caller runs the members one by one).
+/// Every cell is summed in the order the members' own passes would sum
+/// it, so the results are those of the unfused plan.
+pub(crate) fn run_fused(
+    members: &[Member<'_>],
+    control: &Control<'_>,
+    options: &ExecOptions,
+) -> Result<Option<Vec<Option<Outcome>>>> {
+    let held = Held::new(control);
+    let mut drivers = Vec::with_capacity(members.len());
+    for member in members {
+        let driven = driven_of(member.query)?;
+        if driven.output != DrivenOutput::Array {
+            return Err(internal(
+                member.query,
+                "is fused but does not add into an array",
+            ));
+        }
+        drivers.push(Driver::of(member.query, driven, &member.inputs)?);
+    }
+    let mut prepared = Vec::with_capacity(members.len());
+    for (member, driver) in members.iter().zip(&drivers) {
+        let driven = driven_of(member.query)?;
+        let stores = !member.row_local;
+        match prepare(
+            member.query,
+            driven,
+            &member.inputs,
+            driver,
+            stores,
+            (&held, control),
+        )? {
+            Some(p) => prepared.push(p),
+            None => return Ok(None),
+        }
+    }
+    // Where each member's row-local input comes from: a producer member.
+    let mut producers = Vec::with_capacity(members.len());
+    for member in members {
+        let driven = driven_of(member.query)?;
+        let producer = match driven.local {
+            None => None,
+            Some(k) => {
+                let name = match member.query.inputs.get(k).map(|a| &a.source) {
+                    Some(Source::Result(name)) => name,
+                    _ => return Err(internal(member.query, "reads a row-local table")),
+                };
+                let found = members
+                    .iter()
+                    .position(|m| m.row_local && m.query.name == *name);
+                Some(
+                    found
+                        .ok_or_else(|| internal(member.query, "reads a result not in its pass"))?,
+                )
+            }
+        };
+        producers.push(producer);
+    }
+    let fused = Fused {
+        members,
+        drivers: &drivers,
+        prepared: &prepared,
+        producers: &producers,
+        threads: options.threads,
+        control,
+    };
+    fused.run().map(Some)
+}
+
+/// The driven plan of a query the plan runs sparse-driven.
+fn driven_of(query: &PhysicalQuery) -> Result<&Driven> {
+    query
+        .driven
+        .as_ref()
+        .ok_or_else(|| internal(query, "is not sparse-driven"))
+}
+
+/// The driver of a query: its tensor's coordinates and values, and the
+/// query's variable of each of its dimensions.
+struct Driver<'a> {
+    /// The driver's coordinates, one column per stored dimension.
+    coords: Vec<&'a [i64]>,
+    /// Its values; `None` for its pattern (1 at every entry).
+    x: Option<&'a [f64]>,
+    /// Its entries.
+    entries: usize,
+    /// The query's variable of each driver dimension.
+    vars: Vec<usize>,
+    /// The size of each driver dimension.
+    sizes: Vec<u64>,
+    /// The tensor and the annotation read.
+    input: (&'a Tensor, Annotation),
+}
+
+impl<'a> Driver<'a> {
+    fn of(query: &PhysicalQuery, driven: &Driven, inputs: &[Input<'a>]) -> Result<Driver<'a>> {
+        let Some(Some((tensor, annotation))) = inputs.get(driven.driver).copied() else {
+            return Err(internal(query, "has no driver"));
+        };
+        let vars = vars_of(query, driven.driver)?;
+        Ok(Driver {
+            coords: (0..vars.len()).map(|d| tensor.coords(d)).collect(),
+            // A table's pattern drives with the value 1 at every entry.
+            x: match annotation {
+                Annotation::Multiplicity => None,
+                Annotation::Column(_) => Some(float_values(query, tensor, annotation)?),
+            },
+            entries: tensor.nnz(),
+            vars,
+            sizes: tensor.dims().iter().map(|d| d.size).collect(),
+            input: (tensor, annotation),
+        })
+    }
+}
+
+/// The variable of every dimension of input `k`.
+fn vars_of(query: &PhysicalQuery, k: usize) -> Result<Vec<usize>> {
+    query
+        .inputs
+        .get(k)
+        .and_then(|a| a.distinct_vars())
+        .ok_or_else(|| internal(query, "reads a constant or a repeated variable"))
+}
+
+/// A query's operands as arrays, ready for passes over its driver.
+struct Prepared<'q, 'a> {
+    query: &'q PhysicalQuery,
+    driven: &'q Driven,
+    /// The operands, in the order of [`Driven::dense`].
+    operands: Vec<Operand<'a>>,
+    /// The cells of the free variable that can be non-zero (1 without one).
+    rank: usize,
+    /// The cells of the output array ([`DrivenOutput::Array`]).
+    out_cells: usize,
+}
+
+/// Reads `query`'s operands as arrays (in place, or scattered) and charges
+/// them, and its output array when `stores`, to `held`; `None` when a
+/// size overflows or a scattered (or row-local) operand sits beside a
+/// value that is not finite.
+fn prepare<'q, 'a>(
+    query: &'q PhysicalQuery,
+    driven: &'q Driven,
+    inputs: &[Input<'a>],
+    driver: &Driver<'a>,
+    stores: bool,
+    (held, control): (&Held<'_>, &Control<'_>),
+) -> Result<Option<Prepared<'q, 'a>>> {
     // The free variable's cells that can be non-zero: the fewest any
     // input reading it has (1 without one).
     let mut rank = driven.free.map_or(1, |v| query.vars[v].size);
@@ -216,24 +382,39 @@ pub(crate) fn run(
     let mut operands = Vec::with_capacity(driven.dense.len());
     let mut scattered = Vec::new();
     for &k in &driven.dense {
-        let (tensor, annotation) = input(k)?;
+        let vars = vars_of(query, k)?;
+        let Some((tensor, annotation)) = inputs.get(k).copied().flatten() else {
+            // The row-local input: a vector over the driver's first
+            // dimension, read at the entry's first coordinate.
+            if driven.local != Some(k) || vars.first() != driver.vars.first() || vars.len() != 1 {
+                return Err(internal(query, "misses an input"));
+            }
+            operands.push(Operand {
+                values: Cow::Borrowed(&[]),
+                address: Address::new(&[1]),
+                bounded: Vec::new(),
+                free: None,
+                local: true,
+            });
+            continue;
+        };
         let Some((own_strides, own_cells)) = strides(tensor) else {
             return Ok(None);
         };
-        let vars = vars_of(k)?;
         let mut operand = Operand {
             values: Cow::Borrowed(float_values(query, tensor, annotation)?),
             address: Address::default(),
             bounded: Vec::new(),
             free: None,
+            local: false,
         };
-        let mut by_driver = vec![0; driver_vars.len()];
+        let mut by_driver = vec![0; driver.vars.len()];
         for (d, &v) in vars.iter().enumerate() {
             let size = tensor.dims()[d].size;
-            match driver_vars.iter().position(|&w| w == v) {
+            match driver.vars.iter().position(|&w| w == v) {
                 Some(p) => {
                     by_driver[p] = own_strides[d];
-                    if size < driver.dims()[p].size {
+                    if size < driver.sizes[p] {
                         operand.bounded.push((p, size as i64));
                     }
                 }
@@ -262,42 +443,83 @@ pub(crate) fn run(
     let Some(out_cells) = out_cells else {
         return Ok(None);
     };
-    cells = cells.saturating_add(out_cells).saturating_add(rank);
-    if !scattered.is_empty() {
-        let finite = |values: &[f64]| values.iter().all(|v| v.is_finite());
-        if !x.is_none_or(finite) || !operands.iter().all(|o| finite(&o.values)) {
+    if stores {
+        cells = cells.saturating_add(out_cells);
+    }
+    cells = cells.saturating_add(rank);
+    if !scattered.is_empty() || driven.local.is_some() {
+        let operands = driven
+            .dense
+            .iter()
+            .filter_map(|&k| inputs.get(k).copied().flatten());
+        if !operands.chain([driver.input]).all(|(t, a)| finite(t, a)) {
             return Ok(None);
         }
     }
     let bytes = (cells as u64).saturating_mul(8);
-    control.reserve(bytes)?;
-    let result = (|| {
-        for (n, tensor, annotation, own_strides, own_cells) in scattered {
-            operands[n].values =
-                Cow::Owned(scatter(query, tensor, annotation, &own_strides, own_cells)?);
-            control.check()?;
-        }
-        let (rows, scalars) = operands.iter().partition(|o| o.free.is_some());
-        let pass = Pass {
-            query,
-            driven,
-            coords: &coords,
-            x,
-            entries: driver.nnz(),
-            driver_vars: &driver_vars,
+    held.reserve(bytes)?;
+    for (n, tensor, annotation, own_strides, own_cells) in scattered {
+        operands[n].values =
+            Cow::Owned(scatter(query, tensor, annotation, &own_strides, own_cells)?);
+        control.check()?;
+    }
+    Ok(Some(Prepared {
+        query,
+        driven,
+        operands,
+        rank,
+        out_cells,
+    }))
+}
+
+impl<'q, 'a> Prepared<'q, 'a> {
+    /// A pass of the query over the driver's entries, the row-local input
+    /// read from `local` (the values of the rows from a first one on).
+    fn pass<'p>(
+        &'p self,
+        driver: &'p Driver<'a>,
+        local: Option<(&'p [f64], usize)>,
+        threads: usize,
+        control: &'p Control<'p>,
+    ) -> Pass<'p, 'a> {
+        let (rows, scalars) = self.operands.iter().partition(|o| o.free.is_some());
+        Pass {
+            query: self.query,
+            driven: self.driven,
+            coords: &driver.coords,
+            x: driver.x,
+            entries: driver.entries,
+            driver_vars: &driver.vars,
             scalars,
             rows,
-            rank,
-            threads: options.threads,
+            local,
+            rank: self.rank,
+            threads,
             control,
-        };
-        match driven.output {
-            DrivenOutput::Array => pass.add_into_array(out_cells),
-            DrivenOutput::Entries => pass.write_entries(),
         }
-    })();
-    control.release(bytes);
-    result.map(Some)
+    }
+}
+
+/// Which float value columns of a tensor hold only finite values, found
+/// once per column and kept with the tensor ([`Tensor::derived`]).
+#[derive(Default)]
+struct FiniteColumns(Mutex<HashMap<usize, bool>>);
+
+/// Whether every value the annotation reads of the tensor is finite (a
+/// pattern's, 1, are; a column that is not DOUBLE is not read here).
+fn finite(tensor: &Tensor, annotation: Annotation) -> bool {
+    let Annotation::Column(column) = annotation else {
+        return true;
+    };
+    let known = tensor.derived::<FiniteColumns>();
+    let mut known = known.0.lock().unwrap_or_else(PoisonError::into_inner);
+    *known.entry(column).or_insert_with(|| {
+        tensor
+            .annotation_columns()
+            .get(column)
+            .and_then(|array| array.as_primitive_opt::<Float64Type>())
+            .is_none_or(|a| a.values().iter().all(|v| v.is_finite()))
+    })
 }
 
 /// A tensor's entries in a row-major array of its stored dimensions.
@@ -322,6 +544,7 @@ fn scatter(
 }
 
 /// One pass over the driver's entries.
+#[derive(Clone)]
 struct Pass<'p, 'a> {
     query: &'p PhysicalQuery,
     driven: &'p Driven,
@@ -337,6 +560,9 @@ struct Pass<'p, 'a> {
     scalars: Vec<&'p Operand<'a>>,
     /// The operands that do: a row per entry.
     rows: Vec<&'p Operand<'a>>,
+    /// The values of the row-local operand for the rows of the piece of
+    /// a fused pass that runs, and the first of those rows.
+    local: Option<(&'p [f64], usize)>,
     /// The cells of the free variable (1 without one).
     rank: usize,
     /// The threads the pass may use.
@@ -421,7 +647,15 @@ impl Pass<'_, '_> {
                 outside.fill(false);
             }
             for operand in &self.scalars {
-                if operand.bounded.is_empty() {
+                if operand.local {
+                    let (values, first) = self
+                        .local
+                        .ok_or_else(|| internal(self.query, "runs outside its fused pass"))?;
+                    let rows = &self.coords[0][start..start + len];
+                    for (scalar, &row) in scalars.iter_mut().zip(rows) {
+                        *scalar *= values[row as usize - first];
+                    }
+                } else if operand.bounded.is_empty() {
                     for (b, scalar) in scalars.iter_mut().enumerate() {
                         *scalar *= operand.values[operand.address.at(self.coords, start + b)];
                     }
@@ -534,9 +768,8 @@ impl Pass<'_, '_> {
         self.query.output.iter().position(|&v| v == free)
     }
 
-    /// The result added into a dense array of `cells` over the output's
-    /// coordinates, its non-zero cells listed in output order.
-    fn add_into_array(&self, cells: usize) -> Result<Outcome> {
+    /// Where the pass adds an entry in its dense output array.
+    fn array_out(&self) -> ArrayOut {
         let query = self.query;
         let mut strides = vec![0usize; query.output.len()];
         let mut stride = 1usize;
@@ -556,79 +789,114 @@ impl Pass<'_, '_> {
                     .map_or(0, |n| strides[n])
             })
             .collect();
-        let entry = Address::new(&entry_strides);
-        let free_stride = self.free_in_output().map(|n| strides[n]);
-        // Adds the entries of one chunk into `out`, which holds the
-        // result's cells from `first` on.
-        let add = |entries: Range<usize>, out: &mut [f64], first: usize| -> Result<()> {
-            match (free_stride, self.rows.len()) {
-                (Some(s), 1 | 2) => self.add_scaled_rows(entries, (&entry, s), out, first),
-                // No free variable: each entry's scalar, added in place.
-                _ if self.driven.free.is_none() => self.blocks(entries, |e, scalar| {
-                    out[entry.at(self.coords, e) - first] += scalar;
-                }),
-                _ => self.each(entries, |e, row| {
-                    let base = entry.at(self.coords, e) - first;
-                    match free_stride {
-                        Some(s) => {
-                            for (r, &v) in row.iter().enumerate() {
-                                out[base + r * s] += v;
-                            }
-                        }
-                        None => out[base] += lanes_sum(row),
-                    }
-                }),
-            }
-        };
-        let chunks = self.chunks();
         let rows_first =
             query.output.first() == self.driver_vars.first() && !self.driver_vars.is_empty();
-        let mut out = vec![0.0; cells];
-        if rows_first && chunks.len() > 1 {
-            // The chunks cover disjoint rows of the result (their first
-            // coordinates), so each adds into its own slice of it.
-            let row_cells = strides[0];
-            let mut parts = Vec::with_capacity(chunks.len());
-            let mut rest: &mut [f64] = &mut out;
-            let mut at = 0;
-            for chunk in &chunks {
-                let last = self.coords[0][chunk.end - 1] as usize;
-                let end = (last + 1) * row_cells;
-                let (part, tail) = rest.split_at_mut(end - at);
-                parts.push((chunk.clone(), part, at));
-                (rest, at) = (tail, end);
-            }
-            self.in_pool(|| {
-                parts
-                    .into_par_iter()
-                    .try_for_each(|(chunk, part, first)| add(chunk, part, first))
-            })?;
-        } else if chunks.len() > 1 && cells.saturating_mul(chunks.len()) <= PARTIAL_CELLS {
-            // A small result: a partial array per chunk, added up in chunk
-            // order.
-            let partials = self.in_pool(|| {
-                chunks
-                    .into_par_iter()
-                    .map(|chunk| {
-                        let mut partial = vec![0.0; cells];
-                        add(chunk, &mut partial, 0)?;
-                        Ok(partial)
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })?;
-            for partial in partials {
-                for (cell, value) in out.iter_mut().zip(partial) {
-                    *cell += value;
+        ArrayOut {
+            entry: Address::new(&entry_strides),
+            free_stride: self.free_in_output().map(|n| strides[n]),
+            row_cells: if rows_first { Some(strides[0]) } else { None },
+            strides,
+        }
+    }
+
+    /// Adds the driver entries `entries` into `out`, which holds the
+    /// output array's cells from `first` on.
+    fn add(
+        &self,
+        array: &ArrayOut,
+        entries: Range<usize>,
+        out: &mut [f64],
+        first: usize,
+    ) -> Result<()> {
+        let entry = &array.entry;
+        match (array.free_stride, self.rows.len()) {
+            (Some(s), 1 | 2) => self.add_scaled_rows(entries, (entry, s), out, first),
+            // No free variable: each entry's scalar, added in place; a run
+            // of entries into one cell (a row's, for a sum per row) is
+            // summed in a register, in the same order, and written once.
+            _ if self.driven.free.is_none() => {
+                let mut run: Option<(usize, f64)> = None;
+                self.blocks(entries, |e, scalar| {
+                    let at = entry.at(self.coords, e) - first;
+                    match &mut run {
+                        Some((cell, sum)) if *cell == at => *sum += scalar,
+                        _ => {
+                            if let Some((cell, sum)) = run {
+                                out[cell] = sum;
+                            }
+                            run = Some((at, out[at] + scalar));
+                        }
+                    }
+                })?;
+                if let Some((cell, sum)) = run {
+                    out[cell] = sum;
                 }
+                Ok(())
             }
-        } else {
-            add(0..self.entries, &mut out, 0)?;
+            _ => self.each(entries, |e, row| {
+                let base = entry.at(self.coords, e) - first;
+                match array.free_stride {
+                    Some(s) => {
+                        for (r, &v) in row.iter().enumerate() {
+                            out[base + r * s] += v;
+                        }
+                    }
+                    None => out[base] += lanes_sum(row),
+                }
+            }),
+        }
+    }
+
+    /// The result added into a dense array of `cells` over the output's
+    /// coordinates, its non-zero cells listed in output order.
+    fn add_into_array(&self, cells: usize) -> Result<Outcome> {
+        let array = self.array_out();
+        let chunks = self.chunks();
+        let mut out = vec![0.0; cells];
+        match array.split(&chunks, cells, self.coords) {
+            Split::ByRows => {
+                // The chunks cover disjoint rows of the result (their
+                // first coordinates), so each adds into its own slice.
+                let parts = array.row_parts(&chunks, &mut out, self.coords);
+                self.in_pool(|| {
+                    parts
+                        .into_par_iter()
+                        .zip(chunks)
+                        .try_for_each(|((part, first), chunk)| self.add(&array, chunk, part, first))
+                })?;
+            }
+            Split::Partials => {
+                // A small result: a partial array per chunk, added up in
+                // chunk order.
+                let partials = self.in_pool(|| {
+                    chunks
+                        .into_par_iter()
+                        .map(|chunk| {
+                            let mut partial = vec![0.0; cells];
+                            self.add(&array, chunk, &mut partial, 0)?;
+                            Ok(partial)
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })?;
+                add_up(&mut out, partials);
+            }
+            Split::Whole => self.add(&array, 0..self.entries, &mut out, 0)?,
         }
         self.control.check()?;
+        Ok(self.list(&array, out))
+    }
+
+    /// The output array's non-zero cells in output order; a count's as
+    /// integers.
+    fn list(&self, array: &ArrayOut, out: Vec<f64>) -> Outcome {
+        let query = self.query;
+        if query.ty == ValueType::Int64 {
+            return Outcome::Entries(Finished::Int(counts(query, array, &out)));
+        }
         if query.output.is_empty() {
             let mut entries = Entries::new(0);
             entries.push([], out.first().copied().unwrap_or(0.0));
-            return Ok(Outcome::Entries(Finished::Float(entries)));
+            return Outcome::Entries(Finished::Float(entries));
         }
         // The lists are sized up front (growing them would copy them, and
         // fresh memory is dear: the kernel clears every page on first
@@ -647,7 +915,7 @@ impl Pass<'_, '_> {
                 continue;
             }
             let mut rest = row * row_cells;
-            for (column, &stride) in coords[..last].iter_mut().zip(&strides) {
+            for (column, &stride) in coords[..last].iter_mut().zip(&array.strides) {
                 column.extend(std::iter::repeat_n((rest / stride) as i64, present));
                 rest %= stride;
             }
@@ -660,7 +928,7 @@ impl Pass<'_, '_> {
         if kept == out.len() {
             values = out;
         }
-        Ok(Outcome::Columns(coords, values))
+        Outcome::Columns(coords, values)
     }
 
     /// The result as one entry per driver entry (per cell of the free
@@ -753,6 +1021,261 @@ impl Pass<'_, '_> {
         })?;
         Ok(values)
     }
+}
+
+/// Where a pass adds its entries in a dense output array.
+struct ArrayOut {
+    /// The offset of a driver entry's cell (the output strides of the
+    /// driver's dimensions).
+    entry: Address,
+    /// The output stride of the free variable, when the output reads it.
+    free_stride: Option<usize>,
+    /// The cells of one first coordinate of the output, when that is the
+    /// driver's first variable: then the driver's rows add into disjoint
+    /// parts of the array.
+    row_cells: Option<usize>,
+    /// The output's row-major strides.
+    strides: Vec<usize>,
+}
+
+/// How the chunks of a pass add into an output array.
+enum Split {
+    /// Each into its own rows of it.
+    ByRows,
+    /// Each into a partial array of its own, added up in chunk order.
+    Partials,
+    /// One after the other into the array.
+    Whole,
+}
+
+impl ArrayOut {
+    /// How chunks `chunks` add into this array of `cells`.
+    fn split(&self, chunks: &[Range<usize>], cells: usize, coords: &[&[i64]]) -> Split {
+        if chunks.len() <= 1 {
+            Split::Whole
+        } else if self.row_cells.is_some() && !coords.is_empty() {
+            Split::ByRows
+        } else if cells.saturating_mul(chunks.len()) <= PARTIAL_CELLS {
+            Split::Partials
+        } else {
+            Split::Whole
+        }
+    }
+
+    /// `out` cut into the part of each chunk's rows ([`Split::ByRows`]),
+    /// with the cell each part starts at.
+    fn row_parts<'o>(
+        &self,
+        chunks: &[Range<usize>],
+        out: &'o mut [f64],
+        coords: &[&[i64]],
+    ) -> Vec<(&'o mut [f64], usize)> {
+        let row_cells = self.row_cells.unwrap_or(0);
+        let mut parts = Vec::with_capacity(chunks.len());
+        let mut rest = out;
+        let mut at = 0;
+        for chunk in chunks {
+            let last = coords[0][chunk.end - 1] as usize;
+            let end = (last + 1) * row_cells;
+            let (part, tail) = rest.split_at_mut(end - at);
+            parts.push((part, at));
+            (rest, at) = (tail, end);
+        }
+        parts
+    }
+}
+
+/// Adds `partials` into `out`, cell by cell, in order.
+fn add_up(out: &mut [f64], partials: Vec<Vec<f64>>) {
+    for partial in partials {
+        for (cell, value) in out.iter_mut().zip(partial) {
+            *cell += value;
+        }
+    }
+}
+
+/// The driver entries of a piece of a fused pass: whole rows, at least
+/// this many entries unless the chunk ends first.
+const PIECE: usize = 4096;
+
+/// A fused pass being run (see [`run_fused`]).
+struct Fused<'f, 'a> {
+    members: &'f [Member<'a>],
+    drivers: &'f [Driver<'a>],
+    prepared: &'f [Prepared<'f, 'a>],
+    /// The member each member's row-local input comes from.
+    producers: &'f [Option<usize>],
+    threads: usize,
+    control: &'f Control<'f>,
+}
+
+/// Where one member of a fused pass adds the entries of one chunk: into
+/// its rows of the member's array, or a partial array of the chunk's own.
+enum Target<'o> {
+    Rows(&'o mut [f64], usize),
+    Partial(Vec<f64>),
+}
+
+impl Fused<'_, '_> {
+    fn run(&self) -> Result<Vec<Option<Outcome>>> {
+        let passes: Vec<Pass<'_, '_>> = self
+            .prepared
+            .iter()
+            .zip(self.drivers)
+            .map(|(p, d)| p.pass(d, None, self.threads, self.control))
+            .collect();
+        let arrays: Vec<ArrayOut> = passes.iter().map(Pass::array_out).collect();
+        let stored: Vec<usize> = (0..self.members.len())
+            .filter(|&m| !self.members[m].row_local)
+            .collect();
+        let cells = |m: usize| self.prepared[m].out_cells;
+        let coords = passes.first().map_or(&[][..], |p| p.coords);
+        let chunks = passes.first().map(Pass::chunks).unwrap_or_default();
+        let splits: Vec<Split> = stored
+            .iter()
+            .map(|&m| arrays[m].split(&chunks, cells(m), coords))
+            .collect();
+        let mut outs: Vec<Vec<f64>> = stored.iter().map(|&m| vec![0.0; cells(m)]).collect();
+        if splits.iter().any(|s| matches!(s, Split::Whole)) {
+            // Some member's result can be split neither by rows nor into
+            // partials: the whole pass runs as one chunk.
+            let mut targets: Vec<Target<'_>> =
+                outs.iter_mut().map(|out| Target::Rows(out, 0)).collect();
+            let whole = passes.first().map_or(0, |p| p.entries);
+            self.chunk(&passes, &arrays, &stored, 0..whole, &mut targets)?;
+        } else {
+            // Each chunk's targets: its rows of every member split by rows,
+            // a partial array for the others.
+            let mut per_chunk: Vec<Vec<Target<'_>>> = chunks
+                .iter()
+                .map(|_| Vec::with_capacity(stored.len()))
+                .collect();
+            for ((out, &m), split) in outs.iter_mut().zip(&stored).zip(&splits) {
+                match split {
+                    Split::ByRows => {
+                        let parts = arrays[m].row_parts(&chunks, out, coords);
+                        for (targets, (part, first)) in per_chunk.iter_mut().zip(parts) {
+                            targets.push(Target::Rows(part, first));
+                        }
+                    }
+                    _ => {
+                        for targets in &mut per_chunk {
+                            targets.push(Target::Partial(vec![0.0; cells(m)]));
+                        }
+                    }
+                }
+            }
+            let done = passes[0].in_pool(|| {
+                per_chunk
+                    .into_par_iter()
+                    .zip(chunks.clone())
+                    .map(|(mut targets, chunk)| {
+                        self.chunk(&passes, &arrays, &stored, chunk, &mut targets)?;
+                        Ok(targets)
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })?;
+            let partials: Vec<Vec<Option<Vec<f64>>>> = done
+                .into_iter()
+                .map(|targets| {
+                    targets
+                        .into_iter()
+                        .map(|target| match target {
+                            Target::Partial(partial) => Some(partial),
+                            Target::Rows(..) => None,
+                        })
+                        .collect()
+                })
+                .collect();
+            for chunk in partials {
+                for (out, partial) in outs.iter_mut().zip(chunk) {
+                    if let Some(partial) = partial {
+                        add_up(out, vec![partial]);
+                    }
+                }
+            }
+        }
+        self.control.check()?;
+        let mut outcomes: Vec<Option<Outcome>> = (0..self.members.len()).map(|_| None).collect();
+        for (out, &m) in outs.into_iter().zip(&stored) {
+            outcomes[m] = Some(passes[m].list(&arrays[m], out));
+        }
+        Ok(outcomes)
+    }
+
+    /// Runs every member over the entries `chunk`, piece by piece, adding
+    /// the stored members' results into `targets` (in the order of
+    /// `stored`).
+    fn chunk(
+        &self,
+        passes: &[Pass<'_, '_>],
+        arrays: &[ArrayOut],
+        stored: &[usize],
+        chunk: Range<usize>,
+        targets: &mut [Target<'_>],
+    ) -> Result<()> {
+        let Some(rows) = passes.first().and_then(|p| p.coords.first()) else {
+            return Err(internal(
+                self.members[0].query,
+                "has a driver without dimensions",
+            ));
+        };
+        let mut locals: Vec<Vec<f64>> = vec![Vec::new(); self.members.len()];
+        let mut start = chunk.start;
+        while start < chunk.end {
+            let mut end = (start + PIECE).min(chunk.end);
+            while end < chunk.end && rows[end] == rows[end - 1] {
+                end += 1;
+            }
+            let first = rows[start] as usize;
+            let last = rows[end - 1] as usize;
+            let mut target = 0;
+            for (m, member) in self.members.iter().enumerate() {
+                // A row-local result's buffer, taken out while it is written.
+                let mut own = std::mem::take(&mut locals[m]);
+                let local = self.producers[m].map(|p| (locals[p].as_slice(), first));
+                let pass = Pass {
+                    local,
+                    ..passes[m].clone()
+                };
+                if member.row_local {
+                    own.clear();
+                    own.resize(last + 1 - first, 0.0);
+                    pass.add(&arrays[m], start..end, &mut own, first)?;
+                    locals[m] = own;
+                } else {
+                    match &mut targets[target] {
+                        Target::Rows(out, at) => pass.add(&arrays[m], start..end, out, *at)?,
+                        Target::Partial(out) => pass.add(&arrays[m], start..end, out, 0)?,
+                    }
+                    target += 1;
+                }
+            }
+            debug_assert_eq!(target, stored.len());
+            start = end;
+        }
+        Ok(())
+    }
+}
+
+/// The non-zero cells of a count's output array `out` (whole numbers
+/// below 2^53, so exact in doubles) as integer entries in output order.
+fn counts(query: &PhysicalQuery, array: &ArrayOut, out: &[f64]) -> Entries<i64> {
+    let mut entries = Entries::new(query.output.len());
+    let mut key = vec![0i64; query.output.len()];
+    for (cell, &value) in out.iter().enumerate() {
+        if value == 0.0 && !query.output.is_empty() {
+            continue;
+        }
+        let mut rest = cell;
+        for (slot, &stride) in key.iter_mut().zip(&array.strides) {
+            *slot = (rest / stride) as i64;
+            rest %= stride;
+        }
+        entries.push(key.iter().copied(), value as i64);
+    }
+    entries.increasing = true;
+    entries
 }
 
 /// Independent partial sums of [`lanes_dot`] and [`lanes_sum`].

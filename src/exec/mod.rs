@@ -178,6 +178,19 @@ pub struct QueryRun {
     pub time: Duration,
     /// When it ran under a row budget ([`FirstRows`]): how far it got.
     pub limited: Option<Limited>,
+    /// When it ran in a fused pass with other queries: the pass. The
+    /// pass's time is the first member's; the others' is zero.
+    pub fused: Option<Fusion>,
+}
+
+/// The fused pass a query ran in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fusion {
+    /// The queries of the pass, in order.
+    pub members: Vec<String>,
+    /// Whether the query's result was row-local: computed a few rows at a
+    /// time for the next member and never stored.
+    pub row_local: bool,
 }
 
 /// How far a query that needed only its first rows ran.

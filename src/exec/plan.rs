@@ -28,6 +28,7 @@
 //! per query, re-index step and loop, stable across runs.
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::ir::{AggOp, Annotation, ScalarOp, Value};
@@ -39,6 +40,31 @@ use crate::storage::{Dictionary, Tensor, ValueType};
 pub struct PhysicalPlan {
     /// The queries, in execution order.
     pub queries: Vec<PhysicalQuery>,
+    /// Runs of consecutive queries that go as one pass over the entries
+    /// of their common driver, as ranges of positions in `queries`,
+    /// increasing and disjoint (see [`PhysicalPlan::fused_pass`]).
+    pub fused: Vec<Range<usize>>,
+}
+
+impl PhysicalPlan {
+    /// The queries in execution order, each run of fused queries
+    /// together: a slice of one query, or of the members of a fused pass.
+    pub fn steps(&self) -> Vec<&[PhysicalQuery]> {
+        let mut steps = Vec::with_capacity(self.queries.len());
+        let mut next = 0;
+        for run in &self.fused {
+            steps.extend(self.queries[next..run.start].chunks(1));
+            steps.push(&self.queries[run.clone()]);
+            next = run.end;
+        }
+        steps.extend(self.queries[next..].chunks(1));
+        steps
+    }
+
+    /// The fused pass query `n` belongs to, if any.
+    pub fn fused_pass(&self, n: usize) -> Option<&Range<usize>> {
+        self.fused.iter().find(|run| run.contains(&n))
+    }
 }
 
 /// One loop nest that materializes one tensor.
@@ -104,6 +130,12 @@ pub struct Driven {
     pub free: Option<usize>,
     /// How the result is written.
     pub output: DrivenOutput,
+    /// The input (one of `dense`) that is a result of an earlier query of
+    /// the same fused pass, read row-local: a vector over the driver's
+    /// first dimension whose value for a row the pass computes just before
+    /// it visits the row's entries here, never stored (SystemML's Row
+    /// template). Set by the optimizer's `fuse` phase.
+    pub local: Option<usize>,
 }
 
 /// Where a [`Driven`] query writes its result.
@@ -449,31 +481,12 @@ impl PhysicalQuery {
     /// of two or more float inputs that are 0 where absent, each read by
     /// distinct variables and no constant, the driver a stored table's
     /// value column or its pattern (`X.*`), and at most one variable
-    /// outside the driver's.
+    /// outside the driver's. A count (a `BIGINT` sum of the patterns of
+    /// tables that are sets, one of them alone or times patterns of tables
+    /// that store every cell, as SQL's `COUNT(*)` beside other
+    /// aggregates) runs so too: the pass adds 1 per driver entry in
+    /// doubles, exact below 2^53, more than a table has entries.
     pub fn driven_by(&self, driver: usize) -> Option<Driven> {
-        let product: Vec<usize> = match &self.body {
-            Node::Map(ScalarOp::Mul, args) => args
-                .iter()
-                .map(|a| match a {
-                    Node::Input(k) => Some(*k),
-                    _ => None,
-                })
-                .collect::<Option<_>>()?,
-            _ => return None,
-        };
-        let mut seen = product.clone();
-        seen.sort_unstable();
-        seen.dedup();
-        let every_input_once =
-            seen.len() == product.len() && seen.len() == self.inputs.len() && seen.len() >= 2;
-        let summed = match self.aggregate {
-            Some(AggOp::Sum) => true,
-            None => self.aggregated.is_empty(),
-            Some(_) => false,
-        };
-        if !every_input_once || !summed || self.ty != ValueType::Float64 {
-            return None;
-        }
         // A stored table's pattern (`X.*`, 1 at every entry) may drive too:
         // the mask the `mask` phase multiplies into a nested sum.
         let pattern = |k: usize| {
@@ -486,6 +499,32 @@ impl PhysicalQuery {
                 } if !tensor.is_bag()
             )
         };
+        let count = self.ty == ValueType::Int64 && (0..self.inputs.len()).all(pattern);
+        let product: Vec<usize> = match &self.body {
+            Node::Map(ScalarOp::Mul, args) => args
+                .iter()
+                .map(|a| match a {
+                    Node::Input(k) => Some(*k),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?,
+            Node::Input(k) if count => vec![*k],
+            _ => return None,
+        };
+        let mut seen = product.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        let every_input_once = seen.len() == product.len()
+            && seen.len() == self.inputs.len()
+            && (seen.len() >= 2 || count);
+        let summed = match self.aggregate {
+            Some(AggOp::Sum) => true,
+            None => self.aggregated.is_empty(),
+            Some(_) => false,
+        };
+        if !every_input_once || !summed || !(self.ty == ValueType::Float64 || count) {
+            return None;
+        }
         let vars_of = |k: usize| -> Option<Vec<usize>> {
             let access = &self.inputs[k];
             let float = access.ty == ValueType::Float64 || (k == driver && pattern(k));
@@ -554,6 +593,10 @@ impl PhysicalQuery {
         } else {
             DrivenOutput::Array
         };
+        // A count per driver entry is its pattern: the loops store it.
+        if count && output == DrivenOutput::Entries {
+            return None;
+        }
         Some(Driven {
             driver,
             dense: (0..self.inputs.len())
@@ -562,6 +605,7 @@ impl PhysicalQuery {
             ones: left_out,
             free,
             output,
+            local: None,
         })
     }
 
@@ -643,7 +687,9 @@ impl PhysicalQuery {
                 Source::Table { tensor, .. } => tensor.is_full(),
                 Source::Result(_) => false,
             };
-            let how = if full {
+            let how = if driven.local == Some(k) {
+                "row-local, from the same pass"
+            } else if full {
                 "read in place"
             } else {
                 "scattered into an array"
@@ -747,14 +793,50 @@ fn arrange(seq: &[Loop], inputs: &[Vec<usize>], offset: usize, tree: &mut Vec<Lo
 }
 
 impl fmt::Display for PhysicalPlan {
+    /// The queries in order; the members of a fused pass under a line
+    /// that names them, its driver, and the results it keeps row-local.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (n, query) in self.queries.iter().enumerate() {
             if n > 0 {
                 f.write_str("\n")?;
             }
+            if let Some(run) = self.fused.iter().find(|run| run.start == n) {
+                self.write_fused(f, &self.queries[run.clone()])?;
+            }
             write!(f, "{query}")?;
         }
         Ok(())
+    }
+}
+
+impl PhysicalPlan {
+    /// `Fused pass over the entries of X.v: #e1, r (#e1 row-local, not
+    /// stored)`, then a line break.
+    fn write_fused(&self, f: &mut fmt::Formatter<'_>, members: &[PhysicalQuery]) -> fmt::Result {
+        let names: Vec<&str> = members.iter().map(|q| q.name.as_str()).collect();
+        let driver = members
+            .first()
+            .and_then(|q| Some(q.input_name(q.driven.as_ref()?.driver)))
+            .unwrap_or_default();
+        let local: Vec<&str> = members
+            .iter()
+            .filter_map(|q| {
+                let k = q.driven.as_ref()?.local?;
+                match &q.inputs.get(k)?.source {
+                    Source::Result(name) => Some(name.as_str()),
+                    Source::Table { .. } => None,
+                }
+            })
+            .collect();
+        write!(
+            f,
+            "Fused pass over the entries of {driver}: {}",
+            names.join(", ")
+        )?;
+        if !local.is_empty() {
+            write!(f, " ({} row-local, not stored)", local.join(", "))?;
+        }
+        f.write_str("\n")
     }
 }
 

@@ -207,6 +207,7 @@ fn plan_program(
     }
     Ok(PhysicalPlan {
         queries: planner.queries,
+        fused: Vec::new(),
     })
 }
 

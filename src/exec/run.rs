@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -23,7 +23,7 @@ use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
 use super::control::{Control, Held, RowBudget, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{Access, PhysicalPlan, PhysicalQuery, Role, Source, Term};
-use super::{ExecOptions, FirstRows, Limited, Outputs, QueryRun};
+use super::{ExecOptions, FirstRows, Fusion, Limited, Outputs, QueryRun};
 use super::{dense, driven, product, tiled};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
@@ -35,9 +35,11 @@ const CHUNKS: usize = 256;
 /// (a few thousand steps; the split still ignores the thread count).
 const MIN_CHUNK_WORK: u64 = 4096;
 
-/// A result of the plan so far: the tensor and the value of its absent
-/// entries.
-type Results = HashMap<String, (Arc<Tensor>, Value)>;
+/// The results of the plan so far, by name.
+type Results = HashMap<String, Stored>;
+
+/// A stored result: the tensor and the value of its absent entries.
+type Stored = (Arc<Tensor>, Value);
 
 pub(crate) fn run_plan(
     plan: &PhysicalPlan,
@@ -49,31 +51,75 @@ pub(crate) fn run_plan(
     let mut results = Results::new();
     let mut outputs = Vec::new();
     let mut runs = Vec::new();
-    for query in &plan.queries {
-        control.check()?;
-        control.enter_step(query.head());
-        let start = Instant::now();
-        let budget = first
-            .filter(|f| f.query == query.name && in_output_order(query))
-            .map(|f| RowBudget::new(f.rows));
-        let (tensor, fill, chunks) =
-            run_query(query, &results, &control, options, budget.as_ref())?;
-        runs.push(QueryRun {
-            name: query.name.clone(),
-            entries: tensor.nnz(),
-            time: start.elapsed(),
-            limited: budget.map(|b| Limited {
-                rows: first.map_or(0, |f| f.rows),
-                chunks_run: b.chunks_run(),
-                chunks,
-            }),
-        });
-        if query.role == Role::Output {
-            outputs.push((query.name.clone(), Arc::clone(&tensor)));
+    for step in plan.steps() {
+        if let [_, _, ..] = step {
+            control.check()?;
+            let start = Instant::now();
+            if let Some(stored) = run_fused(step, &results, &control, options)? {
+                let time = start.elapsed();
+                let members: Vec<String> = step.iter().map(|q| q.name.clone()).collect();
+                for (n, (query, result)) in step.iter().zip(stored).enumerate() {
+                    runs.push(QueryRun {
+                        name: query.name.clone(),
+                        entries: result.as_ref().map_or(0, |(t, _)| t.nnz()),
+                        time: if n == 0 { time } else { Duration::ZERO },
+                        limited: None,
+                        fused: Some(Fusion {
+                            members: members.clone(),
+                            row_local: result.is_none(),
+                        }),
+                    });
+                    if let Some(stored) = result {
+                        keep(query, stored, &mut outputs, &mut results);
+                    }
+                }
+                continue;
+            }
         }
-        results.insert(query.name.clone(), (tensor, fill));
+        // One query, or the members of a fused pass that cannot run as
+        // one, each on its own.
+        for query in step {
+            control.check()?;
+            control.enter_step(query.head());
+            let start = Instant::now();
+            let budget = first
+                .filter(|f| f.query == query.name && in_output_order(query))
+                .map(|f| RowBudget::new(f.rows));
+            let (tensor, fill, chunks) =
+                run_query(query, &results, &control, options, budget.as_ref())?;
+            runs.push(QueryRun {
+                name: query.name.clone(),
+                entries: tensor.nnz(),
+                time: start.elapsed(),
+                limited: budget.map(|b| Limited {
+                    rows: first.map_or(0, |f| f.rows),
+                    chunks_run: b.chunks_run(),
+                    chunks,
+                }),
+                fused: None,
+            });
+            keep(query, (tensor, fill), &mut outputs, &mut results);
+        }
     }
     Ok((outputs, runs))
+}
+
+/// Keeps `query`'s stored result for the later queries, and among the
+/// outputs when it is one.
+fn keep(query: &PhysicalQuery, stored: Stored, outputs: &mut Outputs, results: &mut Results) {
+    if query.role == Role::Output {
+        outputs.push((query.name.clone(), Arc::clone(&stored.0)));
+    }
+    results.insert(query.name.clone(), stored);
+}
+
+/// The value of the entries a query's result does not store: 0 for an
+/// output, which stores every coordinate whose value is not 0.
+fn fill_of(query: &PhysicalQuery) -> Value {
+    match query.role {
+        Role::Output => Value::zero(query.ty),
+        Role::Intermediate => query.fill,
+    }
 }
 
 /// Whether `query` writes its entries in the order of its output indices
@@ -113,11 +159,7 @@ fn run_query(
     options: &ExecOptions,
     budget: Option<&RowBudget>,
 ) -> Result<(Arc<Tensor>, Value, usize)> {
-    // An output stores every coordinate whose value is not 0.
-    let fill = match query.role {
-        Role::Output => Value::zero(query.ty),
-        Role::Intermediate => query.fill,
-    };
+    let fill = fill_of(query);
     if let Some(product) = &query.dense {
         let operand = |k: usize| {
             let access = query
@@ -150,20 +192,8 @@ fn run_query(
         let inputs: Vec<(&Tensor, Annotation)> =
             tensors.iter().map(|(t, a, _)| (t.as_ref(), *a)).collect();
         if let Some(outcome) = driven::run(query, driven, &inputs, control, options)? {
-            let tensor = match outcome {
-                driven::Outcome::Entries(entries) => {
-                    within_threads(options.threads, entries.len(), || {
-                        store(query, entries, control)
-                    })?
-                }
-                driven::Outcome::AtDriver(values) => {
-                    let (driver, _) = inputs[driven.driver];
-                    store_at(query, driver, values, control)?
-                }
-                driven::Outcome::Columns(coords, values) => {
-                    store_columns(query, coords, values, control)?
-                }
-            };
+            let (driver, _) = inputs[driven.driver];
+            let tensor = store_outcome(query, driver, outcome, control, options)?;
             return Ok((Arc::new(tensor), fill, 1));
         }
     }
@@ -217,6 +247,100 @@ fn run_query(
         store(query, entries, control)
     })?;
     Ok((Arc::new(tensor), fill, chunks.get()))
+}
+
+/// Runs the members of a fused pass as one pass over their driver
+/// ([`driven::run_fused`]): each member's stored result and the value of
+/// its absent entries, `None` for a row-local one; `None` when the pass
+/// cannot run fused (the caller runs the members one by one).
+fn run_fused(
+    step: &[PhysicalQuery],
+    results: &Results,
+    control: &Control<'_>,
+    options: &ExecOptions,
+) -> Result<Option<Vec<Option<Stored>>>> {
+    control.enter_step(format!(
+        "fused pass of {}",
+        step.iter()
+            .map(|q| q.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    // A result read row-local by a later member is never stored.
+    let row_local = |name: &str| {
+        step.iter().any(|q| {
+            q.driven
+                .as_ref()
+                .and_then(|d| q.inputs.get(d.local?))
+                .is_some_and(|a| matches!(&a.source, Source::Result(r) if r == name))
+        })
+    };
+    let mut tensors = Vec::with_capacity(step.len());
+    for query in step {
+        let driven = query.driven.as_ref();
+        let sources = query
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(k, access)| {
+                if driven.is_some_and(|d| d.local == Some(k)) {
+                    Ok(None)
+                } else {
+                    source(access, results).map(Some)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        tensors.push(sources);
+    }
+    let members: Vec<driven::Member<'_>> = step
+        .iter()
+        .zip(&tensors)
+        .map(|(query, sources)| driven::Member {
+            query,
+            inputs: sources
+                .iter()
+                .map(|s| s.as_ref().map(|(t, a, _)| (t.as_ref(), *a)))
+                .collect(),
+            row_local: row_local(&query.name),
+        })
+        .collect();
+    let Some(outcomes) = driven::run_fused(&members, control, options)? else {
+        return Ok(None);
+    };
+    let mut stored = Vec::with_capacity(step.len());
+    for (member, outcome) in members.iter().zip(outcomes) {
+        let query = member.query;
+        let Some(outcome) = outcome else {
+            stored.push(None);
+            continue;
+        };
+        let driver = query
+            .driven
+            .as_ref()
+            .and_then(|d| member.inputs.get(d.driver).copied().flatten())
+            .map(|(tensor, _)| tensor)
+            .ok_or_else(|| Error::Internal(format!("'{}' has no driver", query.name)))?;
+        let tensor = store_outcome(query, driver, outcome, control, options)?;
+        stored.push(Some((Arc::new(tensor), fill_of(query))));
+    }
+    Ok(Some(stored))
+}
+
+/// Stores the result of a sparse-driven run of `query` over `driver`.
+fn store_outcome(
+    query: &PhysicalQuery,
+    driver: &Tensor,
+    outcome: driven::Outcome,
+    control: &Control<'_>,
+    options: &ExecOptions,
+) -> Result<Tensor> {
+    match outcome {
+        driven::Outcome::Entries(entries) => within_threads(options.threads, entries.len(), || {
+            store(query, entries, control)
+        }),
+        driven::Outcome::AtDriver(values) => store_at(query, driver, values, control),
+        driven::Outcome::Columns(coords, values) => store_columns(query, coords, values, control),
+    }
 }
 
 /// The tensor an input reads, the annotation it reads of it and its value

@@ -17,6 +17,7 @@
 //! | `physical` | each query's loop order and output formats ([`physical`]), while the executor's planner builds the plan |
 //! | `factorize` | loop nests of sums of products made trees, independent subtrees' sums multiplied (within `physical`, timed apart: the costing of the trees) |
 //! | `dense` | matrix products of operands that fill most of their cells run as one dense kernel where estimated cheaper (within `physical`, timed apart) |
+//! | `fuse` | consecutive sparse-driven queries over the same driver run as one pass, a row sum that only the next reads kept row-local (SystemML's MAgg and Row, [`fuse`]) |
 //!
 //! The phases compare candidates by estimated non-zeros, from the
 //! estimator [`SET estimator`](EstimatorKind) selects; [`SET
@@ -84,6 +85,7 @@
 pub mod chain;
 pub mod check;
 pub mod estimate;
+pub mod fuse;
 pub mod lattice;
 pub mod logical;
 pub mod mask;
@@ -219,7 +221,10 @@ pub struct Optimized {
 /// - without `factorize`, every loop nest is a path: each loop runs
 ///   inside all the loops before it;
 /// - without `dense`, every query runs as its loop nest, matrix products
-///   of dense operands included.
+///   of dense operands included;
+/// - without `fuse`, every query makes its own pass and stores its
+///   result; `fuse` needs `physical`, which chooses the sparse-driven
+///   queries it fuses.
 ///
 /// With [`Search::None`] no phase runs: the program is planned as written
 /// with the default choices.
@@ -476,11 +481,20 @@ fn with<E: SparsityEstimator>(
                 phases.skipped(phase);
             }
         }
+        let mut plan = plan;
+        if phases.runs(Phase::Fuse) {
+            let begin = Instant::now();
+            fuse::fuse(&mut plan);
+            phases.ran(Phase::Fuse, begin.elapsed());
+        } else {
+            phases.skipped(Phase::Fuse);
+        }
         (logical, plan)
     } else {
         phases.skipped(Phase::Physical);
         phases.skipped(Phase::Factorize);
         phases.skipped(Phase::Dense);
+        phases.skipped(Phase::Fuse);
         let logical = match eliminated {
             Some(plan) => plan,
             None => LogicalPlan::unestimated(program),

@@ -4,12 +4,12 @@
 //!
 //! A phase is named the way `SET disabled_optimizers` spells it
 //! (`normalize`, `saturate`, `mask`, `semijoin`, `eliminate`,
-//! `distribute`, `cse`, `physical`, `factorize`, `dense`);
+//! `distribute`, `cse`, `physical`, `factorize`, `dense`, `fuse`);
 //! [`Phase::from_str`] parses a name and rejects an unknown one with the
 //! closest known name ("did you mean"), and [`PhaseSet`] parses and
-//! prints a comma-separated list of them. New phases (a `fuse` of loop
-//! nests) are added as variants at their place in [`Phase::ALL`]; the
-//! driver in [`super::optimize`] runs them in that order.
+//! prints a comma-separated list of them. New phases are added as
+//! variants at their place in [`Phase::ALL`]; the driver in
+//! [`super::optimize`] runs them in that order.
 //!
 //! [`OptimizerOptions`]: super::OptimizerOptions
 
@@ -57,11 +57,15 @@ pub enum Phase {
     /// ([`crate::exec::plan::Contraction`]); runs within `physical`,
     /// which it needs.
     Dense,
+    /// Consecutive sparse-driven queries over the same driver run as one
+    /// pass over its entries, a result that only the next of them reads
+    /// row by row kept row-local ([`super::fuse`]); needs `physical`.
+    Fuse,
 }
 
 impl Phase {
     /// Every phase, in the order the optimizer runs them.
-    pub const ALL: [Phase; 10] = [
+    pub const ALL: [Phase; 11] = [
         Phase::Normalize,
         Phase::Saturate,
         Phase::Mask,
@@ -72,6 +76,7 @@ impl Phase {
         Phase::Physical,
         Phase::Factorize,
         Phase::Dense,
+        Phase::Fuse,
     ];
 
     /// The name `SET disabled_optimizers` takes.
@@ -87,6 +92,7 @@ impl Phase {
             Phase::Physical => "physical",
             Phase::Factorize => "factorize",
             Phase::Dense => "dense",
+            Phase::Fuse => "fuse",
         }
     }
 
@@ -242,10 +248,13 @@ mod tests {
             error.to_string(),
             "Optimizer phase 'semijion' does not exist (did you mean 'semijoin'?)"
         );
-        let error = "normalize, fusion"
+        let error = "normalize, parallel"
             .parse::<PhaseSet>()
             .map(|_| ())
             .unwrap_err();
-        assert_eq!(error.to_string(), "Optimizer phase 'fusion' does not exist");
+        assert_eq!(
+            error.to_string(),
+            "Optimizer phase 'parallel' does not exist"
+        );
     }
 }

@@ -282,10 +282,22 @@ pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
                 .position(|q| q.name == query.name)
                 .map(|k| o.estimates[k])
         });
-        let mut line = format!("  {}: {}", query.name, entries(query.entries));
-        if let Some(estimate) = estimate {
+        let row_local = query.fused.as_ref().is_some_and(|f| f.row_local);
+        let mut line = if row_local {
+            format!("  {}: row-local, not stored", query.name)
+        } else {
+            format!("  {}: {}", query.name, entries(query.entries))
+        };
+        if let Some(estimate) = estimate.filter(|_| !row_local) {
             line.push_str(&format!(" ({})", estimated(estimate)));
         }
+        let first_of_pass = match &query.fused {
+            Some(fusion) => {
+                line.push_str(&format!("; fused pass {}", fusion.members.join(", ")));
+                fusion.members.first() == Some(&query.name)
+            }
+            None => true,
+        };
         if let Some(limited) = query.limited {
             line.push_str(&format!(
                 ", stopped at its first {} ({} of {} chunks run)",
@@ -298,7 +310,7 @@ pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
                 limited.chunks
             ));
         }
-        if times {
+        if times && first_of_pass {
             line.push_str(&format!(", {}", millis(query.time)));
         }
         lines.push(line);
