@@ -1135,3 +1135,66 @@ fn a_fused_pass_beside_a_value_that_is_not_finite_runs_unfused() {
         .to_vec();
     assert_eq!(values, [12.0]);
 }
+
+/// The aligned path: the masked nested sum `#1` is stored at `x`'s
+/// coordinates (sharing them), so the step over `x` and `#1` runs as one
+/// loop over their entries (EXPLAIN ANALYZE says so), for a total and
+/// for an element-wise map, on 1 and 2 threads, with the loops' answer;
+/// where a product of `#1` is 0 (dropped, so the coordinates are not
+/// shared) the step runs as its loops, with the same answer.
+#[test]
+fn aligned_inputs_run_as_one_loop_over_their_entries() {
+    let mut rng = Rng(0x0a11_2026_1126_0001);
+    let (m, n, r) = (300, 200, 6);
+    let db = Database::open_in_memory();
+    let x = random(&mut rng, &[m, n], 10);
+    store(&db, "x", &[("i", m), ("j", n)], &x);
+    let positive = |entries: Entries| -> Entries {
+        entries
+            .into_iter()
+            .map(|(c, v)| (c, v.abs() + 1.0))
+            .collect()
+    };
+    let u = positive(random(&mut rng, &[m, r], 100));
+    let v = positive(random(&mut rng, &[n, r], 100));
+    store(&db, "u", &[("i", m), ("k", r)], &u);
+    store(&db, "v", &[("j", n), ("k", r)], &v);
+    // `z` is 0 in one column: `#1` has zeros there, which are dropped.
+    let z: Entries = v
+        .iter()
+        .map(|(c, &x)| (c.clone(), if c[0] == 3 { 0.0 } else { x }))
+        .collect();
+    store(&db, "z", &[("j", n), ("k", r)], &z);
+    let cases = [
+        (
+            "c[] = SUM(i,j) x[i,j] * ln(0.5 + SUM(k) u[i,k] * v[j,k]);",
+            true,
+        ),
+        ("c[i,j] = x[i,j] * ln(0.5 + SUM(k) u[i,k] * v[j,k]);", true),
+        (
+            "c[] = SUM(i,j) x[i,j] * ln(0.5 + SUM(k) u[i,k] * z[j,k]);",
+            false,
+        ),
+    ];
+    for (statement, shared) in cases {
+        let loops = answer(&db, "SET optimizer = 'none'", statement);
+        db.execute("SET optimizer = 'exact'").expect("set");
+        let analyzed = lines(
+            &db.execute(&format!(
+                "EXPLAIN ANALYZE {}",
+                statement.trim_end_matches(';')
+            ))
+            .expect("runs"),
+        )
+        .join("\n");
+        assert_eq!(
+            analyzed.contains("one loop over its inputs' shared entries"),
+            shared,
+            "{statement}\n{analyzed}"
+        );
+        let one = answer(&db, "SET threads = 1", statement);
+        let two = answer(&db, "SET threads = 2", statement);
+        assert_eq!(one, two, "{statement}");
+        assert!(agree(&one, &loops), "{statement}\n{one:?}\n{loops:?}");
+    }
+}

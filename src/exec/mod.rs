@@ -36,6 +36,7 @@
 //! coordinates) and no more.
 
 mod accumulate;
+mod aligned;
 mod control;
 mod dense;
 mod driven;
@@ -181,6 +182,9 @@ pub struct QueryRun {
     /// When it ran in a fused pass with other queries: the pass. The
     /// pass's time is the first member's; the others' is zero.
     pub fused: Option<Fusion>,
+    /// Whether it ran as one loop over the entries its inputs share,
+    /// their coordinates being the same (the aligned path).
+    pub aligned: bool,
 }
 
 /// The fused pass a query ran in.

@@ -24,7 +24,7 @@ use super::control::{Control, Held, RowBudget, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{Access, PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::{ExecOptions, FirstRows, Fusion, Limited, Outputs, QueryRun};
-use super::{dense, driven, product, tiled};
+use super::{aligned, dense, driven, product, tiled};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
 /// number, so that results do not depend on the thread count.
@@ -64,6 +64,7 @@ pub(crate) fn run_plan(
                         entries: result.as_ref().map_or(0, |(t, _)| t.nnz()),
                         time: if n == 0 { time } else { Duration::ZERO },
                         limited: None,
+                        aligned: false,
                         fused: Some(Fusion {
                             members: members.clone(),
                             row_local: result.is_none(),
@@ -85,20 +86,20 @@ pub(crate) fn run_plan(
             let budget = first
                 .filter(|f| f.query == query.name && in_output_order(query))
                 .map(|f| RowBudget::new(f.rows));
-            let (tensor, fill, chunks) =
-                run_query(query, &results, &control, options, budget.as_ref())?;
+            let ran = run_query(query, &results, &control, options, budget.as_ref())?;
             runs.push(QueryRun {
                 name: query.name.clone(),
-                entries: tensor.nnz(),
+                entries: ran.stored.0.nnz(),
                 time: start.elapsed(),
                 limited: budget.map(|b| Limited {
                     rows: first.map_or(0, |f| f.rows),
                     chunks_run: b.chunks_run(),
-                    chunks,
+                    chunks: ran.chunks,
                 }),
                 fused: None,
+                aligned: ran.path == Path::Aligned,
             });
-            keep(query, (tensor, fill), &mut outputs, &mut results);
+            keep(query, ran.stored, &mut outputs, &mut results);
         }
     }
     Ok((outputs, runs))
@@ -150,6 +151,36 @@ impl UnitMultiplicities {
     }
 }
 
+/// What running one query gave: its stored result, the chunks its
+/// outermost loop was split into, and how it ran.
+struct Ran {
+    stored: Stored,
+    chunks: usize,
+    path: Path,
+}
+
+/// How a query ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// Its loop nest.
+    Loops,
+    /// A dense or tiled matrix product, or a sparse-driven pass.
+    Kernel,
+    /// One loop over the entries its inputs share ([`aligned`]).
+    Aligned,
+}
+
+impl Ran {
+    /// A result computed in one piece (one chunk).
+    fn whole(tensor: Tensor, fill: Value, path: Path) -> Ran {
+        Ran {
+            stored: (Arc::new(tensor), fill),
+            chunks: 1,
+            path,
+        }
+    }
+}
+
 /// Runs one query; returns its result, the value of its absent entries
 /// and how many chunks its outermost loop was split into.
 fn run_query(
@@ -158,7 +189,7 @@ fn run_query(
     control: &Control<'_>,
     options: &ExecOptions,
     budget: Option<&RowBudget>,
-) -> Result<(Arc<Tensor>, Value, usize)> {
+) -> Result<Ran> {
     let fill = fill_of(query);
     if let Some(product) = &query.dense {
         let operand = |k: usize| {
@@ -180,7 +211,7 @@ fn run_query(
             let tensor = within_threads(options.threads, entries.len(), || {
                 store(query, entries, control)
             })?;
-            return Ok((Arc::new(tensor), fill, 1));
+            return Ok(Ran::whole(tensor, fill, Path::Kernel));
         }
     }
     if let Some(driven) = &query.driven {
@@ -194,12 +225,35 @@ fn run_query(
         if let Some(outcome) = driven::run(query, driven, &inputs, control, options)? {
             let (driver, _) = inputs[driven.driver];
             let tensor = store_outcome(query, driver, outcome, control, options)?;
-            return Ok((Arc::new(tensor), fill, 1));
+            return Ok(Ran::whole(tensor, fill, Path::Kernel));
         }
     }
+    let tensors = query
+        .inputs
+        .iter()
+        .map(|access| source(access, results))
+        .collect::<Result<Vec<_>>>()?;
+    let inputs: Vec<(&Tensor, Annotation, Value)> = tensors
+        .iter()
+        .map(|(t, a, f)| (t.as_ref(), *a, *f))
+        .collect();
+    let aligned = match budget {
+        Some(_) => None,
+        None => aligned::run(query, &inputs, control, options)?,
+    };
+    if let Some(aligned) = aligned {
+        let tensor = match aligned {
+            aligned::Aligned::Total(sum) => {
+                let mut entries = Entries::new(0);
+                entries.push([], sum);
+                store(query, Finished::Float(entries), control)?
+            }
+            aligned::Aligned::AtEntries(values) => store_at(query, inputs[0].0, values, control)?,
+        };
+        return Ok(Ran::whole(tensor, fill, Path::Aligned));
+    }
     let mut opened = Vec::new();
-    for access in &query.inputs {
-        let (tensor, annotation, fill) = source(access, results)?;
+    for (access, (tensor, annotation, fill)) in query.inputs.iter().zip(tensors) {
         // Entries an index build still has to sort (none when it is cached).
         let unindexed = if tensor.built_indexes().contains(&access.index) {
             0
@@ -246,7 +300,11 @@ fn run_query(
     let tensor = within_threads(options.threads, entries.len(), || {
         store(query, entries, control)
     })?;
-    Ok((Arc::new(tensor), fill, chunks.get()))
+    Ok(Ran {
+        stored: (Arc::new(tensor), fill),
+        chunks: chunks.get(),
+        path: Path::Loops,
+    })
 }
 
 /// Runs the members of a fused pass as one pass over their driver

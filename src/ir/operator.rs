@@ -372,6 +372,14 @@ impl ScalarOp {
     /// Errors: integer overflow, a non-zero value divided by zero, and a
     /// wrong number of arguments (which the front-ends rule out).
     pub fn apply(self, args: &[Value]) -> Result<Value> {
+        match self.apply_floats(args) {
+            Some(value) => Ok(value),
+            None => self.apply_any(args),
+        }
+    }
+
+    /// [`ScalarOp::apply`] by the general dispatch, for any arguments.
+    fn apply_any(self, args: &[Value]) -> Result<Value> {
         use ScalarOp::*;
         if !self.accepts(args.len()) {
             return Err(Error::Invalid(format!(
@@ -436,6 +444,61 @@ impl ScalarOp {
                 _ => unary,
             },
             Mod => remainder(args[0], args[1], float)?,
+        })
+    }
+}
+
+impl ScalarOp {
+    /// [`ScalarOp::apply`] of float arguments for the arithmetic and the
+    /// functions whose float result needs no check, without the general
+    /// dispatch (which allocates): the same value. `None` for any other
+    /// operator or argument.
+    #[inline]
+    fn apply_floats(self, args: &[Value]) -> Option<Value> {
+        let mut floats = [0.0; 4];
+        if args.len() > floats.len() {
+            return None;
+        }
+        for (slot, arg) in floats.iter_mut().zip(args) {
+            match arg {
+                Value::Float(x) => *slot = *x,
+                _ => return None,
+            }
+        }
+        self.apply_f64(&floats[..args.len()]).map(Value::Float)
+    }
+
+    /// [`ScalarOp::apply`] of floats, for the arithmetic and the functions
+    /// whose float result needs no check (not division, whose divisor 0
+    /// is an error, nor comparisons): the float `apply` gives. `None` for
+    /// any other operator or a number of arguments it does not take.
+    #[inline]
+    pub fn apply_f64(self, args: &[f64]) -> Option<f64> {
+        use ScalarOp::*;
+        if !self.accepts(args.len()) {
+            return None;
+        }
+        let fold = |f: fn(f64, f64) -> f64| {
+            let (first, rest) = args.split_first()?;
+            Some(rest.iter().fold(*first, |acc, &a| f(acc, a)))
+        };
+        let unary = args.first().copied();
+        Some(match self {
+            Add => fold(|a, b| a + b)?,
+            Sub => fold(|a, b| a - b)?,
+            // As `apply`: a product with a zero factor is 0.
+            Mul if args.contains(&0.0) => 0.0,
+            Mul => fold(|a, b| a * b)?,
+            Neg => -unary?,
+            Abs => unary?.abs(),
+            Relu => unary?.max(0.0),
+            Exp => unary?.exp(),
+            Ln => unary?.ln(),
+            Log => unary?.log10(),
+            Sqrt => unary?.sqrt(),
+            Sigmoid => 1.0 / (1.0 + (-unary?).exp()),
+            Power => unary?.powf(*args.get(1)?),
+            _ => return None,
         })
     }
 }
@@ -717,7 +780,41 @@ mod tests {
         op.apply(args)
     }
 
+    /// Floats that include the edge cases: zeros of both signs,
+    /// infinities, NaN, and ordinary values.
+    fn float() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            Just(0.0),
+            Just(-0.0),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(f64::NAN),
+            -1e6f64..1e6,
+        ]
+    }
+
     proptest! {
+        /// The float fast path gives the general dispatch's value, bit for
+        /// bit, for every operator and arity it takes.
+        #[test]
+        fn float_fast_path_is_the_general_one(args in prop::collection::vec(float(), 1..4)) {
+            let args: Vec<Value> = args.into_iter().map(Value::Float).collect();
+            for op in ScalarOp::ALL {
+                if let Some(fast) = op.apply_floats(&args) {
+                    let general = op.apply_any(&args);
+                    let bits = |v: &Value| match v {
+                        Value::Float(x) if x.is_nan() => Some(u64::MAX),
+                        Value::Float(x) => Some(x.to_bits()),
+                        _ => None,
+                    };
+                    prop_assert!(
+                        general.as_ref().is_ok_and(|g| bits(g).is_some() && bits(g) == bits(&fast)),
+                        "{op:?} of {args:?}: {fast:?} against {general:?}"
+                    );
+                }
+            }
+        }
+
         /// Every declared law holds on random booleans, small integers and
         /// small binary fractions (exact in floating point).
         #[test]

@@ -310,6 +310,9 @@ pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
                 limited.chunks
             ));
         }
+        if query.aligned {
+            line.push_str("; one loop over its inputs' shared entries");
+        }
         if times && first_of_pass {
             line.push_str(&format!(", {}", millis(query.time)));
         }
