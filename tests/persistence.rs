@@ -813,3 +813,36 @@ fn damaged_or_mismatched_statistics_records_are_recomputed() {
         );
     }
 }
+
+/// Every statement that stores a table computes its statistics then, and
+/// a reopened database has them without a query having asked.
+#[test]
+fn statements_that_store_tables_compute_their_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored =
+        |db: &einsql::Database, name: &str| db.table(name).unwrap().computed_statistics().is_some();
+    {
+        let db = einsql::Database::open(dir.path()).unwrap();
+        db.execute("CREATE TABLE a (i INT, j INT, v DOUBLE, PRIMARY KEY (i, j))")
+            .unwrap();
+        assert!(stored(&db, "a"), "CREATE TABLE");
+        db.execute("INSERT INTO a VALUES (0, 1, 2.0), (1, 1, 3.0), (2, 0, 1.0)")
+            .unwrap();
+        assert!(stored(&db, "a"), "INSERT");
+        db.execute("CREATE TABLE b AS SELECT i, j, v * 2 AS w FROM a")
+            .unwrap();
+        assert!(stored(&db, "b"), "CREATE TABLE AS");
+        db.execute("c[i] = SUM(j) a[i,j];").unwrap();
+        assert!(stored(&db, "c"), "einsum assignment");
+    }
+    let db = einsql::Database::open(dir.path()).unwrap();
+    for name in ["a", "b", "c"] {
+        assert!(stored(&db, name), "{name} reopened");
+    }
+    let a = db.table("a").unwrap();
+    let computed = Statistics::compute(a.dims(), a.data());
+    assert_eq!(
+        a.statistics().degrees().collect::<Vec<_>>(),
+        computed.degrees().collect::<Vec<_>>()
+    );
+}
