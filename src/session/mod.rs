@@ -6,8 +6,11 @@
 //! [`BoundStatement`](crate::bound::BoundStatement), which
 //! [`Session::run`] carries out: it evaluates query programs through the
 //! optimizer and the executor (or the reference evaluator, as the
-//! [`Settings`] say), is the only writer of the catalog, and formats the
-//! message that says what a statement changed. [`explain`] is the one
+//! [`Settings`] say), is the only writer of the catalog (it computes a
+//! table's statistics before storing it, with their working memory charged
+//! to `memory_limit`, so that the statement that stores a table pays for
+//! them and no query does), and formats the message that says what a
+//! statement changed. [`explain`] is the one
 //! `EXPLAIN` and `EXPLAIN ANALYZE` of both languages; [`profile`] records
 //! what each evaluated program took.
 

@@ -1,8 +1,11 @@
 //! Statistics of a stored tensor: what the optimizer's sparsity estimators
 //! read (Galley section 7.3.2).
 //!
-//! [`Statistics::compute`] runs once, when the optimizer first reads a
-//! stored tensor's statistics ([`Tensor::statistics`](crate::storage::Tensor::statistics)). Besides the
+//! [`Statistics::compute`] runs once per tensor: for a stored table when
+//! the catalog stores it (a database directory records the result, and
+//! [`Statistics::restore`] checks it when the directory is opened), for
+//! other tensors when the optimizer first reads their statistics
+//! ([`Tensor::statistics`](crate::storage::Tensor::statistics)). Besides the
 //! number of entries and the dimension sizes it keeps *degree statistics*
 //! D(X|Y): for disjoint sets of dimensions X (non-empty) and Y, the largest
 //! number of distinct X-projections among the stored entries that share one
@@ -17,9 +20,15 @@
 //! dimensions or of 2³² entries or more keep only nnz and sizes.
 //!
 //! How: every needed set Z of dimensions gets a dense id per entry for its
-//! Z-projection (runs of the sorted batch for prefixes of the stored order,
-//! otherwise a direct-addressed table or a hash map over the ids of
-//! Z without its last dimension paired with that dimension's ids). Then
+//! Z-projection: runs of the sorted batch for prefixes of the stored
+//! order; for a single other dimension, its coordinates ranked through a
+//! direct-addressed table (a hash map for a dimension much larger than the
+//! number of entries); otherwise the ids of Z without its last dimension
+//! paired with that dimension's ids, ranked without hashing: in one pass
+//! with a slot per id of the last dimension when the rest is a prefix
+//! (its ids come in runs), through a direct-addressed table when the pairs
+//! are few, else after a counting sort of the entries by the last
+//! dimension's ids. Then
 //! D(X|Y) is, with Z = X ∪ Y, the largest number of distinct Z-ids that share
 //! one Y-id: two linear passes. Sets of equal size, and then all pairs, are
 //! computed in parallel. A matrix needs one pass instead (row runs and a
