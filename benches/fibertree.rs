@@ -2,14 +2,22 @@
 //! million entries: the identity order (leaf shared with the Arrow buffers)
 //! against reordered indexes, dense and hashed levels, and the degree
 //! statistics computed on every store. Criterion reports time per build and
-//! entries per second.
+//! entries per second. The statistics are also timed on the FROSTT-style
+//! `tensors/med.tns` of the datasets folder (`$EINSQL_DATA` or
+//! `../shared/datasets`; skipped without it), the tensor of the MTTKRP
+//! measurements in `docs/benchmarks.md`.
 
 /// Allocations go to mimalloc (the `mimalloc` feature, on by default).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use einsql::io::ReadOptions;
+use einsql::progress::NoProgress;
 use einsql::storage::fibertree::{FiberTree, IndexSpec, LevelFormat};
 use einsql::storage::statistics::Statistics;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData};
@@ -72,8 +80,21 @@ fn builds(c: &mut Criterion) {
     }
     group.finish();
 
+    let med = common::datasets().map(|dir| {
+        einsql::io::tns::read(
+            &dir.join("tensors/med.tns"),
+            &ReadOptions::default(),
+            &NoProgress,
+        )
+        .expect("readable med.tns")
+    });
     let mut group = c.benchmark_group("statistics");
-    for (name, tensor) in [("2d", &matrix), ("3d", &cube)] {
+    let tensors = [
+        ("2d", Some(&matrix)),
+        ("3d", Some(&cube)),
+        ("med.tns", med.as_ref()),
+    ];
+    for (name, tensor) in tensors.into_iter().filter_map(|(n, t)| Some((n, t?))) {
         group.throughput(Throughput::Elements(tensor.nnz() as u64));
         group.bench_function(name, |b| {
             b.iter(|| Statistics::compute(tensor.dims(), tensor.data()))

@@ -335,3 +335,27 @@ fn spmv_rows_keep_the_zero_and_nan_semantics() {
         assert_eq!(entries(&got[0].1), want, "{threads} threads");
     }
 }
+
+/// Storing a table computes its statistics, and what that works in is
+/// charged to the memory limit: a limit below it stops the `INSERT`,
+/// which changes nothing.
+#[test]
+fn a_table_statistics_are_charged_to_the_memory_limit() {
+    let db = Database::open_in_memory();
+    db.execute("CREATE TABLE e (i INT, j INT, PRIMARY KEY (i, j))")
+        .unwrap();
+    let rows: Vec<String> = (0..2000)
+        .map(|n| format!("({n}, {})", (n * 7) % 2000))
+        .collect();
+    let insert = format!("INSERT INTO e VALUES {}", rows.join(", "));
+    db.execute("SET memory_limit = '100KB'").unwrap();
+    let error = db.execute(&insert).unwrap_err();
+    assert!(matches!(error, Error::OutOfMemory(_)), "{error}");
+    assert!(error.to_string().contains("for its statistics"), "{error}");
+    assert_eq!(db.table("e").unwrap().nnz(), 0, "nothing was stored");
+    db.execute("RESET memory_limit").unwrap();
+    db.execute(&insert).unwrap();
+    let e = db.table("e").unwrap();
+    assert_eq!(e.nnz(), 2000);
+    assert!(e.computed_statistics().is_some());
+}

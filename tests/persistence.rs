@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use arrow::array::{Float64Array, Int64Array};
 use einsql::Error;
 use einsql::catalog::persist::Store;
+use einsql::storage::statistics::Statistics;
 use einsql::storage::{ColumnRef, Coo, Dictionary, DimensionSpec, Tensor, ValueData};
 use proptest::prelude::*;
 
@@ -632,7 +633,216 @@ proptest! {
         let (_, tables) = open(dir.path());
         prop_assert_eq!(tables.len(), tensors.len());
         for (k, tensor) in tensors.iter().enumerate() {
-            assert_same(&tables[&format!("t{k}")], tensor);
+            let table = &tables[&format!("t{k}")];
+            assert_same(table, tensor);
+            assert_restored_statistics(table, tensor);
         }
     }
+}
+
+/// The statistics of every entry of the catalog's JSON, as `[x, y, degree]`
+/// triples, by table name.
+fn recorded_degrees(dir: &Path) -> BTreeMap<String, serde_json::Value> {
+    let catalog: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("catalog.json")).unwrap()).unwrap();
+    catalog["tables"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter_map(|(name, entry)| Some((name.clone(), entry.get("statistics")?.clone())))
+        .collect()
+}
+
+/// Rewrites the catalog of `dir` with `edit` applied to its JSON.
+fn edit_catalog(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("catalog.json");
+    let mut catalog: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut catalog);
+    std::fs::write(&path, serde_json::to_vec_pretty(&catalog).unwrap()).unwrap();
+}
+
+/// Asserts that `loaded` came with statistics (restored on open, not
+/// computed) equal to those `original` computes.
+fn assert_restored_statistics(loaded: &Tensor, original: &Tensor) {
+    let restored = loaded
+        .computed_statistics()
+        .expect("statistics restored on open");
+    let computed = Statistics::compute(original.dims(), original.data());
+    assert_eq!(restored.nnz(), computed.nnz());
+    assert_eq!(restored.sizes(), computed.sizes());
+    assert_eq!(
+        restored.degrees().collect::<Vec<_>>(),
+        computed.degrees().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn statistics_are_saved_with_the_table_and_restored_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables: Vec<Tensor> = (0..3).map(|k| version(k, 4)).collect();
+    {
+        let (mut store, _) = open(dir.path());
+        for (k, tensor) in tables.iter().enumerate() {
+            store.save_table(&format!("t{k}"), tensor).unwrap();
+        }
+    }
+    assert_eq!(recorded_degrees(dir.path()).len(), 3);
+    let (_, loaded) = open(dir.path());
+    for (k, tensor) in tables.iter().enumerate() {
+        assert_restored_statistics(&loaded[&format!("t{k}")], tensor);
+    }
+}
+
+#[test]
+fn the_recorded_statistics_are_used_not_recomputed() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = version(0, 6);
+    {
+        let (mut store, _) = open(dir.path());
+        store.save_table("t0", &table).unwrap();
+    }
+    // Lower a D(X|Y) with Y not empty by one where it can be: a value still possible for
+    // the table, that only the record can have given.
+    let computed = Statistics::compute(table.dims(), table.data());
+    let stat = computed
+        .degrees()
+        .find(|s| !s.y.is_empty() && s.degree > 1)
+        .expect("a degree above 1");
+    let position = computed.degrees().position(|s| s == stat).unwrap();
+    edit_catalog(dir.path(), |catalog| {
+        catalog["tables"]["t0"]["statistics"]["degrees"][position][2] =
+            serde_json::json!(stat.degree - 1);
+    });
+    let (_, loaded) = open(dir.path());
+    let restored = loaded["t0"].computed_statistics().expect("restored");
+    assert_eq!(restored.degree(stat.x, stat.y), Some(stat.degree - 1));
+}
+
+#[test]
+fn a_catalog_without_statistics_opens_and_computes_them_on_first_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = version(0, 3);
+    {
+        let (mut store, _) = open(dir.path());
+        store.save_table("t0", &table).unwrap();
+    }
+    // What builds before the statistics were recorded wrote.
+    edit_catalog(dir.path(), |catalog| {
+        let entry = catalog["tables"]["t0"].as_object_mut().unwrap();
+        entry.remove("statistics").unwrap();
+    });
+    let (_, loaded) = open(dir.path());
+    let t0 = &loaded["t0"];
+    assert_same(t0, &table);
+    assert!(t0.computed_statistics().is_none());
+    let computed = Statistics::compute(table.dims(), table.data());
+    assert_eq!(
+        t0.statistics().degrees().collect::<Vec<_>>(),
+        computed.degrees().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn damaged_or_mismatched_statistics_records_are_recomputed() {
+    type Damage = Box<dyn Fn(&mut serde_json::Value)>;
+    let damages: Vec<(&str, Damage)> = vec![
+        ("not an object", Box::new(|s| *s = serde_json::json!(7))),
+        (
+            "a field missing",
+            Box::new(|s| {
+                s.as_object_mut().unwrap().remove("nnz");
+            }),
+        ),
+        (
+            "a negative degree",
+            Box::new(|s| s["degrees"][0][2] = serde_json::json!(-1)),
+        ),
+        (
+            "a degree above nnz",
+            Box::new(|s| s["degrees"][0][2] = serde_json::json!(1_000_000)),
+        ),
+        (
+            "a pair missing",
+            Box::new(|s| {
+                s["degrees"].as_array_mut().unwrap().pop();
+            }),
+        ),
+        (
+            "a pair changed",
+            Box::new(|s| s["degrees"][0][0] = serde_json::json!(64)),
+        ),
+        (
+            "another data file",
+            Box::new(|s| s["data_file"] = serde_json::json!("000001-other.parquet")),
+        ),
+        ("another nnz", Box::new(|s| s["nnz"] = serde_json::json!(5))),
+        (
+            "other sizes",
+            Box::new(|s| s["sizes"][0] = serde_json::json!(1_000)),
+        ),
+        (
+            "a zero degree",
+            Box::new(|s| s["degrees"][0][2] = serde_json::json!(0)),
+        ),
+    ];
+    let table = version(0, 6);
+    let computed = Statistics::compute(table.dims(), table.data());
+    for (what, damage) in damages {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut store, _) = open(dir.path());
+            store.save_table("t0", &table).unwrap();
+        }
+        edit_catalog(dir.path(), |catalog| {
+            damage(&mut catalog["tables"]["t0"]["statistics"]);
+        });
+        let (mut store, loaded) = open(dir.path());
+        let t0 = &loaded["t0"];
+        assert!(t0.computed_statistics().is_none(), "{what}: trusted");
+        assert_eq!(
+            t0.statistics().degrees().collect::<Vec<_>>(),
+            computed.degrees().collect::<Vec<_>>(),
+            "{what}"
+        );
+        // The next commit does not write the damaged record back.
+        store.save_table("t1", &version(1, 2)).unwrap();
+        assert!(
+            !recorded_degrees(dir.path()).contains_key("t0"),
+            "{what}: written back"
+        );
+    }
+}
+
+/// Every statement that stores a table computes its statistics then, and
+/// a reopened database has them without a query having asked.
+#[test]
+fn statements_that_store_tables_compute_their_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored =
+        |db: &einsql::Database, name: &str| db.table(name).unwrap().computed_statistics().is_some();
+    {
+        let db = einsql::Database::open(dir.path()).unwrap();
+        db.execute("CREATE TABLE a (i INT, j INT, v DOUBLE, PRIMARY KEY (i, j))")
+            .unwrap();
+        assert!(stored(&db, "a"), "CREATE TABLE");
+        db.execute("INSERT INTO a VALUES (0, 1, 2.0), (1, 1, 3.0), (2, 0, 1.0)")
+            .unwrap();
+        assert!(stored(&db, "a"), "INSERT");
+        db.execute("CREATE TABLE b AS SELECT i, j, v * 2 AS w FROM a")
+            .unwrap();
+        assert!(stored(&db, "b"), "CREATE TABLE AS");
+        db.execute("c[i] = SUM(j) a[i,j];").unwrap();
+        assert!(stored(&db, "c"), "einsum assignment");
+    }
+    let db = einsql::Database::open(dir.path()).unwrap();
+    for name in ["a", "b", "c"] {
+        assert!(stored(&db, name), "{name} reopened");
+    }
+    let a = db.table("a").unwrap();
+    let computed = Statistics::compute(a.dims(), a.data());
+    assert_eq!(
+        a.statistics().degrees().collect::<Vec<_>>(),
+        computed.degrees().collect::<Vec<_>>()
+    );
 }

@@ -14,6 +14,12 @@
 //! einsum assignment). A change of the table's rows ([`Catalog::rewrite`],
 //! `INSERT`) keeps them and builds them over the new rows, as a database
 //! maintains its indexes under inserts.
+//!
+//! A table's statistics ([`Statistics`](crate::storage::statistics::Statistics))
+//! are computed when it is stored (every way of storing one goes through
+//! this catalog), not in the first query that plans over it; a database
+//! directory records them with the table, in the same commit, and hands
+//! them back when it is opened ([`persist`]).
 
 pub mod persist;
 
@@ -89,7 +95,8 @@ impl Catalog {
         self.store_table(name, tensor, replace)
     }
 
-    /// Stores `tensor`, with the indexes it declares, as table `name`.
+    /// Stores `tensor`, with the indexes it declares and its statistics
+    /// (computed now if they were not), as table `name`.
     fn store_table(&mut self, name: &str, tensor: Arc<Tensor>, replace: bool) -> Result<()> {
         let key = name.to_lowercase();
         let shown = match self.tables.get(&key) {
@@ -97,6 +104,7 @@ impl Catalog {
             Some((existing, _)) => existing.clone(),
             None => name.to_string(),
         };
+        tensor.statistics();
         if let Some(store) = &mut self.store {
             store.save_table(&shown, &tensor)?;
         }
@@ -105,11 +113,14 @@ impl Catalog {
     }
 
     /// Creates the tables `tables` at once (in a persistent database, in
-    /// one commit): an error, creating none, if a table of one of their
+    /// one commit), with their statistics: an error, creating none, if a table of one of their
     /// names exists.
     pub fn create_all(&mut self, tables: Vec<(String, Arc<Tensor>)>) -> Result<()> {
         if let Some((name, _)) = tables.iter().find(|(name, _)| self.contains(name)) {
             return Err(Error::TableExists(name.clone()));
+        }
+        for (_, tensor) in &tables {
+            tensor.statistics();
         }
         if let Some(store) = &mut self.store {
             let saved: Vec<(&str, &Tensor)> = tables

@@ -5,7 +5,7 @@
 //! dir/catalog.json                 format version, next generation, and per table:
 //!                                  data file, dictionary file, schema, row count,
 //!                                  declared indexes (name, order, level formats
-//!                                  or tile sizes)
+//!                                  or tile sizes), statistics
 //! dir/einsql.lock                  held (exclusive lock) while a Store is open
 //! dir/data/000007-edges.parquet    a table's stored batch: Int64 coordinates,
 //!                                  then the value (or multiplicity) columns
@@ -29,6 +29,19 @@
 //! that understand what it declares, and an earlier build refuses (instead
 //! of silently dropping or misreading) the indexes of a newer one.
 //!
+//! A table's statistics (nnz, sizes and every degree statistic, a few
+//! numbers per set of dimensions) are recorded in its catalog entry,
+//! written with the table in the same commit, and handed to the loaded
+//! tensor on open, so that its first query does not compute them. The
+//! record names the data file it describes; it is used only with that
+//! file, when it agrees with the entry's row count and sizes and passes
+//! [`Statistics::restore`]'s checks. Otherwise (a damaged record, or none
+//! in a catalog written before they were recorded) the table opens
+//! without them, they are computed on first use, and the unused record is
+//! left out of the next commit. The record adds no format version: it is
+//! an optional field that earlier builds ignore, and they drop it when
+//! they rewrite the catalog, so it never outlives the data it describes.
+//!
 //! Commit protocol: every write creates files under a fresh generation
 //! number (never overwriting a file the catalog points to) through
 //! [`write_atomically`], then replaces the catalog through
@@ -48,12 +61,13 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Decimal128Type, Field, Float64Type, Int64Type, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::durable::{sync_directory, write_atomically};
 use crate::error::{Error, Result};
 use crate::io::parquet::write_batch;
 use crate::storage::fibertree::{DeclaredIndex, IndexLayout, IndexSpec, LevelFormat};
+use crate::storage::statistics::{DegreeStat, DimSet, Statistics};
 use crate::storage::tiles::TileSpec;
 use crate::storage::{
     ColumnRef, Coo, Dictionary, DimensionSpec, MULTIPLICITY, Tensor, ValueData, ValueType,
@@ -115,6 +129,30 @@ struct TableEntry {
     /// The declared indexes, in the order they were declared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     indexes: Vec<IndexEntry>,
+    /// The table's statistics: `None` in catalogs of earlier builds, and
+    /// for a record that cannot be decoded (read leniently: a damaged
+    /// record is not an error, the statistics are computed again).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_statistics"
+    )]
+    statistics: Option<StatisticsEntry>,
+}
+
+/// A table's statistics in the catalog ([`Statistics`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StatisticsEntry {
+    /// The data file they describe: they are used only with that file.
+    data_file: String,
+    /// Number of stored entries.
+    nnz: u64,
+    /// The size of every dimension, in stored order.
+    sizes: Vec<u64>,
+    /// Every degree statistic D(X|Y) as `[X, Y, degree]`, the sets as
+    /// bitsets of dimension positions, in the order [`Statistics`] keeps
+    /// them.
+    degrees: Vec<[u64; 3]>,
 }
 
 /// One declared index in the catalog.
@@ -156,15 +194,26 @@ impl Store {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let lock = lock_directory(dir)?;
         let data_dir = dir.join(DATA);
-        let catalog = match read_catalog(&dir.join(CATALOG))? {
+        let mut catalog = match read_catalog(&dir.join(CATALOG))? {
             Some(catalog) => catalog,
             None => create_catalog(dir)?,
         };
         std::fs::create_dir_all(&data_dir).map_err(|e| Error::io(&data_dir, e))?;
         let tables = catalog
             .tables
-            .iter()
-            .map(|(name, entry)| Ok((name.clone(), load_table(&data_dir, name, entry)?)))
+            .iter_mut()
+            .map(|(name, entry)| {
+                let tensor = load_table(&data_dir, name, entry)?;
+                // A record that is not used is not written back either.
+                if !entry
+                    .statistics
+                    .as_ref()
+                    .is_some_and(|s| s.restore(entry, &tensor))
+                {
+                    entry.statistics = None;
+                }
+                Ok((name.clone(), tensor))
+            })
             .collect::<Result<Vec<_>>>()?;
         let store = Store {
             dir: dir.to_path_buf(),
@@ -302,8 +351,6 @@ fn remove_files(folder: &Path, remove: impl Fn(&str) -> bool) {
 impl TableEntry {
     fn describe(tensor: &Tensor, data_file: String, dictionary_file: Option<String>) -> TableEntry {
         TableEntry {
-            data_file,
-            dictionary_file,
             rows: tensor.nnz() as u64,
             dims: tensor
                 .dims()
@@ -329,6 +376,9 @@ impl TableEntry {
                 .iter()
                 .map(IndexEntry::from)
                 .collect(),
+            statistics: Some(StatisticsEntry::describe(tensor.statistics(), &data_file)),
+            data_file,
+            dictionary_file,
         }
     }
 
@@ -350,6 +400,52 @@ impl TableEntry {
             dims.chain(self.values.iter().map(|v| (v.name.as_str(), v.ty)))
                 .collect()
         }
+    }
+}
+
+/// The statistics record of a catalog entry, `None` if it does not decode.
+fn lenient_statistics<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<StatisticsEntry>, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
+}
+
+impl StatisticsEntry {
+    fn describe(statistics: &Statistics, data_file: &str) -> StatisticsEntry {
+        StatisticsEntry {
+            data_file: data_file.to_string(),
+            nnz: statistics.nnz(),
+            sizes: statistics.sizes().to_vec(),
+            degrees: statistics
+                .degrees()
+                .map(|s| [s.x.bits(), s.y.bits(), s.degree])
+                .collect(),
+        }
+    }
+
+    /// Hands the recorded statistics to `tensor`, loaded from `entry`'s
+    /// data file, if they describe that file and table and pass
+    /// [`Statistics::restore`]'s checks; whether they did.
+    fn restore(&self, entry: &TableEntry, tensor: &Tensor) -> bool {
+        let sizes = entry.dims.iter().map(|d| d.size);
+        if self.data_file != entry.data_file
+            || self.nnz != entry.rows
+            || !self.sizes.iter().copied().eq(sizes)
+        {
+            return false;
+        }
+        let degrees = self
+            .degrees
+            .iter()
+            .map(|&[x, y, degree]| DegreeStat {
+                x: DimSet::from_bits(x),
+                y: DimSet::from_bits(y),
+                degree,
+            })
+            .collect();
+        Statistics::restore(tensor.dims(), self.nnz, degrees)
+            .is_some_and(|statistics| tensor.restore_statistics(statistics))
     }
 }
 

@@ -6,8 +6,11 @@
 //! [`BoundStatement`](crate::bound::BoundStatement), which
 //! [`Session::run`] carries out: it evaluates query programs through the
 //! optimizer and the executor (or the reference evaluator, as the
-//! [`Settings`] say), is the only writer of the catalog, and formats the
-//! message that says what a statement changed. [`explain`] is the one
+//! [`Settings`] say), is the only writer of the catalog (it computes a
+//! table's statistics before storing it, with their working memory charged
+//! to `memory_limit`, so that the statement that stores a table pays for
+//! them and no query does), and formats the message that says what a
+//! statement changed. [`explain`] is the one
 //! `EXPLAIN` and `EXPLAIN ANALYZE` of both languages; [`profile`] records
 //! what each evaluated program took.
 
@@ -34,6 +37,7 @@ use crate::progress::{ProgressSink, check_cancelled};
 use crate::sql;
 use crate::storage::Tensor;
 use crate::storage::fibertree::DeclaredIndex;
+use crate::storage::statistics::Statistics;
 use crate::tpch::{Dbgen, Table};
 
 /// What statements run against: the database's catalog and settings, where
@@ -125,7 +129,9 @@ impl<'a> Session<'a> {
                 if_not_exists,
                 or_replace,
             } => {
-                let tensor = self.tensor(source, &self.budget())?;
+                let memory = self.budget();
+                let tensor = self.tensor(source, &memory)?;
+                table_statistics(&tensor, &memory)?;
                 // Check and store under one lock, so that a concurrent
                 // CREATE cannot slip in between.
                 let mut catalog = self.write_catalog();
@@ -151,6 +157,7 @@ impl<'a> Session<'a> {
                         &format!("for rebuilding index {}", index.name),
                     )?;
                 }
+                table_statistics(&tensor, &memory)?;
                 catalog.rewrite(&table, Arc::new(tensor))?;
                 Ok(QueryResult::message(format!(
                     "Inserted {} into {table}",
@@ -209,7 +216,9 @@ impl<'a> Session<'a> {
         let evaluated = self.evaluate(program);
         self.progress.finish();
         let mut messages = Vec::new();
+        let memory = self.budget();
         for (name, tensor) in evaluated? {
+            table_statistics(&tensor, &memory)?;
             let entries = entries(tensor.nnz());
             let mut catalog = self.write_catalog();
             let message = if catalog.contains(&name) {
@@ -250,10 +259,13 @@ impl<'a> Session<'a> {
                 dbgen.scale_factor()
             )));
         }
-        self.budget()
-            .reserve(dbgen.estimated_bytes(), "for the TPC-H tables")?;
+        let memory = self.budget();
+        memory.reserve(dbgen.estimated_bytes(), "for the TPC-H tables")?;
         let tables = dbgen.generate(self.progress)?;
         check_cancelled(self.progress)?;
+        for (_, tensor) in &tables {
+            table_statistics(tensor, &memory)?;
+        }
         let created: Vec<String> = tables
             .iter()
             .map(|(name, tensor)| format!("{name} ({})", entries(tensor.nnz())))
@@ -470,6 +482,22 @@ impl<'a> Session<'a> {
     fn write_catalog(&self) -> RwLockWriteGuard<'_, Catalog> {
         self.catalog.write().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Computes the statistics of a table about to be stored, unless they
+/// are there already, charging the memory that takes to `memory`: the
+/// catalog keeps them with the table, and computing them here rather than
+/// under its write lock keeps other statements' reads going meanwhile.
+fn table_statistics(tensor: &Tensor, memory: &MemoryBudget) -> Result<()> {
+    if tensor.computed_statistics().is_none() {
+        // The statistics themselves are a few numbers per dimension set;
+        // what computing them takes is returned when they are done.
+        let bytes = Statistics::working_bytes(tensor.dims(), tensor.nnz());
+        memory.reserve(bytes, "for its statistics")?;
+        tensor.statistics();
+        memory.release(bytes);
+    }
+    Ok(())
 }
 
 impl sql::Evaluate for Session<'_> {

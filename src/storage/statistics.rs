@@ -1,8 +1,11 @@
 //! Statistics of a stored tensor: what the optimizer's sparsity estimators
 //! read (Galley section 7.3.2).
 //!
-//! [`Statistics::compute`] runs once, when the optimizer first reads a
-//! stored tensor's statistics ([`Tensor::statistics`](crate::storage::Tensor::statistics)). Besides the
+//! [`Statistics::compute`] runs once per tensor: for a stored table when
+//! the catalog stores it (a database directory records the result, and
+//! [`Statistics::restore`] checks it when the directory is opened), for
+//! other tensors when the optimizer first reads their statistics
+//! ([`Tensor::statistics`](crate::storage::Tensor::statistics)). Besides the
 //! number of entries and the dimension sizes it keeps *degree statistics*
 //! D(X|Y): for disjoint sets of dimensions X (non-empty) and Y, the largest
 //! number of distinct X-projections among the stored entries that share one
@@ -17,9 +20,15 @@
 //! dimensions or of 2³² entries or more keep only nnz and sizes.
 //!
 //! How: every needed set Z of dimensions gets a dense id per entry for its
-//! Z-projection (runs of the sorted batch for prefixes of the stored order,
-//! otherwise a direct-addressed table or a hash map over the ids of
-//! Z without its last dimension paired with that dimension's ids). Then
+//! Z-projection: runs of the sorted batch for prefixes of the stored
+//! order; for a single other dimension, its coordinates ranked through a
+//! direct-addressed table (a hash map for a dimension much larger than the
+//! number of entries); otherwise the ids of Z without its last dimension
+//! paired with that dimension's ids, ranked without hashing: in one pass
+//! with a slot per id of the last dimension when the rest is a prefix
+//! (its ids come in runs), through a direct-addressed table when the pairs
+//! are few, else after a counting sort of the entries by the last
+//! dimension's ids. Then
 //! D(X|Y) is, with Z = X ∪ Y, the largest number of distinct Z-ids that share
 //! one Y-id: two linear passes. Sets of equal size, and then all pairs, are
 //! computed in parallel. A matrix needs one pass instead (row runs and a
@@ -78,6 +87,11 @@ impl DimSet {
             n if n < 64 => Some(DimSet((1u64 << n) - 1)),
             _ => None,
         }
+    }
+
+    /// The set whose bits are `bits` (bit `d` for dimension `d`).
+    pub fn from_bits(bits: u64) -> DimSet {
+        DimSet(bits)
     }
 
     /// The bits of the set (bit `d` for dimension `d`).
@@ -188,10 +202,7 @@ impl Statistics {
     /// `0..size`) gets only nnz and sizes.
     pub fn compute(dims: &[Dimension], data: &RecordBatch) -> Statistics {
         let sizes: Vec<u64> = dims.iter().map(|d| d.size).collect();
-        let cells = sizes
-            .iter()
-            .try_fold(1u64, |cells, &s| cells.checked_mul(s));
-        let full = data.num_rows() > 0 && cells == Some(data.num_rows() as u64);
+        let full = data.num_rows() > 0 && cells(&sizes) == Some(data.num_rows() as u64);
         let degrees = if full {
             // Distinct entries as many as the cells: no pass is needed
             // (the coordinates were checked when the tensor was stored).
@@ -206,6 +217,66 @@ impl Statistics {
             sizes,
             degrees,
         }
+    }
+
+    /// Statistics saved earlier for a tensor of dimensions `dims` and `nnz`
+    /// entries (read back from a database's catalog), if they are what
+    /// [`Statistics::compute`] keeps for such a tensor: the same pairs in
+    /// the same order, and every degree a possible one (D(all|∅) = nnz;
+    /// none above nnz or the product of its X sizes; 0 exactly when the
+    /// tensor is empty; the products of the sizes for a tensor whose
+    /// entries fill its dimensions). `None` otherwise: a record that fails
+    /// these checks is not trusted, and the statistics are computed anew.
+    pub fn restore(dims: &[Dimension], nnz: u64, degrees: Vec<DegreeStat>) -> Option<Statistics> {
+        let sizes: Vec<u64> = dims.iter().map(|d| d.size).collect();
+        let full = nnz > 0 && cells(&sizes) == Some(nnz);
+        let expected = if full || u32::try_from(nnz).is_ok() {
+            statistic_pairs(sizes.len())
+        } else {
+            Vec::new()
+        };
+        // No pair has X = all dimensions when there are too many for a set.
+        let all = DimSet::all(sizes.len()).unwrap_or_default();
+        let product = |x: DimSet| {
+            x.iter()
+                .try_fold(1u64, |p, d| p.checked_mul(sizes[d]))
+                .unwrap_or(u64::MAX)
+        };
+        let plausible = |s: &DegreeStat| {
+            let bound = product(s.x).min(nnz);
+            s.degree <= bound
+                && (s.degree == 0) == (nnz == 0)
+                && (!full || s.degree == bound)
+                && (s.x != all || !s.y.is_empty() || s.degree == nnz)
+        };
+        let same_pairs = degrees.len() == expected.len()
+            && degrees
+                .iter()
+                .zip(&expected)
+                .all(|(s, &(x, y))| s.x == x && s.y == y);
+        (same_pairs && degrees.iter().all(plausible)).then_some(Statistics {
+            nnz,
+            sizes,
+            degrees,
+        })
+    }
+
+    /// An upper estimate of the bytes [`Statistics::compute`] works in for
+    /// a tensor of dimensions `dims` and `rows` entries (the statistics
+    /// themselves are a few numbers per pair of dimension sets): a 32-bit
+    /// id per entry for every projection it keeps, and two tables at a
+    /// time to rank projections with.
+    pub fn working_bytes(dims: &[Dimension], rows: usize) -> u64 {
+        let rows = rows as u64;
+        let projections = needed_sets(&statistic_pairs(dims.len())).len() as u64;
+        // A direct-addressed table over a dimension's coordinates or the
+        // pairs of two sets' ids (at most rows² of them), or 16 bytes per
+        // entry: a hash map's, or a counting sort's order and slots.
+        let widest = dims.iter().map(|d| d.size).max().unwrap_or(0);
+        let table = (4 * table_limit(rows as usize))
+            .min(4 * widest.max(rows.saturating_mul(rows)))
+            .max(16 * rows);
+        4 * rows * projections + 2 * table
     }
 
     /// Number of stored entries.
@@ -233,6 +304,14 @@ impl Statistics {
     pub fn degrees(&self) -> impl Iterator<Item = DegreeStat> + '_ {
         self.degrees.iter().copied()
     }
+}
+
+/// The number of cells of a tensor of dimensions of `sizes`, if it fits
+/// a `u64`.
+fn cells(sizes: &[u64]) -> Option<u64> {
+    sizes
+        .iter()
+        .try_fold(1u64, |cells, &s| cells.checked_mul(s))
 }
 
 /// The coordinate columns of `data`, if the batch follows the tensor layout
@@ -306,10 +385,57 @@ fn degree_statistics(columns: &[&[i64]], sizes: &[u64]) -> Vec<DegreeStat> {
     if let ([rows, cols], [_, width]) = (columns, sizes) {
         return matrix_degree_statistics(rows, cols, *width);
     }
+    degrees_by_projections(columns, sizes, combine)
+}
+
+/// How the ids of a set of dimensions are found from the ids of the set
+/// without its last dimension (the first argument; whether it is a prefix
+/// of the stored order, the third) and those of that dimension.
+type Combine = fn(&Projection, &Projection, bool) -> Projection;
+
+/// The degree statistics of a tensor of any order, from the projections
+/// onto the sets of dimensions they need, each set built from two smaller
+/// ones by `combine`.
+fn degrees_by_projections(columns: &[&[i64]], sizes: &[u64], combine: Combine) -> Vec<DegreeStat> {
     let pairs = statistic_pairs(columns.len());
     let rows = columns.first().map_or(0, |c| c.len());
+    let needed = needed_sets(&pairs);
 
-    // Every set whose projection is needed, with what it is built from.
+    let mut projections: HashMap<DimSet, Projection> = HashMap::new();
+    let parallel = rows >= PARALLEL_ROWS;
+    for size in 1..=columns.len() {
+        let of_size = |z: &&DimSet| z.len() == size;
+        let computed: Vec<(DimSet, Projection)> = if parallel {
+            needed
+                .par_iter()
+                .filter(of_size)
+                .map(|&z| (z, project(z, columns, sizes, rows, &projections, combine)))
+                .collect()
+        } else {
+            needed
+                .iter()
+                .filter(of_size)
+                .map(|&z| (z, project(z, columns, sizes, rows, &projections, combine)))
+                .collect()
+        };
+        projections.extend(computed);
+    }
+
+    let stat = |&(x, y): &(DimSet, DimSet)| DegreeStat {
+        x,
+        y,
+        degree: degree(&projections, x.union(y), y),
+    };
+    if parallel {
+        pairs.par_iter().map(stat).collect()
+    } else {
+        pairs.iter().map(stat).collect()
+    }
+}
+
+/// Every set of dimensions whose projection the degrees of `pairs` need,
+/// with the sets they are built from, smallest first.
+fn needed_sets(pairs: &[(DimSet, DimSet)]) -> Vec<DimSet> {
     let mut needed: Vec<DimSet> = Vec::new();
     let mut pending: Vec<DimSet> = pairs
         .iter()
@@ -326,37 +452,7 @@ fn degree_statistics(columns: &[&[i64]], sizes: &[u64]) -> Vec<DegreeStat> {
         }
     }
     needed.sort_by_key(|z| (z.len(), *z));
-
-    let mut projections: HashMap<DimSet, Projection> = HashMap::new();
-    let parallel = rows >= PARALLEL_ROWS;
-    for size in 1..=columns.len() {
-        let of_size = |z: &&DimSet| z.len() == size;
-        let computed: Vec<(DimSet, Projection)> = if parallel {
-            needed
-                .par_iter()
-                .filter(of_size)
-                .map(|&z| (z, project(z, columns, sizes, rows, &projections)))
-                .collect()
-        } else {
-            needed
-                .iter()
-                .filter(of_size)
-                .map(|&z| (z, project(z, columns, sizes, rows, &projections)))
-                .collect()
-        };
-        projections.extend(computed);
-    }
-
-    let stat = |&(x, y): &(DimSet, DimSet)| DegreeStat {
-        x,
-        y,
-        degree: degree(&projections, x.union(y), y),
-    };
-    if parallel {
-        pairs.par_iter().map(stat).collect()
-    } else {
-        pairs.iter().map(stat).collect()
-    }
+    needed
 }
 
 /// The degree statistics of a matrix in one pass over its columns: the
@@ -436,12 +532,17 @@ fn split_last(z: DimSet) -> Option<(DimSet, DimSet)> {
     Some((z.minus(last), last))
 }
 
+/// The ids of the projections onto `z`: runs for a prefix of the stored
+/// order, ids ranked by coordinate for another single dimension, and for
+/// any other set, `combine` of the ids of `z` without its last dimension
+/// (taken from `done` if there) and those of that dimension.
 fn project(
     z: DimSet,
     columns: &[&[i64]],
     sizes: &[u64],
     rows: usize,
     done: &HashMap<DimSet, Projection>,
+    combine: Combine,
 ) -> Projection {
     if z.is_prefix() {
         return prefix_runs(&columns[..z.len()], rows);
@@ -454,21 +555,18 @@ fn project(
             let a = match done.get(&rest) {
                 Some(p) => p,
                 None => {
-                    owned_rest = project(rest, columns, sizes, rows, done);
+                    owned_rest = project(rest, columns, sizes, rows, done, combine);
                     &owned_rest
                 }
             };
             let b = match done.get(&last) {
                 Some(p) => p,
                 None => {
-                    owned_last = project(last, columns, sizes, rows, done);
+                    owned_last = project(last, columns, sizes, rows, done, combine);
                     &owned_last
                 }
             };
-            let width = u64::from(b.distinct);
-            rank(rows, u64::from(a.distinct) * width, |e| {
-                u64::from(a.ids[e]) * width + u64::from(b.ids[e])
-            })
+            combine(a, b, rest.is_prefix())
         }
         None => {
             // A single dimension other than the first; its coordinates were
@@ -478,6 +576,87 @@ fn project(
             rank(rows, sizes[d], |e| column[e] as u64)
         }
     }
+}
+
+/// The ids of the pairs (`a` id, `b` id) of the entries, `a`'s ids in
+/// runs if `a_in_runs`, without hashing: with the runs, one pass and a
+/// slot per `b` id; else a direct-addressed table over the pairs when there
+/// are at most a few per entry, or the entries bucketed by `b` id (a
+/// counting sort) and a slot per `a` id.
+fn combine(a: &Projection, b: &Projection, a_in_runs: bool) -> Projection {
+    let rows = a.ids.len();
+    let width = u64::from(b.distinct);
+    let space = u64::from(a.distinct) * width;
+    if a_in_runs {
+        within_runs(a, b)
+    } else if space <= table_limit(rows) {
+        rank(rows, space, |e| {
+            u64::from(a.ids[e]) * width + u64::from(b.ids[e])
+        })
+    } else {
+        bucketed(a, b)
+    }
+}
+
+/// [`combine`] when `a`'s ids come in runs (equal ids are adjacent): the
+/// pairs of one run are told apart by their `b` ids, so a slot per `b` id
+/// that remembers the run it was last seen in, and the id it got there,
+/// ranks them. Ids are in order of first appearance.
+fn within_runs(a: &Projection, b: &Projection) -> Projection {
+    let mut last: Vec<(u32, u32)> = vec![(u32::MAX, 0); b.distinct as usize];
+    let mut distinct = 0u32;
+    let ids = a
+        .ids
+        .iter()
+        .zip(&b.ids)
+        .map(|(&run, &b_id)| {
+            let slot = &mut last[b_id as usize];
+            if slot.0 != run {
+                *slot = (run, distinct);
+                distinct += 1;
+            }
+            slot.1
+        })
+        .collect();
+    Projection { ids, distinct }
+}
+
+/// [`combine`] for any `a`: the entries in order of their `b` id (a
+/// counting sort), so that the pairs of one `b` id are adjacent and a slot
+/// per `a` id ranks them as [`within_runs`] does with the roles swapped.
+fn bucketed(a: &Projection, b: &Projection) -> Projection {
+    let rows = a.ids.len();
+    // ends[k]: first the count of b id k - 1, then where bucket k starts,
+    // and after the entries are placed, where it ends.
+    let mut ends = vec![0u32; b.distinct as usize + 1];
+    for &b_id in &b.ids {
+        ends[b_id as usize + 1] += 1;
+    }
+    for k in 1..ends.len() {
+        ends[k] += ends[k - 1];
+    }
+    let mut order = vec![0u32; rows];
+    for (e, &b_id) in b.ids.iter().enumerate() {
+        let end = &mut ends[b_id as usize];
+        order[*end as usize] = e as u32;
+        *end += 1;
+    }
+    let mut last: Vec<(u32, u32)> = vec![(u32::MAX, 0); a.distinct as usize];
+    let mut ids = vec![0u32; rows];
+    let mut distinct = 0u32;
+    let mut start = 0usize;
+    for (bucket, &end) in ends.iter().enumerate().take(b.distinct as usize) {
+        for &e in &order[start..end as usize] {
+            let slot = &mut last[a.ids[e as usize] as usize];
+            if slot.0 != bucket as u32 {
+                *slot = (bucket as u32, distinct);
+                distinct += 1;
+            }
+            ids[e as usize] = slot.1;
+        }
+        start = end as usize;
+    }
+    Projection { ids, distinct }
 }
 
 /// Ids of the projections onto a prefix of the stored order: the batch is
@@ -497,14 +676,19 @@ fn prefix_runs(columns: &[&[i64]], rows: usize) -> Projection {
     }
 }
 
+/// The largest key space ranked through a direct-addressed table for
+/// `rows` keys.
+fn table_limit(rows: usize) -> u64 {
+    4 * rows as u64 + (1 << 16)
+}
+
 /// Ids, in order of first appearance, of the keys `key(0..rows)`, all below
 /// `space`: a direct-addressed table when `space` is at most a few times
 /// `rows`, a hash map otherwise.
 fn rank(rows: usize, space: u64, key: impl Fn(usize) -> u64) -> Projection {
     let mut ids = Vec::with_capacity(rows);
     let mut distinct = 0u32;
-    let table_limit = 4 * rows as u64 + (1 << 16);
-    if space <= table_limit {
+    if space <= table_limit(rows) {
         let mut table = vec![u32::MAX; space as usize];
         for e in 0..rows {
             if let Some(slot) = table.get_mut(key(e) as usize) {
@@ -702,7 +886,37 @@ mod tests {
         })
     }
 
+    /// How sets were combined before [`within_runs`] and [`bucketed`]:
+    /// every pair of ids ranked through a direct-addressed table or a hash
+    /// map.
+    fn hashed_combine(a: &Projection, b: &Projection, _: bool) -> Projection {
+        let width = u64::from(b.distinct);
+        rank(a.ids.len(), u64::from(a.distinct) * width, |e| {
+            u64::from(a.ids[e]) * width + u64::from(b.ids[e])
+        })
+    }
+
+    /// Tensors of 2 to 5 dimensions and up to 300 entries, some dimensions
+    /// of a few coordinates and some of a million (pairs that take the
+    /// counting sort).
+    fn larger_entries_strategy() -> impl Strategy<Value = (Vec<u64>, Vec<Vec<i64>>)> {
+        let size = prop_oneof![2 => 1u64..8, 1 => 20u64..60, 1 => 1_000_000u64..1_000_100];
+        prop::collection::vec(size, 2..=5).prop_flat_map(|sizes| {
+            let entry: Vec<_> = sizes.iter().map(|&s| 0..s as i64).collect();
+            (Just(sizes), prop::collection::vec(entry, 0..300))
+        })
+    }
+
     proptest! {
+        #[test]
+        fn new_and_old_computations_agree((sizes, entries) in larger_entries_strategy()) {
+            let t = tensor(&sizes, &entries);
+            let columns: Vec<&[i64]> = (0..sizes.len()).map(|d| t.coords(d)).collect();
+            let new = degree_statistics(&columns, &sizes);
+            let old = degrees_by_projections(&columns, &sizes, hashed_combine);
+            prop_assert_eq!(new, old);
+        }
+
         #[test]
         fn degrees_match_brute_force((sizes, entries) in entries_strategy()) {
             let stats = tensor(&sizes, &entries).statistics().clone();
@@ -713,5 +927,60 @@ mod tests {
                 prop_assert_eq!(s.degree, brute_force(&entries, s.x, s.y), "D({}|{})", s.x, s.y);
             }
         }
+
+        #[test]
+        fn computed_statistics_are_restored_as_they_are(
+            (sizes, entries) in entries_strategy()
+        ) {
+            let t = tensor(&sizes, &entries);
+            let stats = t.statistics();
+            let degrees: Vec<DegreeStat> = stats.degrees().collect();
+            let restored = Statistics::restore(t.dims(), stats.nnz(), degrees.clone())
+                .expect("computed statistics pass the checks");
+            prop_assert_eq!(restored.sizes(), stats.sizes());
+            prop_assert_eq!(restored.degrees().collect::<Vec<_>>(), degrees);
+        }
+    }
+
+    #[test]
+    fn restore_rejects_impossible_records() {
+        let entries = [vec![0, 0], vec![0, 1], vec![2, 1]];
+        let t = tensor(&[3, 2], &entries);
+        let degrees: Vec<DegreeStat> = t.statistics().degrees().collect();
+        let restore = |degrees: Vec<DegreeStat>| Statistics::restore(t.dims(), 3, degrees);
+        assert!(restore(degrees.clone()).is_some());
+        let changed = |k: usize, degree: u64| {
+            let mut d = degrees.clone();
+            d[k].degree = degree;
+            d
+        };
+        // D({0,1}|∅) is nnz; no degree is 0 or above nnz or its cells.
+        let all = degrees
+            .iter()
+            .position(|s| s.y.is_empty() && s.x.len() == 2)
+            .expect("D(all|∅)");
+        assert!(restore(changed(all, 2)).is_none());
+        assert!(restore(changed(0, 0)).is_none());
+        assert!(restore(changed(0, 4)).is_none());
+        let col = degrees
+            .iter()
+            .position(|s| s.x == set(&[1]) && s.y.is_empty())
+            .expect("D({1}|∅)");
+        assert!(restore(changed(col, 3)).is_none());
+        assert!(restore(degrees[1..].to_vec()).is_none());
+        let mut swapped = degrees.clone();
+        swapped.swap(0, 1);
+        assert!(restore(swapped).is_none());
+        assert!(Statistics::restore(t.dims(), 4, degrees.clone()).is_none());
+        // A full tensor's degrees are the products of the sizes.
+        let full = tensor(&[1, 2], &[vec![0, 0], vec![0, 1]]);
+        let mut degrees: Vec<DegreeStat> = full.statistics().degrees().collect();
+        assert!(Statistics::restore(full.dims(), 2, degrees.clone()).is_some());
+        let k = degrees
+            .iter()
+            .position(|s| s.x == set(&[1]) && s.y == set(&[0]))
+            .expect("D({1}|{0})");
+        degrees[k].degree = 1;
+        assert!(Statistics::restore(full.dims(), 2, degrees).is_none());
     }
 }

@@ -17,9 +17,13 @@
 //! goes through [`Tensor::from_coo`] or [`Tensor::from_columns`], which
 //! validate coordinates, sort and combine duplicates with exact arithmetic;
 //! `from_columns` keeps Arrow value columns as they are (no copy) when the
-//! entries are already sorted and distinct. The statistics are
-//! computed on first use (most query results are never estimated). Fibertree indexes over other dimension orders are built on
-//! demand by [`Tensor::index`] and cached with the tensor.
+//! entries are already sorted and distinct. The statistics are computed on
+//! first use (most query results are never estimated), except for stored
+//! tables: the catalog computes them when it stores a table, and a
+//! database directory keeps them and hands them back
+//! ([`Tensor::restore_statistics`]) when it is opened. Fibertree indexes
+//! over other dimension orders are built on demand by [`Tensor::index`]
+//! and cached with the tensor.
 
 use std::any::{Any, TypeId};
 use std::cmp::Ordering;
@@ -650,6 +654,23 @@ impl Tensor {
             .get_or_init(|| Statistics::compute(&self.dims, &self.data))
     }
 
+    /// The tensor's statistics if they were computed or restored already.
+    pub fn computed_statistics(&self) -> Option<&Statistics> {
+        self.statistics.get()
+    }
+
+    /// Keeps `statistics`, restored from where they were saved with the
+    /// tensor ([`Statistics::restore`]), as the tensor's, so that they are
+    /// not computed; whether they were kept: not if they describe other
+    /// sizes or another number of entries, or statistics are already
+    /// there.
+    pub fn restore_statistics(&self, statistics: Statistics) -> bool {
+        let sizes = self.dims.iter().map(|d| d.size);
+        statistics.nnz() == self.nnz() as u64
+            && statistics.sizes().iter().copied().eq(sizes)
+            && self.statistics.set(statistics).is_ok()
+    }
+
     /// The fibertree index described by `spec`, built on first use and
     /// cached with the tensor.
     pub fn index(&self, spec: &IndexSpec) -> Result<Arc<FiberTree>> {
@@ -699,8 +720,8 @@ impl Tensor {
     }
 
     /// The same tensor with its columns called `names`, in the order users
-    /// see them (`FROM t AS u(a, b)`). It shares the data; its indexes and
-    /// statistics are built anew when needed.
+    /// see them (`FROM t AS u(a, b)`). It shares the data and the
+    /// statistics if computed; its indexes are built anew when needed.
     ///
     /// Errors: a number of names other than the number of columns, or a
     /// name given twice (names are case-insensitive).
@@ -740,12 +761,12 @@ impl Tensor {
             .collect();
         let data =
             RecordBatch::try_new(Arc::new(Schema::new(fields)), self.data.columns().to_vec())?;
-        Ok(Tensor::assembled(
-            dims,
-            values,
-            self.column_order.clone(),
-            data,
-        ))
+        let renamed = Tensor::assembled(dims, values, self.column_order.clone(), data);
+        // The statistics do not depend on names: a stored table's carry over.
+        if let Some(statistics) = self.statistics.get() {
+            renamed.restore_statistics(statistics.clone());
+        }
+        Ok(renamed)
     }
 
     /// Drops what was derived from the tensor (see [`Tensor::derived`]):
