@@ -84,7 +84,8 @@ const CHUNKS: usize = 64;
 const CHUNK_ENTRIES: usize = 1 << 15;
 
 /// The most cells of the partial result arrays of all chunks together,
-/// for a result that is not split by rows.
+/// for a result that is not split by rows (and at most as many as the
+/// driver has entries).
 const PARTIAL_CELLS: usize = 1 << 22;
 
 /// An input other than the driver, as a dense array.
@@ -1051,11 +1052,16 @@ enum Split {
 impl ArrayOut {
     /// How chunks `chunks` add into this array of `cells`.
     fn split(&self, chunks: &[Range<usize>], cells: usize, coords: &[&[i64]]) -> Split {
+        // Partial arrays of more cells than the pass has entries would
+        // cost more to clear and add up than the pass (BATAx's `y` over
+        // a wide, sparse `A`): then the chunks run one after the other.
+        let entries = chunks.last().map_or(0, |c| c.end);
+        let partial_cells = cells.saturating_mul(chunks.len());
         if chunks.len() <= 1 {
             Split::Whole
         } else if self.row_cells.is_some() && !coords.is_empty() {
             Split::ByRows
-        } else if cells.saturating_mul(chunks.len()) <= PARTIAL_CELLS {
+        } else if partial_cells <= PARTIAL_CELLS && partial_cells <= entries {
             Split::Partials
         } else {
             Split::Whole
