@@ -23,7 +23,7 @@ use arrow::datatypes::Float64Type;
 use common::{Rng, lines};
 use einsql::Database;
 use einsql::catalog::Catalog;
-use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run};
+use einsql::exec::{ExecOptions, PhysicalPlan, PlanChoices, QueryChoices, plan_with, run};
 use einsql::progress::NoProgress;
 use einsql::storage::{Coo, DimensionSpec, Tensor, ValueData};
 
@@ -598,6 +598,22 @@ fn explain_names_the_driver_and_how_each_operand_is_read() {
     assert!(off.contains("for i:"), "{off}");
 }
 
+/// The first output of `plan` run on one thread: the coordinates of its
+/// first dimension and its values.
+fn run_on_one_thread(plan: &PhysicalPlan) -> (Vec<i64>, Vec<f64>) {
+    let options = ExecOptions {
+        threads: 1,
+        memory_limit: 1 << 30,
+    };
+    let result = run(plan, &options, &NoProgress).expect("runs");
+    let c = &result[0].1;
+    let values = c.annotation_columns()[0]
+        .as_primitive::<Float64Type>()
+        .values()
+        .to_vec();
+    (c.coords(0).to_vec(), values)
+}
+
 #[test]
 fn a_scattered_operand_that_is_not_finite_runs_as_the_loops() {
     // `x` holds an infinity at (1, 1) where `q` (not full, so scattered)
@@ -639,18 +655,7 @@ fn a_scattered_operand_that_is_not_finite_runs_as_the_loops() {
             .contains("q.v[j] (scattered into an array)"),
         "{plan}"
     );
-    let options = ExecOptions {
-        threads: 1,
-        memory_limit: 1 << 30,
-    };
-    let result = run(&plan, &options, &NoProgress).expect("runs");
-    let c = &result[0].1;
-    assert_eq!(c.coords(0), &[0, 1]);
-    let values = c.annotation_columns()[0]
-        .as_primitive::<Float64Type>()
-        .values()
-        .to_vec();
-    assert_eq!(values, [10.0, 15.0]);
+    assert_eq!(run_on_one_thread(&plan), (vec![0, 1], vec![10.0, 15.0]));
 }
 
 /// On a driver split into many chunks (rows of the result, partial
@@ -1122,18 +1127,7 @@ fn a_fused_pass_beside_a_value_that_is_not_finite_runs_unfused() {
         plan.to_string().contains("(row-local, from the same pass)"),
         "{plan}"
     );
-    let options = ExecOptions {
-        threads: 1,
-        memory_limit: 1 << 30,
-    };
-    let result = run(&plan, &options, &NoProgress).expect("runs");
-    let c = &result[0].1;
-    assert_eq!(c.coords(0), &[0]);
-    let values = c.annotation_columns()[0]
-        .as_primitive::<Float64Type>()
-        .values()
-        .to_vec();
-    assert_eq!(values, [12.0]);
+    assert_eq!(run_on_one_thread(&plan), (vec![0], vec![12.0]));
 }
 
 /// The aligned path: the masked nested sum `#1` is stored at `x`'s
