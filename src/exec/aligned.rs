@@ -14,8 +14,10 @@
 //! (`X` annihilates here) and the query either sums over all the
 //! variables into a scalar or keeps them all in stored order (an
 //! element-wise map, stored at the same coordinates). The body is
-//! evaluated per entry with the operators the loops use, so each term is
-//! the loops'; a scalar sum is taken in fixed chunks of entries added up
+//! evaluated per entry with the operators' float arithmetic
+//! ([`ScalarOp::apply_f64`], which is their `apply` on floats), so each
+//! term is the loops'; the values of a map are charged against the memory
+//! limit while they are computed; a scalar sum is taken in fixed chunks of entries added up
 //! in order, so it does not depend on the thread count (it may differ
 //! from the loops' in the last bits, as their order differs).
 
@@ -29,7 +31,7 @@ use crate::ir::{AggOp, Annotation, ScalarOp, Value};
 use crate::storage::{Tensor, ValueType};
 
 use super::ExecOptions;
-use super::control::{Control, pool};
+use super::control::{Control, Held, pool};
 use super::kernel::Sup;
 use super::plan::{Node, PhysicalQuery};
 
@@ -75,6 +77,10 @@ pub(crate) fn run(
         return Ok(None);
     }
     let entries = inputs.first().map_or(0, |(t, _, _)| t.nnz());
+    let held = Held::new(control);
+    if !total {
+        held.reserve((entries as u64).saturating_mul(8))?;
+    }
     let chunks: Vec<(usize, usize)> = (0..entries)
         .step_by(CHUNK)
         .map(|start| (start, (start + CHUNK).min(entries)))
