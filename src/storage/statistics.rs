@@ -272,11 +272,15 @@ impl Statistics {
         // A direct-addressed table over a dimension's coordinates or the
         // pairs of two sets' ids (at most rows² of them), or 16 bytes per
         // entry: a hash map's, or a counting sort's order and slots.
+        // Saturating: a dimension may be as large as a u64 allows.
         let widest = dims.iter().map(|d| d.size).max().unwrap_or(0);
-        let table = (4 * table_limit(rows as usize))
-            .min(4 * widest.max(rows.saturating_mul(rows)))
-            .max(16 * rows);
-        4 * rows * projections + 2 * table
+        let table = table_limit(rows as usize)
+            .saturating_mul(4)
+            .min(widest.max(rows.saturating_mul(rows)).saturating_mul(4))
+            .max(rows.saturating_mul(16));
+        rows.saturating_mul(4)
+            .saturating_mul(projections)
+            .saturating_add(table.saturating_mul(2))
     }
 
     /// Number of stored entries.
@@ -679,7 +683,7 @@ fn prefix_runs(columns: &[&[i64]], rows: usize) -> Projection {
 /// The largest key space ranked through a direct-addressed table for
 /// `rows` keys.
 fn table_limit(rows: usize) -> u64 {
-    4 * rows as u64 + (1 << 16)
+    (rows as u64).saturating_mul(4).saturating_add(1 << 16)
 }
 
 /// Ids, in order of first appearance, of the keys `key(0..rows)`, all below
@@ -784,6 +788,18 @@ mod tests {
 
     fn set(dims: &[usize]) -> DimSet {
         DimSet::of(dims).expect("small dimensions")
+    }
+
+    /// A dimension as large as integer keys can make it (a value column
+    /// of large integers read as keys) saturates the estimate instead of
+    /// overflowing it.
+    #[test]
+    fn working_bytes_of_huge_dimensions_saturate() {
+        let huge = tensor(&[2, u64::MAX / 2], &[vec![0, 1 << 62], vec![1, 1 << 61]]);
+        let bytes = Statistics::working_bytes(huge.dims(), huge.nnz());
+        assert!(bytes >= 16 * 2, "{bytes}");
+        let cube = tensor(&[u64::MAX, u64::MAX, u64::MAX], &[vec![0, 0, 0]]);
+        assert!(Statistics::working_bytes(cube.dims(), usize::MAX) == u64::MAX);
     }
 
     #[test]
