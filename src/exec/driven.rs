@@ -879,7 +879,9 @@ impl Pass<'_, '_> {
                         })
                         .collect::<Result<Vec<_>>>()
                 })?;
-                add_up(&mut out, partials);
+                for partial in &partials {
+                    add_up(&mut out, partial);
+                }
             }
             Split::Whole => self.add(&array, 0..self.entries, &mut out, 0)?,
         }
@@ -1091,12 +1093,10 @@ impl ArrayOut {
     }
 }
 
-/// Adds `partials` into `out`, cell by cell, in order.
-fn add_up(out: &mut [f64], partials: Vec<Vec<f64>>) {
-    for partial in partials {
-        for (cell, value) in out.iter_mut().zip(partial) {
-            *cell += value;
-        }
+/// Adds `partial` into `out`, cell by cell.
+fn add_up(out: &mut [f64], partial: &[f64]) {
+    for (cell, value) in out.iter_mut().zip(partial) {
+        *cell += value;
     }
 }
 
@@ -1196,7 +1196,7 @@ impl Fused<'_, '_> {
             for chunk in partials {
                 for (out, partial) in outs.iter_mut().zip(chunk) {
                     if let Some(partial) = partial {
-                        add_up(out, vec![partial]);
+                        add_up(out, &partial);
                     }
                 }
             }

@@ -214,12 +214,12 @@ fn run_query(
             return Ok(Ran::whole(tensor, fill, Path::Kernel));
         }
     }
+    let tensors = query
+        .inputs
+        .iter()
+        .map(|access| source(access, results))
+        .collect::<Result<Vec<_>>>()?;
     if let Some(driven) = &query.driven {
-        let tensors = query
-            .inputs
-            .iter()
-            .map(|access| source(access, results))
-            .collect::<Result<Vec<_>>>()?;
         let inputs: Vec<(&Tensor, Annotation)> =
             tensors.iter().map(|(t, a, _)| (t.as_ref(), *a)).collect();
         if let Some(outcome) = driven::run(query, driven, &inputs, control, options)? {
@@ -228,11 +228,6 @@ fn run_query(
             return Ok(Ran::whole(tensor, fill, Path::Kernel));
         }
     }
-    let tensors = query
-        .inputs
-        .iter()
-        .map(|access| source(access, results))
-        .collect::<Result<Vec<_>>>()?;
     let inputs: Vec<(&Tensor, Annotation, Value)> = tensors
         .iter()
         .map(|(t, a, f)| (t.as_ref(), *a, *f))

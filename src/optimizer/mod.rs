@@ -455,7 +455,7 @@ fn with<E: SparsityEstimator>(
         let factorize = phases.runs(Phase::Factorize);
         let dense = phases.runs(Phase::Dense);
         let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, factorize, dense);
-        let plan = plan_by(
+        let mut plan = plan_by(
             &logical.program,
             &logical.intermediates,
             &mut InOrder {
@@ -481,7 +481,6 @@ fn with<E: SparsityEstimator>(
                 phases.skipped(phase);
             }
         }
-        let mut plan = plan;
         if phases.runs(Phase::Fuse) {
             let begin = Instant::now();
             fuse::fuse(&mut plan);
