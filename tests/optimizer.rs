@@ -6,6 +6,8 @@
 use arrow::array::{Array, Int64Array, StringArray};
 use einsql::Database;
 
+mod common;
+
 /// Two triangles sharing the edge (1, 2), plus a pendant edge (3, 4).
 fn graph() -> Database {
     let db = Database::open_in_memory();
@@ -140,4 +142,133 @@ fn a_constant_coordinate_is_estimated_by_the_entries_it_selects() {
         lines.iter().any(|l| l.ends_with("(estimated 0 entries)")),
         "{lines:?}"
     );
+}
+
+/// A star join: `l[o,n,s,p]` has one entry per `(o, n)` (a key of it),
+/// with features of `s` and `p` in two blocks of `j`; every value a
+/// multiple of 1/8, so that sums in any order are exact.
+fn star_join() -> Database {
+    let mut rows = Vec::new();
+    for o in 0..100 {
+        for n in 0..=o % 3 {
+            rows.push(format!(
+                "({o}, {n}, {}, {})",
+                (o * 7 + n) % 10,
+                (o * 3 + n * 5) % 12
+            ));
+        }
+    }
+    let block = |keys: i64, first: i64| {
+        let mut cells = Vec::new();
+        for k in 0..keys {
+            for j in first..first + 20 {
+                if (k + j) % 3 == 0 {
+                    cells.push(format!("({k}, {j}, {})", (k - j % 7) as f64 / 4.0));
+                }
+            }
+        }
+        cells.join(", ")
+    };
+    let theta: Vec<String> = (0..40)
+        .map(|j| format!("({j}, {})", f64::from(j % 5 - 2) / 8.0))
+        .collect();
+    let db = Database::open_in_memory();
+    db.execute(&format!(
+        "CREATE TABLE l (o BIGINT, n BIGINT, s BIGINT, p BIGINT, PRIMARY KEY (o, n, s, p));
+         INSERT INTO l VALUES {};
+         CREATE TABLE fs (s BIGINT, j BIGINT, v DOUBLE, PRIMARY KEY (s, j));
+         INSERT INTO fs VALUES {};
+         CREATE TABLE fp (p BIGINT, j BIGINT, v DOUBLE, PRIMARY KEY (p, j));
+         INSERT INTO fp VALUES {};
+         CREATE TABLE theta (j BIGINT, v DOUBLE, PRIMARY KEY (j));
+         INSERT INTO theta VALUES {};",
+        rows.join(", "),
+        block(10, 0),
+        block(12, 20),
+        theta.join(", ")
+    ))
+    .expect("the star join loads");
+    db
+}
+
+/// The sorted entries of `statement`'s result under each optimizer
+/// setting: default, `distribute` off, and the optimizer off.
+fn under_each_setting(db: &Database, statement: &str, table: &str) -> Vec<Vec<String>> {
+    let mut answers = Vec::new();
+    for setting in [
+        "SET optimizer = 'exact'; SET disabled_optimizers = ''",
+        "SET disabled_optimizers = 'distribute'",
+        "SET disabled_optimizers = ''; SET optimizer = 'none'",
+    ] {
+        db.execute(setting).expect("the setting applies");
+        db.execute(statement).expect("the statement runs");
+        let mut rows = common::lines(
+            &db.execute(&format!("SELECT * FROM {table}"))
+                .expect("it reads"),
+        );
+        rows.sort();
+        answers.push(rows);
+    }
+    db.execute("SET optimizer = 'exact'")
+        .expect("the setting applies");
+    answers
+}
+
+#[test]
+fn distributed_terms_that_share_the_join_are_one_loop_over_it() {
+    let db = star_join();
+    let statement = "y[o,n] = SUM(s,p,j) l[o,n,s,p] * (fs[s,j] + fp[p,j]) * theta[j]";
+    let answers = under_each_setting(&db, statement, "y");
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[0], answers[2]);
+    assert!(answers[0].len() > 150, "{answers:?}");
+    // theta is pushed into each block, and the join is read once with the
+    // blocks' sums looked up, not once per block with the results added.
+    let lines = plan_lines(&db, &format!("EXPLAIN {statement}"));
+    let reading_l = lines
+        .iter()
+        .filter(|l| l.trim_start().starts_with("Query") && l.contains("l[o,n,s,p]"))
+        .count();
+    assert_eq!(reading_l, 1, "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("SUM(s,p) (l[o,n,s,p] * (#e1[s] + #e2[p]))")),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn two_reads_of_one_entry_by_a_key_are_merged() {
+    let db = star_join();
+    // X^T X: both copies of l are the entry of (o, n), so s2 and p2 are s
+    // and p; the plan never pairs the entries of one order.
+    let statement = "cov[j,k] = SUM(o,n) (SUM(s,p) l[o,n,s,p] * (fs[s,j] + fp[p,j])) \
+                     * (SUM(s2,p2) l[o,n,s2,p2] * (fs[s2,k] + fp[p2,k]))";
+    let answers = under_each_setting(&db, statement, "cov");
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[0], answers[2]);
+    assert!(answers[0].len() > 8, "{answers:?}");
+    let lines = plan_lines(&db, &format!("EXPLAIN {statement}"));
+    let logical: Vec<&String> = lines
+        .iter()
+        .skip_while(|l| !l.starts_with("Logical plan"))
+        .take_while(|l| !l.starts_with("Physical plan"))
+        .collect();
+    assert!(logical.len() > 1, "{lines:#?}");
+    assert!(
+        logical
+            .iter()
+            .all(|l| !l.contains("s2") && !l.contains("p2")),
+        "{logical:#?}"
+    );
+
+    // Without a key (two entries share (o, n) = (0, 0)), the copies stay
+    // apart, and the answer is still the optimizer-free one.
+    db.execute("INSERT INTO l VALUES (0, 0, 9, 11)")
+        .expect("it inserts");
+    let answers = under_each_setting(&db, statement, "cov");
+    assert_eq!(answers[0], answers[2]);
+    let lines = plan_lines(&db, &format!("EXPLAIN {statement}"));
+    assert!(lines.iter().any(|l| l.contains("s2")), "{lines:#?}");
 }

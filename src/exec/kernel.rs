@@ -647,39 +647,58 @@ impl<'k, 'a> Worker<'k, 'a> {
                 }
             }
             Sup::And(items) => {
-                let mut sets = Vec::new();
-                for item in items {
-                    match self.set(item, depth) {
-                        Set::Empty => return Set::Empty,
-                        Set::All => {}
-                        set => sets.push(set),
+                // Any one item's set bounds the intersection, and `enter`
+                // checks the whole support: the loop iterates the fixed
+                // driver's fiber or the smallest set, and a union is only
+                // built when no other item narrows the loop.
+                let fixed = self.k.fixed_driver(depth);
+                let mut chosen: Option<Set<'a>> = None;
+                for unions in [false, true] {
+                    if unions && chosen.is_some() {
+                        break;
+                    }
+                    for item in items {
+                        if matches!(item, Sup::Or(_)) != unions {
+                            continue;
+                        }
+                        let set = match self.set(item, depth) {
+                            Set::Empty => return Set::Empty,
+                            Set::All => continue,
+                            set => set,
+                        };
+                        let better = match &chosen {
+                            None => true,
+                            Some(Set::Fiber(k, _)) if Some(*k) == fixed => false,
+                            Some(_) if matches!(set, Set::Fiber(k, _) if Some(k) == fixed) => true,
+                            Some(best) => set.estimate() < best.estimate(),
+                        };
+                        if better {
+                            chosen = Some(set);
+                        }
                     }
                 }
-                let fixed = self.k.fixed_driver(depth);
-                let chosen = sets
-                    .iter()
-                    .position(|s| matches!(s, Set::Fiber(k, _) if Some(*k) == fixed))
-                    .or_else(|| (0..sets.len()).min_by_key(|&i| sets[i].estimate()));
-                match chosen {
-                    Some(i) => sets.swap_remove(i),
-                    None => Set::All,
-                }
+                chosen.unwrap_or(Set::All)
             }
             Sup::Or(items) => {
-                let mut out = Vec::new();
-                let mut any = false;
+                // Every item's set first: one that is not narrowed at this
+                // loop makes the union everything, with nothing copied.
+                let mut sets = Vec::new();
                 for item in items {
                     match self.set(item, depth) {
                         Set::All => return Set::All,
                         Set::Empty => {}
-                        set => {
-                            set.push_into(&mut out);
-                            any = true;
-                        }
+                        set => sets.push(set),
                     }
                 }
-                if !any {
+                if sets.is_empty() {
                     return Set::Empty;
+                }
+                if sets.len() == 1 {
+                    return sets.swap_remove(0);
+                }
+                let mut out = Vec::new();
+                for set in sets {
+                    set.push_into(&mut out);
                 }
                 out.sort_unstable();
                 out.dedup();
@@ -811,6 +830,14 @@ impl<'k, 'a> Worker<'k, 'a> {
                     && let Some(v) = self.binary(*op, a, b)?
                 {
                     return Ok(v);
+                }
+                // Most operators take a few arguments: kept on the stack.
+                let mut stack = [Value::Int(0); 8];
+                if let Some(values) = stack.get_mut(..args.len()) {
+                    for (value, arg) in values.iter_mut().zip(args) {
+                        *value = self.eval(arg)?;
+                    }
+                    return op.apply(values);
                 }
                 let values = args
                     .iter()

@@ -9,7 +9,11 @@
 //!    a `SUM` inside a product is lifted out of it (× distributes over Σ:
 //!    `A[i] * SUM(j) B[i,j]` becomes `SUM(j) A[i] * B[i,j]`), and directly
 //!    nested `SUM`s merge. Every `SUM` over a product is then one sum over
-//!    a flat list of factors, whatever order the user wrote it in.
+//!    a flat list of factors, whatever order the user wrote it in. Two
+//!    factors that read the same stored table at the same coordinates of
+//!    a key of it read one entry, so the sum's variables that tell them
+//!    apart are merged ([`merge_key_joins`]: the covariance `Xᵀ X` of a
+//!    join's feature matrix no longer pairs the line items of an order).
 //! 2. **Semijoin reduction** ([`super::reduce`]). Each such product's
 //!    stored inputs are shrunk to the coordinates its one-variable factors
 //!    allow, so that they are estimated from exact statistics.
@@ -49,7 +53,11 @@
 //!    cost is kept. This phase runs *within* the elimination pass and
 //!    cannot run without it: whether to distribute is decided by comparing
 //!    the elimination plans of both forms, and the form chosen for an inner
-//!    sum is what the search of an enclosing sum estimates. The driver
+//!    sum is what the search of an enclosing sum estimates. Terms whose
+//!    remaining sums share their factors once the steps are taken are
+//!    summed in one loop again ([`Group`]): `L * (S + P) * θ` runs as
+//!    `SUM L * (#e1 + #e2)` with `#e1 = S·θ` and `#e2 = P·θ`, one pass over
+//!    `L`, not one per term and a sum of their results. The driver
 //!    reports its time (planning and writing the distributed forms) apart
 //!    from the elimination's.
 //! 5. **Common sub-expressions** ([`cse`]). A step equal to an earlier one
@@ -70,12 +78,14 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::rc::Rc;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp, Value};
+use crate::storage::Tensor;
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_with_fill};
 
@@ -209,7 +219,7 @@ pub fn normalize(program: &Program) -> Program {
             .map(|query| Query {
                 name: query.name.clone(),
                 indices: query.indices.clone(),
-                expr: lift(unique_names(&query.expr, &query.indices)),
+                expr: merge_key_joins(lift(unique_names(&query.expr, &query.indices))),
             })
             .collect(),
     }
@@ -522,17 +532,21 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         if !(planned.len() == terms.len() && cost < plain) {
             return Ok(None);
         }
-        let mut total: Option<Expr> = None;
+        let mut groups: Vec<Group> = Vec::new();
         for (sign, kept, term, plan) in planned {
-            let expr = self.materialize(&kept, term, plan)?;
-            total = Some(match (total, sign) {
-                (None, Sign::Plus) => expr,
-                (None, Sign::Minus) => Expr::map(ScalarOp::Neg, vec![expr]),
-                (Some(t), Sign::Plus) => Expr::map(ScalarOp::Add, vec![t, expr]),
-                (Some(t), Sign::Minus) => Expr::map(ScalarOp::Sub, vec![t, expr]),
-            });
+            let (left, remaining) = self.materialize_parts(&kept, term, plan)?;
+            let joined = groups
+                .iter()
+                .enumerate()
+                .find_map(|(k, g)| Some((k, g.joined(sign, &left, &remaining)?)));
+            match joined {
+                Some((k, group)) => groups[k] = group,
+                None => groups.push(Group::new(sign, left, remaining)),
+            }
         }
-        Ok(total)
+        Ok(signed_sum(
+            groups.into_iter().map(|g| (Sign::Plus, g.into_expr())),
+        ))
     }
 
     /// The cheapest plan the search finds for `SUM(indices) Π factors`
@@ -612,8 +626,20 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         &mut self,
         indices: &[String],
         factors: Vec<Expr>,
-        (plan, names): (Plan, Vec<String>),
+        plan: (Plan, Vec<String>),
     ) -> Result<Expr> {
+        let (left, remaining) = self.materialize_parts(indices, factors, plan)?;
+        Ok(sum(left, remaining))
+    }
+
+    /// [`Optimizer::materialize`], with what remains as the indices still
+    /// summed and the factors of their product.
+    fn materialize_parts(
+        &mut self,
+        indices: &[String],
+        factors: Vec<Expr>,
+        (plan, names): (Plan, Vec<String>),
+    ) -> Result<(Vec<String>, Vec<Expr>)> {
         self.out.cost += plan.cost;
         let mut exprs: Vec<Option<Expr>> = factors.into_iter().map(Some).collect();
         let mut made: Vec<Expr> = Vec::new();
@@ -646,7 +672,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             .filter(|v| !eliminated.contains(v))
             .cloned()
             .collect();
-        Ok(sum(left, remaining))
+        Ok((left, remaining))
     }
 
     /// Emits the step `body` (a `SUM` over its output variables) as the
@@ -765,6 +791,120 @@ struct Plan {
 enum Sign {
     Plus,
     Minus,
+}
+
+/// Terms of a distributed product that, once their steps are taken, still
+/// sum over the same indices and share factors: `SUM(K) Π common * (±Π
+/// rest₁ ± Π rest₂ ...)`, one loop over the shared factors (the star
+/// join's `L[o,n,s,p,c]`) in place of one per term and a sum of their
+/// results. It visits no more than the terms did apart: the shared
+/// factors' entries where any rest is non-zero.
+#[derive(Clone)]
+struct Group {
+    indices: Vec<String>,
+    common: Vec<Expr>,
+    rests: Vec<(Sign, Vec<Expr>)>,
+}
+
+impl Group {
+    fn new(sign: Sign, indices: Vec<String>, factors: Vec<Expr>) -> Group {
+        Group {
+            indices,
+            common: factors,
+            rests: vec![(sign, Vec::new())],
+        }
+    }
+
+    /// The group with a term summed over `indices` with these factors
+    /// added, when the term shares a factor other than a constant with the
+    /// group, every rest is then one factor that reads only variables of
+    /// the common factors (the loop runs over the common factors' entries
+    /// and looks the rests up), and a common factor is a bag or a step's
+    /// result, which no sparse-driven pass runs over. `None` otherwise.
+    fn joined(&self, sign: Sign, indices: &[String], factors: &[Expr]) -> Option<Group> {
+        let mut mine = self.indices.clone();
+        let mut theirs = indices.to_vec();
+        mine.sort_unstable();
+        theirs.sort_unstable();
+        if mine != theirs {
+            return None;
+        }
+        let mut rest = factors.to_vec();
+        let mut common = Vec::new();
+        let mut dropped = Vec::new();
+        for c in &self.common {
+            match rest.iter().position(|f| f == c) {
+                Some(k) => common.push(rest.remove(k)),
+                None => dropped.push(c.clone()),
+            }
+        }
+        if common.iter().all(|c| matches!(c, Expr::Literal(_))) {
+            return None;
+        }
+        let mut rests = self.rests.clone();
+        for (_, r) in &mut rests {
+            r.extend(dropped.iter().cloned());
+        }
+        rests.push((sign, rest));
+        let covered: HashSet<String> = common.iter().flat_map(Expr::free_indices).collect();
+        let looked_up = rests.iter().all(|(_, r)| {
+            r.len() == 1
+                && r.iter()
+                    .flat_map(Expr::free_indices)
+                    .all(|v| covered.contains(&v))
+        });
+        // A term over a stored table that is not a bag runs as a pass over
+        // its entries, and consecutive passes are fused (`dense`, `fuse`):
+        // cheaper than one loop nest over a sum. A bag or a step's result
+        // cannot drive such a pass.
+        let drives_no_pass = common.iter().any(|c| match c {
+            Expr::Input(input) => input.tensor.tensor.is_bag(),
+            Expr::Alias { .. } => true,
+            _ => false,
+        });
+        (looked_up && drives_no_pass).then(|| Group {
+            indices: self.indices.clone(),
+            common,
+            rests,
+        })
+    }
+
+    fn into_expr(self) -> Expr {
+        let rest = |factors: Vec<Expr>| {
+            if factors.is_empty() {
+                Expr::Literal(Value::Int(1))
+            } else {
+                Expr::product(factors)
+            }
+        };
+        let mut factors = self.common;
+        if let [(sign, only)] = &self.rests[..] {
+            factors.extend(only.iter().cloned());
+            let expr = sum(self.indices, factors);
+            return match sign {
+                Sign::Plus => expr,
+                Sign::Minus => Expr::map(ScalarOp::Neg, vec![expr]),
+            };
+        }
+        factors.extend(signed_sum(
+            self.rests.into_iter().map(|(sign, r)| (sign, rest(r))),
+        ));
+        sum(self.indices, factors)
+    }
+}
+
+/// `±a ± b ± ...` (`None` for no terms).
+fn signed_sum(terms: impl IntoIterator<Item = (Sign, Expr)>) -> Option<Expr> {
+    let mut total: Option<Expr> = None;
+    for (sign, expr) in terms {
+        total = Some(match (total, sign) {
+            (None, Sign::Plus) => expr,
+            (None, Sign::Minus) => Expr::map(ScalarOp::Neg, vec![expr]),
+            (Some(t), Sign::Plus) => Expr::map(ScalarOp::Add, vec![t, expr]),
+            (Some(t), Sign::Minus) => Expr::map(ScalarOp::Sub, vec![t, expr]),
+        });
+    }
+    total
 }
 
 /// The most terms a product is distributed into.
@@ -1359,6 +1499,135 @@ fn lift(expr: Expr) -> Expr {
         },
         other => other,
     }
+}
+
+/// Every `SUM` over a product of `expr` with its pairs of factors that
+/// read one entry merged: two factors reading the same stored table at
+/// the same coordinates of a key of it (a prefix of its dimensions that no
+/// two stored entries share, [`key_prefix`]) are both non-zero only at the
+/// one entry there, so their other coordinates are equal, and each of
+/// these variables that the sum binds is renamed to the other factor's.
+/// `SUM(o,n) X[o,n,j] * X[o,n,k]` with `X = SUM(s) L[o,n,s] * F[s,j]`
+/// lifts to `SUM(o,n,s,s_2) L[o,n,s] * L[o,n,s_2] * F[s,j] * F[s_2,k]`;
+/// when `(o, n)` is a key of `L` it becomes `SUM(o,n,s) L[o,n,s] *
+/// L[o,n,s] * F[s,j] * F[s,k]`, which no longer pairs every `s` with every
+/// `s_2` (the covariance of a join's feature matrix). Both factors stay:
+/// their product is the entry's value squared.
+fn merge_key_joins(expr: Expr) -> Expr {
+    match expr {
+        Expr::Agg {
+            op: AggOp::Sum,
+            indices,
+            body,
+        } => {
+            let body = merge_key_joins(*body);
+            match body {
+                Expr::Map {
+                    op: ScalarOp::Mul,
+                    args,
+                } => {
+                    let (indices, factors) = merged_key_factors(indices, args);
+                    Expr::sum(indices, Expr::map(ScalarOp::Mul, factors))
+                }
+                body => Expr::sum(indices, body),
+            }
+        }
+        Expr::Agg { op, indices, body } => Expr::Agg {
+            op,
+            indices,
+            body: Box::new(merge_key_joins(*body)),
+        },
+        Expr::Map { op, args } => Expr::Map {
+            op,
+            args: args.into_iter().map(merge_key_joins).collect(),
+        },
+        other => other,
+    }
+}
+
+/// [`merge_key_joins`] for one `SUM(indices) Π factors`.
+fn merged_key_factors(
+    mut indices: Vec<String>,
+    mut factors: Vec<Expr>,
+) -> (Vec<String>, Vec<Expr>) {
+    let mut a = 0;
+    while a < factors.len() {
+        let mut b = a + 1;
+        while b < factors.len() {
+            while let Some((from, to)) = key_rename(&factors[a], &factors[b], &indices) {
+                indices.retain(|v| *v != from);
+                let to_name = |v: &str| (v == from).then(|| to.clone());
+                factors = factors.iter().map(|f| rename(f, &to_name)).collect();
+            }
+            b += 1;
+        }
+        a += 1;
+    }
+    (indices, factors)
+}
+
+/// The next renaming (a summed variable, the variable it becomes) that
+/// makes factors `a` and `b` equal when both read one entry of a stored
+/// table by a key of it (see [`merge_key_joins`]); `None` when they are
+/// equal already or do not read one entry, or when no variable that
+/// differs between them is summed here.
+fn key_rename(a: &Expr, b: &Expr, summed: &[String]) -> Option<(String, String)> {
+    let (Expr::Input(x), Expr::Input(y)) = (a, b) else {
+        return None;
+    };
+    if x.tensor != y.tensor || x.annotation != y.annotation || x.indices == y.indices {
+        return None;
+    }
+    // The cheap test first: the key scan reads the table once.
+    if x.indices.first() != y.indices.first() {
+        return None;
+    }
+    let key = key_prefix(&x.tensor.tensor);
+    if x.indices.get(..key) != y.indices.get(..key) {
+        return None;
+    }
+    x.indices
+        .iter()
+        .zip(&y.indices)
+        .find_map(|pair| match pair {
+            (IndexTerm::Var(u), IndexTerm::Var(v)) if u != v => {
+                if summed.contains(v) {
+                    Some((v.clone(), u.clone()))
+                } else if summed.contains(u) {
+                    Some((u.clone(), v.clone()))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        })
+}
+
+/// The length of the shortest prefix of `tensor`'s dimensions (in stored
+/// order) that no two of its stored entries share: 0 for at most one
+/// entry, the number of dimensions when only all of them together tell
+/// every two entries apart. One pass over the sorted coordinates, kept
+/// with the tensor.
+fn key_prefix(tensor: &Tensor) -> usize {
+    #[derive(Default)]
+    struct KeyPrefix(OnceLock<usize>);
+    let cached = tensor.derived::<KeyPrefix>();
+    *cached.0.get_or_init(|| {
+        let columns: Vec<&[i64]> = (0..tensor.dims().len()).map(|d| tensor.coords(d)).collect();
+        let mut key = 0;
+        for r in 1..tensor.nnz() {
+            // The first dimension where entry r differs from the one before.
+            let first = columns
+                .iter()
+                .position(|c| c.get(r) != c.get(r - 1))
+                .unwrap_or(columns.len());
+            key = key.max(first + 1).min(columns.len());
+            if key == columns.len() {
+                break;
+            }
+        }
+        key
+    })
 }
 
 /// A text that equal steps share whatever their variables are called, and
