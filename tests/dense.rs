@@ -1192,3 +1192,72 @@ fn aligned_inputs_run_as_one_loop_over_their_entries() {
         assert!(agree(&one, &loops), "{statement}\n{one:?}\n{loops:?}");
     }
 }
+
+/// A fact table without values keyed by a prefix of its columns (`f[o,n]`
+/// names the rest), and its one-key-per-entry results: the sum of the
+/// dimension blocks' lookups is one factor of a pass over its entries
+/// (Galley's star join), with and without a free variable, and with a
+/// subtracted term, against the loops; a driver whose prefix is not a key
+/// keeps the loops.
+#[test]
+fn a_sum_of_lookups_runs_over_the_entries_of_a_keyed_fact_table() {
+    let mut rng = Rng(0x5a11_2026_1126_0002);
+    let db = Database::open_in_memory();
+    let mut rows = Vec::new();
+    for o in 0..200 {
+        for n in 0..=(o % 4) {
+            rows.push(format!("({o}, {n}, {}, {})", rng.below(30), rng.below(40)));
+        }
+    }
+    db.execute(&format!(
+        "CREATE TABLE f (o BIGINT, n BIGINT, s BIGINT, p BIGINT, PRIMARY KEY (o, n, s, p));
+         INSERT INTO f VALUES {};",
+        rows.join(", ")
+    ))
+    .expect("the fact table loads");
+    let a = random(&mut rng, &[30], 70);
+    let b = random(&mut rng, &[40], 70);
+    let g = random(&mut rng, &[200], 50);
+    let u = random(&mut rng, &[30, 5], 60);
+    let w = random(&mut rng, &[40, 5], 60);
+    store(&db, "a", &[("s", 30)], &a);
+    store(&db, "b", &[("p", 40)], &b);
+    store(&db, "g", &[("o", 200)], &g);
+    // Full: a factor that restricts no entry of `f`.
+    store(&db, "h", &[("o", 200)], &random(&mut rng, &[200], 100));
+    store(&db, "u", &[("s", 30), ("k", 5)], &u);
+    store(&db, "w", &[("p", 40), ("k", 5)], &w);
+    let cases = [
+        "c[o,n] = SUM(s,p) f[o,n,s,p] * (a[s] + b[p] - g[o]);",
+        "c[o,n,k] = SUM(s,p) f[o,n,s,p] * (u[s,k] + w[p,k]);",
+        "c[o,n,k] = SUM(s,p) f[o,n,s,p] * h[o] * (u[s,k] - w[p,k] + a[s]);",
+    ];
+    for statement in cases {
+        let loops = answer(&db, "SET optimizer = 'none'", statement);
+        db.execute("SET optimizer = 'exact'").expect("set");
+        let driven = explain(&db, statement.trim_end_matches(';'));
+        assert!(
+            driven.contains("sparse-driven: for each entry of f[o,n,s,p]")
+                && driven.contains("added in the sum")
+                && driven.contains("result: written at the driver's entries"),
+            "{statement}\n{driven}"
+        );
+        let one = answer(&db, "SET optimizer = 'exact'; SET threads = 1", statement);
+        let two = answer(&db, "SET threads = 2", statement);
+        assert_eq!(one, two, "{statement}");
+        assert!(agree(&one, &loops), "{statement}\n{one:?}\n{loops:?}");
+    }
+    // (o, n) is no longer a key: the sum over s and p adds two entries.
+    db.execute("INSERT INTO f VALUES (0, 0, 29, 39)")
+        .expect("it inserts");
+    let statement = cases[0];
+    db.execute("SET optimizer = 'exact'").expect("set");
+    let plan = explain(&db, statement.trim_end_matches(';'));
+    assert!(
+        !plan.contains("sparse-driven: for each entry of f"),
+        "{plan}"
+    );
+    let loops = answer(&db, "SET optimizer = 'none'", statement);
+    let planned = answer(&db, "SET optimizer = 'exact'", statement);
+    assert!(agree(&planned, &loops), "{planned:?}\n{loops:?}");
+}

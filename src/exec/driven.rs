@@ -21,6 +21,13 @@
 //! is the values when every cell is non-zero). Sums along `r` are taken
 //! in [`LANES`] partial sums that the compiler vectorizes.
 //!
+//! One factor of the product may be a sum or difference of operands
+//! ([`Driven::sum`]): per entry (or per cell of the free variable's row)
+//! their cells are added, an absent cell adding 0, and the sum multiplies
+//! the rest. The driver may be a keyed table without value columns (its
+//! pattern), and a result whose output holds a key of the driver is
+//! written one entry per driver entry, in order when the key leads it.
+//!
 //! The loops visit only coordinates where every input has an entry. An
 //! input read in place has one everywhere, so both paths multiply the
 //! same values. A scattered input's absent cells are 0 here, which adds
@@ -103,6 +110,9 @@ struct Operand<'a> {
     /// Whether the operand is the row-local input of a fused pass
     /// ([`Driven::local`]): its values are the pass's, not `values`.
     local: bool,
+    /// For a term of the sum factor ([`Driven::sum`]): 1 or -1, its sign.
+    /// `None` for a factor of the product.
+    sign: Option<f64>,
 }
 
 impl Operand<'_> {
@@ -206,7 +216,8 @@ pub(crate) fn run(
     };
     let pass = prepared.pass(&driver, None, options.threads, control);
     match driven.output {
-        DrivenOutput::Array => pass.add_into_array(prepared.out_cells),
+        DrivenOutput::Array if driven.sum.is_empty() => pass.add_into_array(prepared.out_cells),
+        DrivenOutput::Array => Err(internal(query, "adds a sum of operands into an array")),
         DrivenOutput::Entries => pass.write_entries(),
     }
     .map(Some)
@@ -378,6 +389,7 @@ fn prepare<'q, 'a>(
     // The free variable's cells that can be non-zero: the fewest any
     // input reading it has (1 without one).
     let mut rank = driven.free.map_or(1, |v| query.vars[v].size);
+    let mut term_sizes = u64::MAX;
     // Scattered arrays and the output array, charged together.
     let mut cells = 0usize;
     let mut operands = Vec::with_capacity(driven.dense.len());
@@ -396,6 +408,7 @@ fn prepare<'q, 'a>(
                 bounded: Vec::new(),
                 free: None,
                 local: true,
+                sign: None,
             });
             continue;
         };
@@ -408,6 +421,11 @@ fn prepare<'q, 'a>(
             bounded: Vec::new(),
             free: None,
             local: false,
+            sign: driven
+                .sum
+                .iter()
+                .find(|&&(j, _)| j == k)
+                .map(|&(_, negated)| if negated { -1.0 } else { 1.0 }),
         };
         let mut by_driver = vec![0; driver.vars.len()];
         for (d, &v) in vars.iter().enumerate() {
@@ -418,6 +436,12 @@ fn prepare<'q, 'a>(
                     if size < driver.sizes[p] {
                         operand.bounded.push((p, size as i64));
                     }
+                }
+                None if operand.sign.is_some() => {
+                    // A term of the sum factor adds 0 past its size, where
+                    // the others may not: it must cover the product's row.
+                    operand.free = Some(own_strides[d]);
+                    term_sizes = term_sizes.min(size);
                 }
                 None => {
                     operand.free = Some(own_strides[d]);
@@ -431,6 +455,9 @@ fn prepare<'q, 'a>(
             scattered.push((operands.len(), tensor, annotation, own_strides, own_cells));
         }
         operands.push(operand);
+    }
+    if term_sizes < rank {
+        return Ok(None);
     }
     let Ok(rank) = usize::try_from(rank) else {
         return Ok(None);
@@ -483,7 +510,9 @@ impl<'q, 'a> Prepared<'q, 'a> {
         threads: usize,
         control: &'p Control<'p>,
     ) -> Pass<'p, 'a> {
-        let (rows, scalars) = self.operands.iter().partition(|o| o.free.is_some());
+        let (terms, factors): (Vec<_>, Vec<_>) =
+            self.operands.iter().partition(|o| o.sign.is_some());
+        let (rows, scalars) = factors.into_iter().partition(|o| o.free.is_some());
         Pass {
             query: self.query,
             driven: self.driven,
@@ -491,8 +520,10 @@ impl<'q, 'a> Prepared<'q, 'a> {
             x: driver.x,
             entries: driver.entries,
             driver_vars: &driver.vars,
+            key: driver.input.0.key_prefix(),
             scalars,
             rows,
+            terms,
             local,
             rank: self.rank,
             threads,
@@ -557,10 +588,16 @@ struct Pass<'p, 'a> {
     entries: usize,
     /// The variable of each driver dimension.
     driver_vars: &'p [usize],
+    /// The length of the prefix of the driver's dimensions that is a key
+    /// of it ([`Tensor::key_prefix`]).
+    key: usize,
     /// The operands that do not read the free variable: a cell per entry.
     scalars: Vec<&'p Operand<'a>>,
     /// The operands that do: a row per entry.
     rows: Vec<&'p Operand<'a>>,
+    /// The terms of the sum factor ([`Driven::sum`]), which multiplies
+    /// the product of the others.
+    terms: Vec<&'p Operand<'a>>,
     /// The values of the row-local operand for the rows of the piece of
     /// a fused pass that runs, and the first of those rows.
     local: Option<(&'p [f64], usize)>,
@@ -582,8 +619,10 @@ impl Pass<'_, '_> {
         // A summed free variable over one or two contiguous rows: their dot
         // product in one loop (SDDMM, the masked nested sum).
         let dot = self.free_in_output().is_none()
+            && self.terms.is_empty()
             && matches!(self.rows.len(), 1 | 2)
             && self.rows.iter().all(|o| o.free == Some(1));
+        let mut sum = vec![0.0; if self.terms.is_empty() { 0 } else { rank }];
         self.blocks(entries, |e, scalar| {
             if self.driven.free.is_none() {
                 visit(e, &[scalar]);
@@ -617,8 +656,37 @@ impl Pass<'_, '_> {
                 };
                 multiply_row(&mut row, &operand.values, offset, operand.free.unwrap_or(1));
             }
+            if self.has_term_rows() {
+                sum.fill(0.0);
+                for term in &self.terms {
+                    let (Some(offset), Some(sign)) = (term.offset(self.coords, e), term.sign)
+                    else {
+                        continue;
+                    };
+                    match term.free {
+                        Some(stride) => {
+                            for (cell, r) in sum.iter_mut().zip(0..) {
+                                *cell += sign * term.values[offset + r * stride];
+                            }
+                        }
+                        None => sum
+                            .iter_mut()
+                            .for_each(|c| *c += sign * term.values[offset]),
+                    }
+                }
+                for (cell, s) in row.iter_mut().zip(&sum) {
+                    *cell *= s;
+                }
+            }
             visit(e, &row);
         })
+    }
+
+    /// Whether a term of the sum factor reads the free variable: the sum
+    /// is then a row per entry, taken in [`Pass::each`]; otherwise it is a
+    /// scalar, taken in [`Pass::blocks`].
+    fn has_term_rows(&self) -> bool {
+        self.terms.iter().any(|t| t.free.is_some())
     }
 
     /// Visits the driver entries in blocks of [`BLOCK`]: the block's
@@ -667,6 +735,20 @@ impl Pass<'_, '_> {
                             None => outside[b] = true,
                         }
                     }
+                }
+            }
+            if !self.terms.is_empty() && !self.has_term_rows() {
+                for (b, scalar) in scalars.iter_mut().enumerate() {
+                    let mut sum = 0.0;
+                    for term in &self.terms {
+                        // An absent cell adds 0.
+                        if let (Some(offset), Some(sign)) =
+                            (term.offset(self.coords, start + b), term.sign)
+                        {
+                            sum += sign * term.values[offset];
+                        }
+                    }
+                    *scalar *= sum;
                 }
             }
             for (b, &scalar) in scalars.iter().enumerate() {
@@ -990,13 +1072,15 @@ impl Pass<'_, '_> {
         for part in parts {
             entries.append(part);
         }
-        // The driver's stored order, then the free variable: increasing
-        // when the output lists them so.
-        let in_order: Vec<Option<usize>> = (0..self.driver_vars.len())
+        // A prefix of the driver's stored order that is a key of it (the
+        // planner asks for one), then the free variable: increasing when
+        // the output lists them so.
+        let prefix = sources.iter().flatten().count();
+        let in_order: Vec<Option<usize>> = (0..prefix)
             .map(Some)
             .chain(free_in_output.then_some(None))
             .collect();
-        entries.increasing = sources == in_order;
+        entries.increasing = sources == in_order && prefix >= self.key;
         Ok(Outcome::Entries(Finished::Float(entries)))
     }
 

@@ -116,7 +116,9 @@ pub struct PhysicalQuery {
 /// is aggregated. This is SystemML's sparse-driven fusion (its Cell, Row
 /// and Outer templates): SpMV, SpMM, SDDMM, MTTKRP and elementwise
 /// products with dense operands, with no index built and no intermediate
-/// larger than the result.
+/// larger than the result. One factor may be a sum of inputs ([`Driven::sum`]):
+/// Galley's star join, a keyed fact table times the sum of its dimension
+/// tables' lookups.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Driven {
     /// The driver (a position in [`PhysicalQuery::inputs`]).
@@ -126,6 +128,13 @@ pub struct Driven {
     /// The inputs left out: patterns of tables that store every cell
     /// (`Y.*`), 1 wherever the driver has an entry.
     pub ones: Vec<usize>,
+    /// The inputs (among `dense`) of the product's one factor that is a
+    /// sum or difference of inputs, each with whether it is subtracted;
+    /// empty when there is none. The factor is the sum of their cells at
+    /// the entry (an absent cell adds 0), as the star join's `L[o,n,s,p,c]
+    /// * (#e1[s] + #e2[p] + #e3[o] + #e4[c])`; only with
+    /// [`DrivenOutput::Entries`].
+    pub sum: Vec<(usize, bool)>,
     /// The variable the driver does not read, if any.
     pub free: Option<usize>,
     /// How the result is written.
@@ -138,6 +147,35 @@ pub struct Driven {
     pub local: Option<usize>,
 }
 
+/// The inputs of a sum or difference of inputs (`a + b - c`), each with
+/// whether it is subtracted (flipped when `negated`); `None` for any
+/// other expression.
+fn summed_inputs(node: &Node, negated: bool) -> Option<Vec<(usize, bool)>> {
+    match node {
+        Node::Input(k) => Some(vec![(*k, negated)]),
+        Node::Map(ScalarOp::Add, args) => {
+            let mut all = Vec::new();
+            for arg in args {
+                all.extend(summed_inputs(arg, negated)?);
+            }
+            Some(all)
+        }
+        Node::Map(ScalarOp::Sub, args) => match args.as_slice() {
+            [a, b] => {
+                let mut all = summed_inputs(a, negated)?;
+                all.extend(summed_inputs(b, !negated)?);
+                Some(all)
+            }
+            _ => None,
+        },
+        Node::Map(ScalarOp::Neg, args) => match args.as_slice() {
+            [a] => summed_inputs(a, !negated),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Where a [`Driven`] query writes its result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DrivenOutput {
@@ -145,7 +183,8 @@ pub enum DrivenOutput {
     /// the output lacks a variable of the driver (it is summed).
     Array,
     /// One result entry per driver entry (and free coordinate): the
-    /// output has every variable of the driver.
+    /// output has the variables of a key of the driver (a prefix of its
+    /// dimensions that no two entries share, as all of them are).
     Entries,
 }
 
@@ -480,15 +519,19 @@ impl PhysicalQuery {
     /// if it is a product that can be: a `SUM` of a product (or a product)
     /// of two or more float inputs that are 0 where absent, each read by
     /// distinct variables and no constant, the driver a stored table's
-    /// value column or its pattern (`X.*`), and at most one variable
-    /// outside the driver's. A count (a `BIGINT` sum of the patterns of
+    /// value column or its pattern (`X.*`, or a keyed table without
+    /// value columns), at most one variable outside the driver's, and at
+    /// most one factor that is a sum or difference of such inputs when
+    /// the output holds a key of the driver. A count (a `BIGINT` sum of the patterns of
     /// tables that are sets, one of them alone or times patterns of tables
     /// that store every cell, as SQL's `COUNT(*)` beside other
     /// aggregates) runs so too: the pass adds 1 per driver entry in
     /// doubles, exact below 2^53, more than a table has entries.
     pub fn driven_by(&self, driver: usize) -> Option<Driven> {
         // A stored table's pattern (`X.*`, 1 at every entry) may drive too:
-        // the mask the `mask` phase multiplies into a nested sum.
+        // the mask the `mask` phase multiplies into a nested sum. So may a
+        // bag whose every row is stored once (a keyed table without value
+        // columns).
         let pattern = |k: usize| {
             matches!(
                 &self.inputs[k].source,
@@ -496,27 +539,38 @@ impl PhysicalQuery {
                     tensor,
                     annotation: Annotation::Multiplicity,
                     ..
-                } if !tensor.is_bag()
+                } if tensor.counts_each_entry_once()
             )
         };
         let count = self.ty == ValueType::Int64 && (0..self.inputs.len()).all(pattern);
+        let mut sum = Vec::new();
         let product: Vec<usize> = match &self.body {
-            Node::Map(ScalarOp::Mul, args) => args
-                .iter()
-                .map(|a| match a {
-                    Node::Input(k) => Some(*k),
-                    _ => None,
-                })
-                .collect::<Option<_>>()?,
+            Node::Map(ScalarOp::Mul, args) => {
+                let mut product = Vec::new();
+                for arg in args {
+                    match arg {
+                        Node::Input(k) => product.push(*k),
+                        _ if sum.is_empty() => sum = summed_inputs(arg, false)?,
+                        _ => return None,
+                    }
+                }
+                product
+            }
             Node::Input(k) if count => vec![*k],
             _ => return None,
         };
-        let mut seen = product.clone();
+        let mut seen: Vec<usize> = product
+            .iter()
+            .chain(sum.iter().map(|(k, _)| k))
+            .copied()
+            .collect();
+        let read = seen.len();
         seen.sort_unstable();
         seen.dedup();
-        let every_input_once = seen.len() == product.len()
+        let every_input_once = seen.len() == read
             && seen.len() == self.inputs.len()
-            && (seen.len() >= 2 || count);
+            && (seen.len() >= 2 || count)
+            && !sum.iter().any(|&(k, _)| k == driver);
         let summed = match self.aggregate {
             Some(AggOp::Sum) => true,
             None => self.aggregated.is_empty(),
@@ -532,7 +586,7 @@ impl PhysicalQuery {
             (float && access.fill.is_zero()).then_some(vars)
         };
         let stored = match &self.inputs.get(driver)?.source {
-            Source::Table { tensor, .. } => !tensor.is_bag(),
+            Source::Table { tensor, .. } => tensor.counts_each_entry_once(),
             Source::Result(_) => false,
         };
         let driver_vars = vars_of(driver).filter(|_| stored)?;
@@ -547,7 +601,7 @@ impl PhysicalQuery {
         let mut left_out = Vec::new();
         for (k, access) in self.inputs.iter().enumerate() {
             if let Source::Table { tensor, .. } = &access.source
-                && tensor.is_bag()
+                && !tensor.counts_each_entry_once()
             {
                 return None;
             }
@@ -588,13 +642,25 @@ impl PhysicalQuery {
         {
             return None;
         }
-        let output = if driver_vars.iter().all(|v| self.output.contains(v)) {
+        // The output has a key of the driver: each entry is its own
+        // result entry.
+        let key = match &self.inputs[driver].source {
+            Source::Table { tensor, .. } => tensor.key_prefix(),
+            Source::Result(_) => driver_vars.len(),
+        };
+        let output = if driver_vars
+            .iter()
+            .take(key)
+            .all(|v| self.output.contains(v))
+        {
             DrivenOutput::Entries
         } else {
             DrivenOutput::Array
         };
         // A count per driver entry is its pattern: the loops store it.
-        if count && output == DrivenOutput::Entries {
+        if (count && output == DrivenOutput::Entries)
+            || (!sum.is_empty() && output != DrivenOutput::Entries)
+        {
             return None;
         }
         Some(Driven {
@@ -603,6 +669,7 @@ impl PhysicalQuery {
                 .filter(|&k| k != driver && !left_out.contains(&k))
                 .collect(),
             ones: left_out,
+            sum,
             free,
             output,
             local: None,
@@ -694,7 +761,12 @@ impl PhysicalQuery {
             } else {
                 "scattered into an array"
             };
-            write!(f, "\n    {} ({how})", self.input_name(k))?;
+            let term = match driven.sum.iter().find(|&&(j, _)| j == k) {
+                Some((_, false)) => "; added in the sum",
+                Some((_, true)) => "; subtracted in the sum",
+                None => "",
+            };
+            write!(f, "\n    {} ({how}{term})", self.input_name(k))?;
         }
         if let Some(v) = driven.free {
             write!(

@@ -78,14 +78,12 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::rc::Rc;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp, Value};
-use crate::storage::Tensor;
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_with_fill};
 
@@ -642,29 +640,50 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
     ) -> Result<(Vec<String>, Vec<Expr>)> {
         self.out.cost += plan.cost;
         let mut exprs: Vec<Option<Expr>> = factors.into_iter().map(Some).collect();
-        let mut made: Vec<Expr> = Vec::new();
+        // A step that only sums more variables out of the one step before
+        // it (`SUM(c) #e1[n,s,p,c]`) is that step's loop nest summing them
+        // too: the chain is one step, and its intermediates are not written.
+        let mut summed: Vec<Vec<String>> = Vec::new();
+        let mut reads: Vec<Vec<Origin>> = Vec::new();
+        let mut absorbed = vec![false; plan.steps.len()];
         for step in &plan.steps {
-            let taken: Vec<Expr> = step
-                .chosen
+            let var = names[step.var].clone();
+            match step.chosen[..] {
+                [Origin::Step(s)] => {
+                    absorbed[s] = true;
+                    let mut vars = summed[s].clone();
+                    vars.push(var);
+                    summed.push(vars);
+                    reads.push(reads[s].clone());
+                }
+                _ => {
+                    summed.push(vec![var]);
+                    reads.push(step.chosen.clone());
+                }
+            }
+        }
+        let mut made: Vec<Option<Expr>> = vec![None; plan.steps.len()];
+        let read =
+            |origin: &Origin, exprs: &mut Vec<Option<Expr>>, made: &[Option<Expr>]| match origin {
+                Origin::Input(k) => exprs.get_mut(*k).and_then(Option::take),
+                Origin::Step(s) => made.get(*s).cloned().flatten(),
+            };
+        for (k, (vars, origins)) in summed.into_iter().zip(&reads).enumerate() {
+            if absorbed[k] {
+                continue;
+            }
+            let taken: Vec<Expr> = origins
                 .iter()
-                .map(|origin| match origin {
-                    Origin::Input(k) => exprs[*k].take(),
-                    Origin::Step(s) => Some(made[*s].clone()),
-                })
+                .map(|origin| read(origin, &mut exprs, &made))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| {
                     Error::Internal("an elimination step reads a factor twice".to_string())
                 })?;
-            let var = names[step.var].clone();
-            let body = sum(vec![var], taken);
-            made.push(self.step(body)?);
+            made[k] = Some(self.step(sum(vars, taken))?);
         }
         let mut remaining: Vec<Expr> = Vec::new();
         for origin in &plan.remaining {
-            match origin {
-                Origin::Input(k) => remaining.extend(exprs[*k].take()),
-                Origin::Step(s) => remaining.push(made[*s].clone()),
-            }
+            remaining.extend(read(origin, &mut exprs, &made));
         }
         let eliminated: Vec<&String> = plan.steps.iter().map(|s| &names[s.var]).collect();
         let left: Vec<String> = indices
@@ -818,9 +837,9 @@ impl Group {
     /// The group with a term summed over `indices` with these factors
     /// added, when the term shares a factor other than a constant with the
     /// group, every rest is then one factor that reads only variables of
-    /// the common factors (the loop runs over the common factors' entries
-    /// and looks the rests up), and a common factor is a bag or a step's
-    /// result, which no sparse-driven pass runs over. `None` otherwise.
+    /// the common factors or of the result (the loop runs over the common
+    /// factors' entries and looks the rests up), and a common factor is a
+    /// bag or a step's result. `None` otherwise.
     fn joined(&self, sign: Sign, indices: &[String], factors: &[Expr]) -> Option<Group> {
         let mut mine = self.indices.clone();
         let mut theirs = indices.to_vec();
@@ -846,17 +865,19 @@ impl Group {
             r.extend(dropped.iter().cloned());
         }
         rests.push((sign, rest));
+        // A rest's variable is the common factors' or one the sum keeps.
         let covered: HashSet<String> = common.iter().flat_map(Expr::free_indices).collect();
         let looked_up = rests.iter().all(|(_, r)| {
             r.len() == 1
                 && r.iter()
                     .flat_map(Expr::free_indices)
-                    .all(|v| covered.contains(&v))
+                    .all(|v| covered.contains(&v) || !self.indices.contains(&v))
         });
-        // A term over a stored table that is not a bag runs as a pass over
-        // its entries, and consecutive passes are fused (`dense`, `fuse`):
-        // cheaper than one loop nest over a sum. A bag or a step's result
-        // cannot drive such a pass.
+        // Terms over a table with value columns that add into arrays run
+        // as passes over its entries, fused (`dense`, `fuse`): cheaper than
+        // one loop nest over a sum. Over a bag (the star join's fact table)
+        // the sum is one factor of a single pass when the result keeps a
+        // key of the bag, and a step's result drives no pass.
         let drives_no_pass = common.iter().any(|c| match c {
             Expr::Input(input) => input.tensor.tensor.is_bag(),
             Expr::Alias { .. } => true,
@@ -1504,7 +1525,8 @@ fn lift(expr: Expr) -> Expr {
 /// Every `SUM` over a product of `expr` with its pairs of factors that
 /// read one entry merged: two factors reading the same stored table at
 /// the same coordinates of a key of it (a prefix of its dimensions that no
-/// two stored entries share, [`key_prefix`]) are both non-zero only at the
+/// two stored entries share,
+/// [`Tensor::key_prefix`](crate::storage::Tensor::key_prefix)) are both non-zero only at the
 /// one entry there, so their other coordinates are equal, and each of
 /// these variables that the sum binds is renamed to the other factor's.
 /// `SUM(o,n) X[o,n,j] * X[o,n,k]` with `X = SUM(s) L[o,n,s] * F[s,j]`
@@ -1582,7 +1604,7 @@ fn key_rename(a: &Expr, b: &Expr, summed: &[String]) -> Option<(String, String)>
     if x.indices.first() != y.indices.first() {
         return None;
     }
-    let key = key_prefix(&x.tensor.tensor);
+    let key = x.tensor.tensor.key_prefix();
     if x.indices.get(..key) != y.indices.get(..key) {
         return None;
     }
@@ -1601,33 +1623,6 @@ fn key_rename(a: &Expr, b: &Expr, summed: &[String]) -> Option<(String, String)>
             }
             _ => None,
         })
-}
-
-/// The length of the shortest prefix of `tensor`'s dimensions (in stored
-/// order) that no two of its stored entries share: 0 for at most one
-/// entry, the number of dimensions when only all of them together tell
-/// every two entries apart. One pass over the sorted coordinates, kept
-/// with the tensor.
-fn key_prefix(tensor: &Tensor) -> usize {
-    #[derive(Default)]
-    struct KeyPrefix(OnceLock<usize>);
-    let cached = tensor.derived::<KeyPrefix>();
-    *cached.0.get_or_init(|| {
-        let columns: Vec<&[i64]> = (0..tensor.dims().len()).map(|d| tensor.coords(d)).collect();
-        let mut key = 0;
-        for r in 1..tensor.nnz() {
-            // The first dimension where entry r differs from the one before.
-            let first = columns
-                .iter()
-                .position(|c| c.get(r) != c.get(r - 1))
-                .unwrap_or(columns.len());
-            key = key.max(first + 1).min(columns.len());
-            if key == columns.len() {
-                break;
-            }
-        }
-        key
-    })
 }
 
 /// A text that equal steps share whatever their variables are called, and

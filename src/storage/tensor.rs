@@ -648,6 +648,48 @@ impl Tensor {
             .then(|| int64_values(self.data.column(self.dims.len())))
     }
 
+    /// Whether every stored entry counts once: a tensor with value
+    /// columns, or a bag whose multiplicities are all 1 (a keyed table
+    /// without value columns). Found once and kept with the tensor.
+    pub fn counts_each_entry_once(&self) -> bool {
+        #[derive(Default)]
+        struct UnitMultiplicities(OnceLock<bool>);
+        let Some(counts) = self.multiplicities() else {
+            return true;
+        };
+        *self
+            .derived::<UnitMultiplicities>()
+            .0
+            .get_or_init(|| counts.iter().all(|&m| m == 1))
+    }
+
+    /// The length of the shortest prefix of the dimensions (in stored
+    /// order) that no two stored entries share: a key of the tensor. 0 for
+    /// at most one entry; the number of dimensions when only all of them
+    /// together tell every two entries apart. One pass over the sorted
+    /// coordinates, found once and kept with the tensor.
+    pub fn key_prefix(&self) -> usize {
+        #[derive(Default)]
+        struct KeyPrefix(OnceLock<usize>);
+        *self.derived::<KeyPrefix>().0.get_or_init(|| {
+            let columns: Vec<&[i64]> = (0..self.dims.len()).map(|d| self.coords(d)).collect();
+            let mut key = 0;
+            for r in 1..self.nnz() {
+                // The first dimension where entry r differs from the one
+                // before.
+                let first = columns
+                    .iter()
+                    .position(|c| c.get(r) != c.get(r - 1))
+                    .unwrap_or(columns.len());
+                key = key.max(first + 1).min(columns.len());
+                if key == columns.len() {
+                    break;
+                }
+            }
+            key
+        })
+    }
+
     /// The tensor's statistics, computed on first use and kept.
     pub fn statistics(&self) -> &Statistics {
         self.statistics
