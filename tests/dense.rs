@@ -1196,8 +1196,9 @@ fn aligned_inputs_run_as_one_loop_over_their_entries() {
 /// A fact table without values keyed by a prefix of its columns (`f[o,n]`
 /// names the rest), and its one-key-per-entry results: the sum of the
 /// dimension blocks' lookups is one factor of a pass over its entries
-/// (Galley's star join), with and without a free variable, and with a
-/// subtracted term, against the loops; a driver whose prefix is not a key
+/// (Galley's star join), with and without a free variable, with a
+/// subtracted term and beside a lookup through a function, against the
+/// loops; a driver whose prefix is not a key
 /// keeps the loops.
 #[test]
 fn a_sum_of_lookups_runs_over_the_entries_of_a_keyed_fact_table() {
@@ -1225,12 +1226,20 @@ fn a_sum_of_lookups_runs_over_the_entries_of_a_keyed_fact_table() {
     store(&db, "g", &[("o", 200)], &g);
     // Full: a factor that restricts no entry of `f`.
     store(&db, "h", &[("o", 200)], &random(&mut rng, &[200], 100));
+    store(
+        &db,
+        "q",
+        &[("o", 200), ("n", 4)],
+        &random(&mut rng, &[200, 4], 40),
+    );
     store(&db, "u", &[("s", 30), ("k", 5)], &u);
     store(&db, "w", &[("p", 40), ("k", 5)], &w);
     let cases = [
         "c[o,n] = SUM(s,p) f[o,n,s,p] * (a[s] + b[p] - g[o]);",
         "c[o,n,k] = SUM(s,p) f[o,n,s,p] * (u[s,k] + w[p,k]);",
         "c[o,n,k] = SUM(s,p) f[o,n,s,p] * h[o] * (u[s,k] - w[p,k] + a[s]);",
+        "c[o,n] = SUM(s,p) f[o,n,s,p] * sigmoid(q[o,n]) * (a[s] + b[p]);",
+        "c[o,n,k] = SUM(s,p) f[o,n,s,p] * relu(q[o,n]) * (u[s,k] - w[p,k]);",
     ];
     for statement in cases {
         let loops = answer(&db, "SET optimizer = 'none'", statement);
@@ -1238,10 +1247,14 @@ fn a_sum_of_lookups_runs_over_the_entries_of_a_keyed_fact_table() {
         let driven = explain(&db, statement.trim_end_matches(';'));
         assert!(
             driven.contains("sparse-driven: for each entry of f[o,n,s,p]")
-                && driven.contains("added in the sum")
+                && (driven.contains("added in the sum")
+                    || driven.contains("subtracted in the sum"))
                 && driven.contains("result: written at the driver's entries"),
             "{statement}\n{driven}"
         );
+        if statement.contains("sigmoid") || statement.contains("relu") {
+            assert!(driven.contains("; through "), "{statement}\n{driven}");
+        }
         let one = answer(&db, "SET optimizer = 'exact'; SET threads = 1", statement);
         let two = answer(&db, "SET threads = 2", statement);
         assert_eq!(one, two, "{statement}");

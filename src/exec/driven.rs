@@ -55,7 +55,7 @@ use arrow::array::AsArray;
 use arrow::datatypes::Float64Type;
 
 use crate::error::{Error, Result};
-use crate::ir::Annotation;
+use crate::ir::{Annotation, ScalarOp};
 use crate::storage::{Tensor, ValueType};
 
 use super::ExecOptions;
@@ -113,6 +113,8 @@ struct Operand<'a> {
     /// For a term of the sum factor ([`Driven::sum`]): 1 or -1, its sign.
     /// `None` for a factor of the product.
     sign: Option<f64>,
+    /// The function the operand is read through ([`Driven::maps`]).
+    map: Option<ScalarOp>,
 }
 
 impl Operand<'_> {
@@ -409,6 +411,7 @@ fn prepare<'q, 'a>(
                 free: None,
                 local: true,
                 sign: None,
+                map: None,
             });
             continue;
         };
@@ -426,6 +429,11 @@ fn prepare<'q, 'a>(
                 .iter()
                 .find(|&&(j, _)| j == k)
                 .map(|&(_, negated)| if negated { -1.0 } else { 1.0 }),
+            map: driven
+                .maps
+                .iter()
+                .find(|&&(j, _)| j == k)
+                .map(|&(_, op)| op),
         };
         let mut by_driver = vec![0; driver.vars.len()];
         for (d, &v) in vars.iter().enumerate() {
@@ -512,6 +520,8 @@ impl<'q, 'a> Prepared<'q, 'a> {
     ) -> Pass<'p, 'a> {
         let (terms, factors): (Vec<_>, Vec<_>) =
             self.operands.iter().partition(|o| o.sign.is_some());
+        let (mapped, factors): (Vec<_>, Vec<_>) =
+            factors.into_iter().partition(|o| o.map.is_some());
         let (rows, scalars) = factors.into_iter().partition(|o| o.free.is_some());
         Pass {
             query: self.query,
@@ -524,6 +534,7 @@ impl<'q, 'a> Prepared<'q, 'a> {
             scalars,
             rows,
             terms,
+            mapped,
             local,
             rank: self.rank,
             threads,
@@ -598,6 +609,8 @@ struct Pass<'p, 'a> {
     /// The terms of the sum factor ([`Driven::sum`]), which multiplies
     /// the product of the others.
     terms: Vec<&'p Operand<'a>>,
+    /// The operands read through a function ([`Driven::maps`]).
+    mapped: Vec<&'p Operand<'a>>,
     /// The values of the row-local operand for the rows of the piece of
     /// a fused pass that runs, and the first of those rows.
     local: Option<(&'p [f64], usize)>,
@@ -735,6 +748,19 @@ impl Pass<'_, '_> {
                             None => outside[b] = true,
                         }
                     }
+                }
+            }
+            for operand in &self.mapped {
+                let Some(op) = operand.map else {
+                    continue;
+                };
+                for (b, scalar) in scalars.iter_mut().enumerate() {
+                    // An absent cell is 0, and the function's value there
+                    // the operand's.
+                    let cell = operand
+                        .offset(self.coords, start + b)
+                        .map_or(0.0, |offset| operand.values[offset]);
+                    *scalar *= op.apply_f64(&[cell]).unwrap_or(f64::NAN);
                 }
             }
             if !self.terms.is_empty() && !self.has_term_rows() {

@@ -135,6 +135,11 @@ pub struct Driven {
     /// * (#e1[s] + #e2[p] + #e3[o] + #e4[c])`; only with
     /// [`DrivenOutput::Entries`].
     pub sum: Vec<(usize, bool)>,
+    /// The inputs (among `dense`) read through a function as a factor of
+    /// the product (`sigmoid(#1[o,n])`), with it: a function whose value
+    /// is finite for every finite argument, applied to the cell at the
+    /// entry (an absent cell is 0). They read no free variable.
+    pub maps: Vec<(usize, ScalarOp)>,
     /// The variable the driver does not read, if any.
     pub free: Option<usize>,
     /// How the result is written.
@@ -544,12 +549,24 @@ impl PhysicalQuery {
         };
         let count = self.ty == ValueType::Int64 && (0..self.inputs.len()).all(pattern);
         let mut sum = Vec::new();
+        let mut maps = Vec::new();
         let product: Vec<usize> = match &self.body {
             Node::Map(ScalarOp::Mul, args) => {
                 let mut product = Vec::new();
                 for arg in args {
                     match arg {
                         Node::Input(k) => product.push(*k),
+                        Node::Map(
+                            op @ (ScalarOp::Neg
+                            | ScalarOp::Abs
+                            | ScalarOp::Relu
+                            | ScalarOp::Sigmoid),
+                            inner,
+                        ) if matches!(inner.as_slice(), [Node::Input(_)]) => {
+                            if let [Node::Input(k)] = inner.as_slice() {
+                                maps.push((*k, *op));
+                            }
+                        }
                         _ if sum.is_empty() => sum = summed_inputs(arg, false)?,
                         _ => return None,
                     }
@@ -562,6 +579,7 @@ impl PhysicalQuery {
         let mut seen: Vec<usize> = product
             .iter()
             .chain(sum.iter().map(|(k, _)| k))
+            .chain(maps.iter().map(|(k, _)| k))
             .copied()
             .collect();
         let read = seen.len();
@@ -570,7 +588,8 @@ impl PhysicalQuery {
         let every_input_once = seen.len() == read
             && seen.len() == self.inputs.len()
             && (seen.len() >= 2 || count)
-            && !sum.iter().any(|&(k, _)| k == driver);
+            && !sum.iter().any(|&(k, _)| k == driver)
+            && !maps.iter().any(|&(k, _)| k == driver);
         let summed = match self.aggregate {
             Some(AggOp::Sum) => true,
             None => self.aggregated.is_empty(),
@@ -590,12 +609,22 @@ impl PhysicalQuery {
             Source::Result(_) => false,
         };
         let driver_vars = vars_of(driver).filter(|_| stored)?;
-        // The pattern of a full table (`Y.*` where `Y` stores every cell)
-        // is 1 wherever the driver has an entry: a factor to leave out.
+        // The pattern of a full table (`Y.*` where `Y` stores every cell),
+        // or the driver's own pattern read again at the same coordinates
+        // (`L * L`, two reads of one entry by a key), is 1 wherever the
+        // driver has an entry: a factor to leave out.
+        let again = |k: usize| match (&self.inputs[k].source, &self.inputs[driver].source) {
+            (Source::Table { tensor: a, .. }, Source::Table { tensor: b, .. }) => {
+                Arc::ptr_eq(a, b) && self.inputs[k].terms == self.inputs[driver].terms
+            }
+            _ => false,
+        };
         let ones = |k: usize| {
             k != driver
+                && product.contains(&k)
                 && pattern(k)
-                && matches!(&self.inputs[k].source, Source::Table { tensor, .. } if tensor.is_full())
+                && (again(k)
+                    || matches!(&self.inputs[k].source, Source::Table { tensor, .. } if tensor.is_full()))
         };
         let mut free = None;
         let mut left_out = Vec::new();
@@ -624,11 +653,12 @@ impl PhysicalQuery {
                 left_out.push(k);
                 continue;
             }
+            let mapped = maps.iter().any(|&(j, _)| j == k);
             for v in vars_of(k)? {
                 if driver_vars.contains(&v) || free == Some(v) {
                     continue;
                 }
-                if free.is_some() || k == driver {
+                if free.is_some() || k == driver || mapped {
                     return None;
                 }
                 free = Some(v);
@@ -670,6 +700,7 @@ impl PhysicalQuery {
                 .collect(),
             ones: left_out,
             sum,
+            maps,
             free,
             output,
             local: None,
@@ -762,9 +793,12 @@ impl PhysicalQuery {
                 "scattered into an array"
             };
             let term = match driven.sum.iter().find(|&&(j, _)| j == k) {
-                Some((_, false)) => "; added in the sum",
-                Some((_, true)) => "; subtracted in the sum",
-                None => "",
+                Some((_, false)) => "; added in the sum".to_string(),
+                Some((_, true)) => "; subtracted in the sum".to_string(),
+                None => match driven.maps.iter().find(|&&(j, _)| j == k) {
+                    Some((_, op)) => format!("; through {}", op.function_name().unwrap_or("-")),
+                    None => String::new(),
+                },
             };
             write!(f, "\n    {} ({how}{term})", self.input_name(k))?;
         }
