@@ -836,10 +836,10 @@ impl Group {
 
     /// The group with a term summed over `indices` with these factors
     /// added, when the term shares a factor other than a constant with the
-    /// group, every rest is then one factor that reads only variables of
-    /// the common factors or of the result (the loop runs over the common
-    /// factors' entries and looks the rests up), and a common factor is a
-    /// bag or a step's result. `None` otherwise.
+    /// group, every rest then reads only variables of the common factors
+    /// or of the result (the loop runs over the common factors' entries
+    /// and looks the rests up), and a common factor is a bag or a step's
+    /// result. `None` otherwise.
     fn joined(&self, sign: Sign, indices: &[String], factors: &[Expr]) -> Option<Group> {
         let mut mine = self.indices.clone();
         let mut theirs = indices.to_vec();
@@ -868,7 +868,7 @@ impl Group {
         // A rest's variable is the common factors' or one the sum keeps.
         let covered: HashSet<String> = common.iter().flat_map(Expr::free_indices).collect();
         let looked_up = rests.iter().all(|(_, r)| {
-            r.len() == 1
+            !r.is_empty()
                 && r.iter()
                     .flat_map(Expr::free_indices)
                     .all(|v| covered.contains(&v) || !self.indices.contains(&v))
