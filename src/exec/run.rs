@@ -7,8 +7,8 @@
 //! [`RowBudget`] and stops when it has them.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, Value};
 use crate::progress::ProgressSink;
-use crate::storage::fibertree::{FiberTree, LeafValues};
+use crate::storage::fibertree::FiberTree;
 use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
 use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
@@ -137,20 +137,6 @@ fn in_output_order(query: &PhysicalQuery) -> bool {
             .eq(query.output.iter().copied())
 }
 
-/// Whether every multiplicity of a bag is 1, found once per tensor (kept
-/// with it, see [`Tensor::derived`]) from any of its indexes.
-#[derive(Default)]
-struct UnitMultiplicities(OnceLock<bool>);
-
-impl UnitMultiplicities {
-    fn of(&self, tree: &FiberTree) -> bool {
-        *self.0.get_or_init(|| match tree.leaf_values(0) {
-            Some(LeafValues::Int64(counts)) => counts.iter().all(|&m| m == 1),
-            _ => false,
-        })
-    }
-}
-
 /// What running one query gave: its stored result, the chunks its
 /// outermost loop was split into, and how it ran.
 struct Ran {
@@ -269,7 +255,7 @@ fn run_query(
             .collect();
         // A bag whose multiplicities are all 1 is read as a set: its
         // values are not read at all.
-        let bag = tensor.is_bag() && !tensor.derived::<UnitMultiplicities>().of(&tree);
+        let bag = !tensor.counts_each_entry_once();
         opened.push((tree, annotation, bag, fill, consts));
     }
     let inputs = opened
