@@ -1030,6 +1030,16 @@ fn fused_passes_agree_with_each_query_on_its_own() {
         let sizes: Vec<usize> = dims.iter().map(|d| d.1).collect();
         tables.push((*name, dims.clone(), random(&mut rng, &sizes, *percent)));
     }
+    // Long rows (which the pass runs row by row) and then rows of at most
+    // two entries (which it runs in blocks of entries), in one table.
+    let mut mixed = random(&mut rng, &[m / 2, n], 60);
+    for i in m / 2..m {
+        for _ in 0..rng.below(3) {
+            let j = rng.below(n) as i64;
+            mixed.insert(vec![i as i64, j], rng.below(9) as f64 - 4.0);
+        }
+    }
+    tables.push(("xm", vec![("i", m), ("j", n)], mixed));
     let exact = Database::open_in_memory();
     let rounding = Database::open_in_memory();
     for (name, dims, entries) in &tables {
@@ -1043,6 +1053,9 @@ fn fused_passes_agree_with_each_query_on_its_own() {
         "c[j] = SUM(i) x[i,j] * (SUM(l) x[i,l] * y[l]);",
         // The consumer's result added by rows (its first index is the driver's).
         "c[i,k] = SUM(j) x[i,j] * v[j,k] * (SUM(l) x[i,l] * y[l]);",
+        // Row and BATAx over long rows and short ones.
+        "c[j] = SUM(i) xm[i,j] * (q[i] * SUM(l) xm[i,l] * y[l]);",
+        "c[j] = SUM(i) xm[i,j] * (SUM(l) xm[i,l] * y[l]);",
     ];
     for statement in statements {
         let plan = explain(&exact, statement.trim_end_matches(';'));
@@ -1083,6 +1096,42 @@ fn fused_passes_agree_with_each_query_on_its_own() {
         rows(&exact, "SET disabled_optimizers = ''"),
         rows(&exact, "SET optimizer = 'none'"),
     );
+}
+
+/// BATAx over a matrix of about one entry per row: the physical phase
+/// costs `y` as the `fuse` phase runs it, reading the row sum `#e1`
+/// row-local (not scattered), so the two steps become one pass; with
+/// `fuse` off the same cost model plans `y` as loops. Both give the same
+/// answer, and the loops' (the optimizer off).
+#[test]
+fn a_row_sum_read_in_the_same_pass_is_costed_as_not_scattered() {
+    let mut rng = Rng(0x0f05_2026_1126_0002);
+    let n = 5000;
+    let mut a = Entries::new();
+    for _ in 0..n {
+        let (i, j) = (rng.below(n) as i64, rng.below(n) as i64);
+        a.insert(vec![i, j], rng.below(9) as f64 - 3.5);
+    }
+    let x: Entries = (0..n as i64)
+        .map(|k| (vec![k], rng.below(5) as f64 + 0.25))
+        .collect();
+    let db = Database::open_in_memory();
+    store(&db, "a", &[("i", n), ("j", n)], &a);
+    store(&db, "x", &[("k", n)], &x);
+    let statement = "c[j] = SUM(i) a[i,j] * (SUM(k) a[i,k] * x[k]);";
+    let plan = explain(&db, statement.trim_end_matches(';'));
+    assert!(
+        plan.contains("Fused pass over the entries of a.v[i,k]: #e1, c"),
+        "{plan}"
+    );
+    let fused = answer(&db, "SET threads = 1", statement);
+    db.execute("SET disabled_optimizers = 'fuse'").expect("set");
+    let plan = explain(&db, statement.trim_end_matches(';'));
+    assert!(!plan.contains("Fused pass"), "{plan}");
+    assert!(plan.contains("for i: iterate"), "{plan}");
+    assert!(agree(&answer(&db, "SET threads = 1", statement), &fused));
+    let loops = answer(&db, "SET optimizer = 'none'", statement);
+    assert!(agree(&fused, &loops), "{fused:?}\n{loops:?}");
 }
 
 /// A fused pass whose row-local operand sits beside a value that is not

@@ -151,6 +151,51 @@ impl Address {
         Address { terms }
     }
 
+    /// `visit(b, offset)` for the offset of every driver entry
+    /// `block.start + b` in `block`: one loop over the coordinate columns
+    /// the address reads, without looking them up per entry.
+    #[inline(always)]
+    fn each_in(&self, coords: &[&[i64]], block: Range<usize>, mut visit: impl FnMut(usize, usize)) {
+        match self.terms.as_slice() {
+            [] => (0..block.len()).for_each(|b| visit(b, 0)),
+            &[(d, s)] => {
+                for (b, &c) in coords[d][block].iter().enumerate() {
+                    visit(b, c as usize * s);
+                }
+            }
+            &[(d, s), (f, t)] => {
+                let pairs = coords[d][block.clone()].iter().zip(&coords[f][block]);
+                for (b, (&c, &g)) in pairs.enumerate() {
+                    visit(b, c as usize * s + g as usize * t);
+                }
+            }
+            _ => block
+                .enumerate()
+                .for_each(|(b, e)| visit(b, self.at(coords, e))),
+        }
+    }
+
+    /// The offset split for a walk along the rows of a driver of at most
+    /// two dimensions: the stride of the row's coordinate (0 if it does
+    /// not move the offset), and the coordinates and stride of the second
+    /// dimension when it does.
+    fn along_rows<'c>(&self, coords: &[&'c [i64]]) -> Option<AlongRows<'c>> {
+        let mut row = 0;
+        let mut moving = None;
+        for &(d, stride) in &self.terms {
+            match d {
+                0 => row = stride,
+                _ => moving = Some((*coords.get(d)?, stride)),
+            }
+        }
+        Some((row, moving))
+    }
+
+    /// Whether the offset moves with driver dimension `d`.
+    fn reads(&self, d: usize) -> bool {
+        self.terms.iter().any(|&(e, _)| e == d)
+    }
+
     /// The offset of driver entry `e`; matrices and vectors, the common
     /// cases, without a loop.
     #[inline(always)]
@@ -695,6 +740,53 @@ impl Pass<'_, '_> {
         })
     }
 
+    /// How the pass reads its entries row by row, when each entry adds
+    /// one scalar (no free variable, rows, sum factor or maps) whose
+    /// operands cover the driver's coordinates, at most one of them moves
+    /// along a row through one more dimension, and the output does the
+    /// same (`array`; `None` for a row-local result).
+    fn by_rows(&self, array: Option<&ArrayOut>) -> Option<RowPass<'_>> {
+        let simple = self.driven.free.is_none()
+            && self.rows.is_empty()
+            && self.terms.is_empty()
+            && self.mapped.is_empty();
+        if !simple || self.coords.len() > 2 {
+            return None;
+        }
+        let mut factors = Vec::with_capacity(self.scalars.len());
+        for operand in &self.scalars {
+            if !operand.bounded.is_empty() {
+                return None;
+            }
+            factors.push(if operand.local {
+                RowFactor::Local
+            } else {
+                let values = &operand.values[..];
+                match operand.address.along_rows(self.coords)? {
+                    (row, None) => RowFactor::Fixed { values, row },
+                    (row, Some(moving)) => RowFactor::Moving {
+                        values,
+                        row,
+                        moving,
+                    },
+                }
+            });
+        }
+        let moving = factors
+            .iter()
+            .filter(|f| matches!(f, RowFactor::Moving { .. }))
+            .count();
+        let out = match array {
+            Some(array) => Some(array.entry.along_rows(self.coords)?),
+            None => None,
+        };
+        (moving <= 1 && factors.len() <= ROW_FIXED).then_some(RowPass {
+            x: self.x,
+            factors,
+            out,
+        })
+    }
+
     /// Whether a term of the sum factor reads the free variable: the sum
     /// is then a row per entry, taken in [`Pass::each`]; otherwise it is a
     /// scalar, taken in [`Pass::blocks`].
@@ -708,6 +800,24 @@ impl Pass<'_, '_> {
     /// of independent reads the processor overlaps, then `visit(e,
     /// scalar)` runs for every entry present in those operands.
     fn blocks(&self, entries: Range<usize>, mut visit: impl FnMut(usize, f64)) -> Result<()> {
+        self.scalar_blocks(entries, |start, scalars, outside| {
+            for (b, &scalar) in scalars.iter().enumerate() {
+                if outside.is_none_or(|o| !o[b]) {
+                    visit(start + b, scalar);
+                }
+            }
+        })
+    }
+
+    /// [`Pass::blocks`] a block at a time: `visit(start, scalars,
+    /// outside)` with the scalars of the entries from `start` on, and,
+    /// when some operand may lack a cell, which entries are outside it
+    /// (their scalars are to be skipped).
+    fn scalar_blocks(
+        &self,
+        entries: Range<usize>,
+        mut visit: impl FnMut(usize, &mut [f64], Option<&[bool]>),
+    ) -> Result<()> {
         let mut scalars = [0.0; BLOCK];
         let mut outside = [false; BLOCK];
         let bounded = self.scalars.iter().any(|o| !o.bounded.is_empty());
@@ -721,9 +831,11 @@ impl Pass<'_, '_> {
             }
             work += len * self.rank.max(1);
             let (scalars, outside) = (&mut scalars[..len], &mut outside[..len]);
-            match self.x {
-                Some(x) => scalars.copy_from_slice(&x[start..start + len]),
-                None => scalars.fill(1.0),
+            // The driver's values, until the first operand's loop
+            // multiplies them in as it reads its cells.
+            let mut pending = self.x.map(|x| &x[start..start + len]);
+            if pending.is_none() {
+                scalars.fill(1.0);
             }
             if bounded {
                 outside.fill(false);
@@ -734,14 +846,33 @@ impl Pass<'_, '_> {
                         .local
                         .ok_or_else(|| internal(self.query, "runs outside its fused pass"))?;
                     let rows = &self.coords[0][start..start + len];
-                    for (scalar, &row) in scalars.iter_mut().zip(rows) {
-                        *scalar *= values[row as usize - first];
+                    let cell = |row: i64| values[row as usize - first];
+                    match pending.take() {
+                        Some(x) => {
+                            for ((scalar, &row), &x) in scalars.iter_mut().zip(rows).zip(x) {
+                                *scalar = x * cell(row);
+                            }
+                        }
+                        None => {
+                            for (scalar, &row) in scalars.iter_mut().zip(rows) {
+                                *scalar *= cell(row);
+                            }
+                        }
                     }
                 } else if operand.bounded.is_empty() {
-                    for (b, scalar) in scalars.iter_mut().enumerate() {
-                        *scalar *= operand.values[operand.address.at(self.coords, start + b)];
+                    let (values, block) = (&operand.values[..], start..start + len);
+                    match pending.take() {
+                        Some(x) => operand
+                            .address
+                            .each_in(self.coords, block, |b, at| scalars[b] = x[b] * values[at]),
+                        None => operand
+                            .address
+                            .each_in(self.coords, block, |b, at| scalars[b] *= values[at]),
                     }
                 } else {
+                    if let Some(x) = pending.take() {
+                        scalars.copy_from_slice(x);
+                    }
                     for (b, scalar) in scalars.iter_mut().enumerate() {
                         match operand.offset(self.coords, start + b) {
                             Some(offset) => *scalar *= operand.values[offset],
@@ -749,6 +880,9 @@ impl Pass<'_, '_> {
                         }
                     }
                 }
+            }
+            if let Some(x) = pending {
+                scalars.copy_from_slice(x);
             }
             for operand in &self.mapped {
                 let Some(op) = operand.map else {
@@ -777,11 +911,7 @@ impl Pass<'_, '_> {
                     *scalar *= sum;
                 }
             }
-            for (b, &scalar) in scalars.iter().enumerate() {
-                if !(bounded && outside[b]) {
-                    visit(start + b, scalar);
-                }
-            }
+            visit(start, scalars, bounded.then_some(&*outside));
         }
         Ok(())
     }
@@ -918,29 +1048,46 @@ impl Pass<'_, '_> {
         first: usize,
     ) -> Result<()> {
         let entry = &array.entry;
+        // Whether each entry has a cell of its own (the offset moves with
+        // the driver's last dimension) rather than each run of entries.
+        let per_entry = (self.coords.len().checked_sub(1)).is_some_and(|last| entry.reads(last));
         match (array.free_stride, self.rows.len()) {
             (Some(s), 1 | 2) => self.add_scaled_rows(entries, (entry, s), out, first),
-            // No free variable: each entry's scalar, added in place; a run
-            // of entries into one cell (a row's, for a sum per row) is
-            // summed in a register, in the same order, and written once.
-            _ if self.driven.free.is_none() => {
+            // No free variable, a cell per run of entries (the output
+            // leaves out the driver's last dimension): each run, a row's
+            // for a sum per row, is summed in a register, in the same
+            // order, and written once.
+            _ if self.driven.free.is_none() && !per_entry => {
                 let mut run: Option<(usize, f64)> = None;
-                self.blocks(entries, |e, scalar| {
-                    let at = entry.at(self.coords, e) - first;
-                    match &mut run {
-                        Some((cell, sum)) if *cell == at => *sum += scalar,
-                        _ => {
-                            if let Some((cell, sum)) = run {
-                                out[cell] = sum;
+                self.scalar_blocks(entries, |start, scalars, outside| {
+                    skip_outside(scalars, outside);
+                    entry.each_in(self.coords, start..start + scalars.len(), |b, at| {
+                        let (at, scalar) = (at - first, scalars[b]);
+                        match &mut run {
+                            Some((cell, sum)) if *cell == at => *sum += scalar,
+                            _ => {
+                                if let Some((cell, sum)) = run {
+                                    out[cell] = sum;
+                                }
+                                run = Some((at, out[at] + scalar));
                             }
-                            run = Some((at, out[at] + scalar));
                         }
-                    }
+                    })
                 })?;
                 if let Some((cell, sum)) = run {
                     out[cell] = sum;
                 }
                 Ok(())
+            }
+            // No free variable, a cell per entry or scattered: each entry's
+            // scalar added in place.
+            _ if self.driven.free.is_none() => {
+                self.scalar_blocks(entries, |start, scalars, outside| {
+                    skip_outside(scalars, outside);
+                    entry.each_in(self.coords, start..start + scalars.len(), |b, at| {
+                        out[at - first] += scalars[b]
+                    })
+                })
             }
             _ => self.each(entries, |e, row| {
                 let base = entry.at(self.coords, e) - first;
@@ -1203,6 +1350,19 @@ impl ArrayOut {
     }
 }
 
+/// Sets the scalars of the entries `outside` some operand to 0, so that
+/// adding every scalar of a block adds what skipping those would: a cell
+/// that only they reach stays 0, which is not listed.
+fn skip_outside(scalars: &mut [f64], outside: Option<&[bool]>) {
+    if let Some(outside) = outside {
+        for (scalar, &out) in scalars.iter_mut().zip(outside) {
+            if out {
+                *scalar = 0.0;
+            }
+        }
+    }
+}
+
 /// Adds `partial` into `out`, cell by cell.
 fn add_up(out: &mut [f64], partial: &[f64]) {
     for (cell, value) in out.iter_mut().zip(partial) {
@@ -1213,6 +1373,13 @@ fn add_up(out: &mut [f64], partial: &[f64]) {
 /// The driver entries of a piece of a fused pass: whole rows, at least
 /// this many entries unless the chunk ends first.
 const PIECE: usize = 4096;
+
+/// The most operands of a member of a fused pass run row by row.
+const ROW_FIXED: usize = 4;
+
+/// The fewest entries per row, on average over a piece, for a fused pass
+/// to run the piece row by row ([`Fused::piece_by_rows`]).
+const ROW_ENTRIES: usize = 4;
 
 /// A fused pass being run (see [`run_fused`]).
 struct Fused<'f, 'a> {
@@ -1336,6 +1503,10 @@ impl Fused<'_, '_> {
                 "has a driver without dimensions",
             ));
         };
+        let row_passes: Option<Vec<RowPass<'_>>> = (passes.iter().zip(arrays))
+            .zip(self.members)
+            .map(|((pass, array), member)| pass.by_rows((!member.row_local).then_some(array)))
+            .collect();
         let mut locals: Vec<Vec<f64>> = vec![Vec::new(); self.members.len()];
         let mut start = chunk.start;
         while start < chunk.end {
@@ -1345,6 +1516,13 @@ impl Fused<'_, '_> {
             }
             let first = rows[start] as usize;
             let last = rows[end - 1] as usize;
+            // Rows of a few entries each run faster in blocks of entries.
+            let long_rows = end - start >= ROW_ENTRIES * (last + 1 - first);
+            if let Some(row_passes) = row_passes.as_deref().filter(|_| long_rows) {
+                self.piece_by_rows(row_passes, rows, start..end, targets)?;
+                start = end;
+                continue;
+            }
             let mut target = 0;
             for (m, member) in self.members.iter().enumerate() {
                 // A row-local result's buffer, taken out while it is written.
@@ -1368,6 +1546,191 @@ impl Fused<'_, '_> {
                 }
             }
             debug_assert_eq!(target, stored.len());
+            start = end;
+        }
+        Ok(())
+    }
+}
+
+/// An offset split for a walk along a driver's rows
+/// ([`Address::along_rows`]): the stride of the row's coordinate, and the
+/// second dimension's coordinates and stride when it moves the offset.
+type AlongRows<'c> = (usize, Option<Moving<'c>>);
+
+/// A driver dimension's coordinates and the stride they move an offset by.
+type Moving<'c> = (&'c [i64], usize);
+
+/// A member of a fused pass read row by row ([`Pass::by_rows`]).
+struct RowPass<'p> {
+    /// The driver's values; `None` for its pattern.
+    x: Option<&'p [f64]>,
+    /// The operands, in the pass's order.
+    factors: Vec<RowFactor<'p>>,
+    /// Where an entry adds in the output array, split as
+    /// [`Address::along_rows`] splits it; `None` for a row-local result.
+    out: Option<AlongRows<'p>>,
+}
+
+/// An operand of a [`RowPass`].
+enum RowFactor<'p> {
+    /// The row-local input: one value per row.
+    Local,
+    /// A cell that stays the same along a row, at the row's coordinate
+    /// times `row`.
+    Fixed { values: &'p [f64], row: usize },
+    /// A cell that moves along a row: at the row's coordinate times `row`
+    /// plus the entry's coordinate in `moving.0` times `moving.1`.
+    Moving {
+        values: &'p [f64],
+        row: usize,
+        moving: Moving<'p>,
+    },
+}
+
+/// The scalars of a [`RowPass`]'s entries along one row: the driver's
+/// value times the row's fixed cells `before` the moving one, the moving
+/// cell, and the fixed cells `after` it, in that order (the pass's).
+struct RowScalars<'r> {
+    x: Option<&'r [f64]>,
+    before: &'r [f64],
+    moving: Option<(&'r [f64], Moving<'r>)>,
+    after: &'r [f64],
+}
+
+impl RowScalars<'_> {
+    /// `visit(e, scalar)` for every entry `e` of `entries`, one of the
+    /// row's runs; the common shapes (a matrix-vector product's cell, a
+    /// row's value or two) in loops of their own.
+    #[inline(always)]
+    fn each(&self, entries: Range<usize>, mut visit: impl FnMut(usize, f64)) {
+        match (self.x, self.before, self.moving, self.after) {
+            (Some(x), [], Some((values, (coords, stride))), []) => {
+                let x = &x[entries.clone()];
+                for ((e, &x), &c) in entries.clone().zip(x).zip(&coords[entries]) {
+                    visit(e, x * values[c as usize * stride]);
+                }
+            }
+            (Some(x), &[a], None, []) => {
+                for (e, &x) in entries.clone().zip(&x[entries]) {
+                    visit(e, x * a);
+                }
+            }
+            (Some(x), &[a, b], None, []) => {
+                for (e, &x) in entries.clone().zip(&x[entries]) {
+                    visit(e, x * a * b);
+                }
+            }
+            _ => {
+                for e in entries {
+                    let mut scalar = self.x.map_or(1.0, |x| x[e]);
+                    for &cell in self.before {
+                        scalar *= cell;
+                    }
+                    if let Some((values, (coords, stride))) = self.moving {
+                        scalar *= values[coords[e] as usize * stride];
+                    }
+                    for &cell in self.after {
+                        scalar *= cell;
+                    }
+                    visit(e, scalar);
+                }
+            }
+        }
+    }
+}
+
+impl Fused<'_, '_> {
+    /// One piece of [`Fused::chunk`] when every member reads its entries
+    /// row by row (`row_passes`, [`Pass::by_rows`]): row by row (runs of
+    /// one first coordinate `rows`), every member over a row's entries
+    /// before the next row, so the row's entries are read from memory once and a
+    /// row-local result is one value held while its row runs. Each
+    /// entry's scalar is the product [`Pass::blocks`] takes, in its order,
+    /// and each cell sums its entries in the same order as
+    /// [`Pass::add`].
+    fn piece_by_rows(
+        &self,
+        row_passes: &[RowPass<'_>],
+        rows: &[i64],
+        chunk: Range<usize>,
+        targets: &mut [Target<'_>],
+    ) -> Result<()> {
+        let mut row_values = vec![0.0; self.members.len()];
+        // The cells before the moving one and after it, for the row.
+        let (mut before, mut after) = ([0.0; ROW_FIXED], [0.0; ROW_FIXED]);
+        let mut work = 0;
+        let mut start = chunk.start;
+        while start < chunk.end {
+            let row = rows[start];
+            let end = rows[start..chunk.end]
+                .iter()
+                .position(|&r| r != row)
+                .map_or(chunk.end, |len| start + len);
+            let row = row as usize;
+            let mut target = 0;
+            for (m, pass) in row_passes.iter().enumerate() {
+                let local = self.producers[m].map_or(0.0, |p| row_values[p]);
+                let (mut fixed_before, mut fixed_after) = (0, 0);
+                let mut moving = None;
+                for factor in &pass.factors {
+                    let cell = match *factor {
+                        RowFactor::Local => local,
+                        RowFactor::Fixed {
+                            values,
+                            row: stride,
+                        } => values[row * stride],
+                        RowFactor::Moving {
+                            values,
+                            row: stride,
+                            moving: along,
+                        } => {
+                            moving = Some((&values[row * stride..], along));
+                            continue;
+                        }
+                    };
+                    if moving.is_none() {
+                        before[fixed_before] = cell;
+                        fixed_before += 1;
+                    } else {
+                        after[fixed_after] = cell;
+                        fixed_after += 1;
+                    }
+                }
+                let scalars = RowScalars {
+                    x: pass.x,
+                    before: &before[..fixed_before],
+                    moving,
+                    after: &after[..fixed_after],
+                };
+                let Some((row_stride, along)) = pass.out else {
+                    let mut sum = 0.0;
+                    scalars.each(start..end, |_, scalar| sum += scalar);
+                    row_values[m] = sum;
+                    continue;
+                };
+                let (out, first) = match &mut targets[target] {
+                    Target::Rows(out, at) => (&mut **out, *at),
+                    Target::Partial(out) => (&mut out[..], 0),
+                };
+                target += 1;
+                let base = row * row_stride;
+                match along {
+                    Some((coords, stride)) => scalars.each(start..end, |e, scalar| {
+                        out[base + coords[e] as usize * stride - first] += scalar
+                    }),
+                    None => {
+                        let mut sum = out[base - first];
+                        scalars.each(start..end, |_, scalar| sum += scalar);
+                        out[base - first] = sum;
+                    }
+                }
+            }
+            work += end - start;
+            if work >= CHECK_WORK {
+                self.control.tick();
+                self.control.check()?;
+                work = 0;
+            }
             start = end;
         }
         Ok(())

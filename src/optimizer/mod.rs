@@ -454,7 +454,8 @@ fn with<E: SparsityEstimator>(
         };
         let factorize = phases.runs(Phase::Factorize);
         let dense = phases.runs(Phase::Dense);
-        let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, factorize, dense);
+        let fuse = phases.runs(Phase::Fuse);
+        let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, factorize, dense, fuse);
         let mut plan = plan_by(
             &logical.program,
             &logical.intermediates,
@@ -569,6 +570,7 @@ pub fn plan_cost<E: SparsityEstimator>(
         &logical.stats,
         runs(Phase::Factorize),
         runs(Phase::Dense),
+        runs(Phase::Fuse),
     );
     plan_by(&logical.program, &logical.intermediates, &mut chooser).ok()?;
     let total: f64 = chooser.costs.iter().sum();

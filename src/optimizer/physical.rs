@@ -63,16 +63,19 @@
 //!
 //! [`Tensor::index`]: crate::storage::Tensor::index
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 
 use crate::error::Result;
 use crate::exec::plan::{
-    Contraction, DenseKernel, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery, Source, Term,
+    Contraction, DenseKernel, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery, Role,
+    Source, Term,
 };
 use crate::exec::planner::{Choose, QueryChoices};
 use crate::ir::{IndexTerm, Value};
+use crate::storage::Tensor;
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator};
 use super::lattice::bits;
@@ -130,6 +133,14 @@ pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
     /// Whether matrix products may run as one dense kernel
     /// ([`Phase::Dense`](super::Phase::Dense)).
     dense: bool,
+    /// Whether sparse-driven queries over one table will run as one pass
+    /// ([`Phase::Fuse`](super::Phase::Fuse)).
+    fuse: bool,
+    /// The intermediate row sums planned so far to run sparse-driven: each
+    /// result's name and its driver. With `fuse`, a later query driven by
+    /// the same table that reads one at its first variable reads it
+    /// row-local, not scattered.
+    row_sums: Vec<(String, Arc<Tensor>)>,
     /// The estimated cost of every query planned so far, in plan order.
     pub costs: Vec<f64>,
     /// The time spent costing loop trees (the `factorize` phase).
@@ -141,19 +152,23 @@ pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
 impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
     /// A physical optimizer that reads the estimated statistics of
     /// earlier results in `stats`, factorizes loop nests when `factorize`
-    /// says so and runs matrix products densely when `dense` does and that
-    /// is estimated cheaper.
+    /// says so, runs matrix products densely when `dense` does and that
+    /// is estimated cheaper, and costs sparse-driven queries as the `fuse`
+    /// phase will run them when `fuse` says so.
     pub fn new(
         estimator: &'a E,
         stats: &'a Aliases<E::Stats>,
         factorize: bool,
         dense: bool,
+        fuse: bool,
     ) -> Self {
         PhysicalOptimizer {
             estimator,
             stats,
             factorize,
             dense,
+            fuse,
+            row_sums: Vec::new(),
             costs: Vec::new(),
             factorize_time: Duration::ZERO,
             dense_time: Duration::ZERO,
@@ -185,12 +200,16 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             .and_then(|product| cheapest_kernel(query, &product))
             .filter(|&(_, dense)| dense < cost);
         let kernel_cost = dense.map_or(cost, |(_, dense)| dense);
+        let row_sums = if self.fuse { &self.row_sums[..] } else { &[] };
         let driven = self
             .dense
-            .then(|| cheapest_driver(query))
+            .then(|| cheapest_driver(query, row_sums))
             .flatten()
             .filter(|&(_, driven)| driven < kernel_cost);
         let dense = dense.filter(|_| driven.is_none());
+        if let Some((driver, _)) = driven {
+            self.note_row_sum(query, driver);
+        }
         self.dense_time += begin.elapsed();
         self.costs
             .push(driven.map_or(kernel_cost, |(_, driven)| driven));
@@ -213,15 +232,38 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
     }
 }
 
+impl<E: SparsityEstimator> PhysicalOptimizer<'_, E> {
+    /// Records `query`, planned to run driven by input `driver`, when its
+    /// result is an intermediate vector over the driver's first variable.
+    fn note_row_sum(&mut self, query: &PhysicalQuery, driver: usize) {
+        let access = &query.inputs[driver];
+        let Source::Table { tensor, .. } = &access.source else {
+            return;
+        };
+        let first = access.terms.first();
+        if query.role == Role::Intermediate
+            && matches!((query.output.as_slice(), first), ([v], Some(Term::Var(w))) if v == w)
+        {
+            self.row_sums.push((query.name.clone(), Arc::clone(tensor)));
+        }
+    }
+}
+
 /// The input to run `query` over entry by entry on the sparse-driven path
 /// ([`PhysicalQuery::driven_by`]), with its estimated cost in the loop
 /// nests' units, if one can drive it: a stored table whose entries are
 /// visited at [`DRIVEN_ENTRY`] a unit each, plus the cells of the free
 /// variable's rows multiplied per entry at [`ENTRY_MADDS_PER_VISIT`] a
 /// unit, plus a unit per cell of the arrays: the inputs whose entries do
-/// not fill their dimensions (scattered) and a dense result. `None` when
-/// no input can drive it or the arrays would exceed [`DENSE_CELLS`].
-fn cheapest_driver(query: &PhysicalQuery) -> Option<(usize, f64)> {
+/// not fill their dimensions (scattered) and a dense result. An input that
+/// is one of `row_sums` driven by the same table and read at its first
+/// variable is not scattered: the `fuse` phase computes it row by row in
+/// the same pass. `None` when no input can drive it or the arrays would
+/// exceed [`DENSE_CELLS`].
+fn cheapest_driver(
+    query: &PhysicalQuery,
+    row_sums: &[(String, Arc<Tensor>)],
+) -> Option<(usize, f64)> {
     let cells = |vars: &mut dyn Iterator<Item = usize>| -> f64 {
         vars.map(|v| query.vars[v].size as f64).product()
     };
@@ -240,7 +282,24 @@ fn cheapest_driver(query: &PhysicalQuery) -> Option<(usize, f64)> {
             let Source::Table { tensor, .. } = &query.inputs[k].source else {
                 return None;
             };
-            let scattered: f64 = driven.dense.iter().map(|&d| input_cells(d)).sum();
+            let first = query.inputs[k].terms.first();
+            let row_local = |d: usize| {
+                let access = &query.inputs[d];
+                let Source::Result(name) = &access.source else {
+                    return false;
+                };
+                access.terms.first() == first
+                    && access.terms.len() == 1
+                    && row_sums
+                        .iter()
+                        .any(|(sum, driver)| sum == name && Arc::ptr_eq(driver, tensor))
+            };
+            let scattered: f64 = driven
+                .dense
+                .iter()
+                .filter(|&&d| !row_local(d))
+                .map(|&d| input_cells(d))
+                .sum();
             let result = match driven.output {
                 DrivenOutput::Array => cells(&mut query.output.iter().copied()),
                 DrivenOutput::Entries => 0.0,
