@@ -117,6 +117,11 @@ const ENTRY_MADDS_PER_VISIT: f64 = 4.0;
 /// no index is built or walked.
 const DRIVEN_ENTRY: f64 = 0.5;
 
+/// Units of the loop nests' cost per cell of an array the sparse-driven
+/// path fills (cleared, scattered into and read back, or a dense result):
+/// a cell costs about a nanosecond, a loop visit a few.
+const ARRAY_CELL: f64 = 0.25;
+
 /// The most cells the dense path's three arrays may hold together (1 GiB
 /// of floats); a larger product runs as loops.
 const DENSE_CELLS: f64 = (1u64 << 27) as f64;
@@ -254,7 +259,7 @@ impl<E: SparsityEstimator> PhysicalOptimizer<'_, E> {
 /// nests' units, if one can drive it: a stored table whose entries are
 /// visited at [`DRIVEN_ENTRY`] a unit each, plus the cells of the free
 /// variable's rows multiplied per entry at [`ENTRY_MADDS_PER_VISIT`] a
-/// unit, plus a unit per cell of the arrays: the inputs whose entries do
+/// unit, plus [`ARRAY_CELL`] a cell of the arrays: the inputs whose entries do
 /// not fill their dimensions (scattered) and a dense result. An input that
 /// is one of `row_sums` driven by the same table and read at its first
 /// variable is not scattered: the `fuse` phase computes it row by row in
@@ -316,14 +321,14 @@ fn cheapest_driver(
                 query.vars[v].size as f64 * readers as f64 / ENTRY_MADDS_PER_VISIT
             });
             let work = tensor.nnz() as f64 * (DRIVEN_ENTRY + row);
-            Some((k, scattered + result + work))
+            Some((k, (scattered + result) * ARRAY_CELL + work))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// The cheapest way to run `product` on the dense path, with its
-/// estimated cost in the loop nests' units. Both operands scattered: a
-/// unit per cell of the three arrays scattered and read back, plus `m·n·k`
+/// estimated cost in the loop nests' units. Both operands scattered:
+/// [`ARRAY_CELL`] a cell of the three arrays scattered and read back, plus `m·n·k`
 /// multiply-adds at [`DENSE_MADDS_PER_VISIT`] a unit. Both operands read
 /// through declared tiled indexes: the multiply-adds of the pairs of
 /// present tiles that meet, at [`DENSE_MADDS_PER_VISIT`] a unit, and `C`'s
@@ -351,7 +356,7 @@ fn cheapest_kernel(query: &PhysicalQuery, product: &Contraction) -> Option<(Dens
         .into_iter()
         .flatten()
         .filter(|&(_, cells, _)| cells <= DENSE_CELLS)
-        .map(|(kernel, cells, work)| (kernel, cells + work))
+        .map(|(kernel, cells, work)| (kernel, cells * ARRAY_CELL + work))
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
