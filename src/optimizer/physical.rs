@@ -31,11 +31,12 @@
 //!   query that is one matrix product ([`PhysicalQuery::contraction`])
 //!   runs on the dense path when that is estimated cheaper than its loop
 //!   nest: both operands in arrays, `m·n·k` multiply-adds at 16 to a loop
-//!   visit, plus a visit per cell of the three arrays, which hold at most
-//!   2^27 cells; or, for two matrices with declared tiled indexes of the
+//!   visit, plus a quarter of a visit per cell of the three arrays, which
+//!   hold at most 2^27 cells; or, for two matrices with declared tiled indexes of the
 //!   same tile size along `k` ([`crate::exec::tiled`]), over their tiles:
 //!   the multiply-adds of the pairs of present tiles that meet, at 16 to a
-//!   visit, plus a visit per cell of `C` (nothing is scattered), so a fully
+//!   visit, plus a quarter of a visit per cell of `C` (nothing is
+//!   scattered), so a fully
 //!   dense product costs a little less than the arrays and a block-sparse
 //!   one a fraction of them. Products of operands that fill most of their
 //!   cells take the kernel (Gram matrices of factor matrices); a product
@@ -46,9 +47,10 @@
 //!   ([`PhysicalQuery::driven_by`]) runs as one pass over that input's
 //!   entries when that is cheaper still: half a visit per entry, the free
 //!   variable's cells at 4 multiply-adds to a visit per input reading
-//!   them, and a visit per cell of the arrays it fills (scattered inputs,
-//!   a dense result). SpMV, SpMM, SDDMM, MTTKRP and element-wise products
-//!   with dense factors take it.
+//!   them, and a quarter of a visit per cell of the arrays it fills
+//!   (scattered inputs, a dense result; a row sum that the `fuse` phase
+//!   will compute in the same pass is not scattered). SpMV, SpMM, SDDMM,
+//!   MTTKRP and element-wise products with dense factors take it.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
 //!   iterated and the others are looked up. That is the choice Galley
