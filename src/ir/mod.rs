@@ -194,7 +194,6 @@ impl Expr {
         Expr::Map { op, args }
     }
 
-    /// The stored-tensor inputs of the expression, in order of appearance.
     /// The product of `factors` (flattened as [`Expr::map`] does); the
     /// factor itself when there is one.
     pub fn product(mut factors: Vec<Expr>) -> Expr {
@@ -218,6 +217,26 @@ impl Expr {
         }
     }
 
+    /// The expression with `f` applied to each of its direct
+    /// sub-expressions (an aggregate's body, an operator's arguments); a
+    /// leaf as it is. The walk of a rewrite that changes some nodes and
+    /// rebuilds the rest.
+    pub fn map_children(self, mut f: impl FnMut(Expr) -> Expr) -> Expr {
+        match self {
+            Expr::Agg { op, indices, body } => Expr::Agg {
+                op,
+                indices,
+                body: Box::new(f(*body)),
+            },
+            Expr::Map { op, args } => Expr::Map {
+                op,
+                args: args.into_iter().map(f).collect(),
+            },
+            leaf => leaf,
+        }
+    }
+
+    /// The stored-tensor inputs of the expression, in order of appearance.
     pub fn inputs(&self) -> Vec<&Input> {
         match self {
             Expr::Input(input) => vec![input],

@@ -1554,16 +1554,7 @@ fn merge_key_joins(expr: Expr) -> Expr {
                 body => Expr::sum(indices, body),
             }
         }
-        Expr::Agg { op, indices, body } => Expr::Agg {
-            op,
-            indices,
-            body: Box::new(merge_key_joins(*body)),
-        },
-        Expr::Map { op, args } => Expr::Map {
-            op,
-            args: args.into_iter().map(merge_key_joins).collect(),
-        },
-        other => other,
+        other => other.map_children(merge_key_joins),
     }
 }
 

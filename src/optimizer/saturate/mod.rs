@@ -424,15 +424,6 @@ fn constants_out_of_sums(expr: Expr) -> Expr {
                 body: Box::new(body),
             },
         },
-        Expr::Agg { op, indices, body } => Expr::Agg {
-            op,
-            indices,
-            body: Box::new(constants_out_of_sums(*body)),
-        },
-        Expr::Map { op, args } => Expr::Map {
-            op,
-            args: args.into_iter().map(constants_out_of_sums).collect(),
-        },
-        other => other,
+        other => other.map_children(constants_out_of_sums),
     }
 }
