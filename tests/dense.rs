@@ -466,8 +466,8 @@ fn random_programs_with_dense_steps_agree_with_every_plan() {
 /// (`[j,k]`), `vt` (`[k,j]`), `w` (`[l,k]`), full `z` (`[i,j]`) and vectors
 /// `y` (`[j]`, full) and `q` (`[i]`, full or sparse, so scattered); `z.*`
 /// is 1 wherever `x` has an entry, `zs.*` (full over half of `i`) only
-/// on half of them.
-const DRIVEN: [&str; 16] = [
+/// on half of them. The last four are projections of one input.
+const DRIVEN: [&str; 20] = [
     "c[i] = SUM(j) z.*[i,j] * x[i,j] * y[j]",
     "c[i] = SUM(j) zs.*[i,j] * x[i,j] * y[j]",
     "c[i] = SUM(j) x[i,j] * y[j]",
@@ -484,6 +484,10 @@ const DRIVEN: [&str; 16] = [
     "c[j] = SUM(i) x[i,j] * (q[i] * SUM(l) x[i,l] * y[l])",
     "c[i,j,k] = x[i,j] * u[i,k]",
     "c[] = SUM(i,j) x[i,j] * ln(1 + SUM(k) u[i,k] * v[j,k])",
+    "c[j] = SUM(i) x[i,j]",
+    "c[i] = SUM(j) x[i,j]",
+    "c[i,l] = SUM(j) t[i,j,l]",
+    "c[] = SUM(i,j,l) t[i,j,l]",
 ];
 
 /// Every shape of [`DRIVEN`] over random data gives the loops' answer
@@ -1097,6 +1101,67 @@ fn fused_passes_agree_with_each_query_on_its_own() {
         rows(&exact, "SET disabled_optimizers = ''"),
         rows(&exact, "SET optimizer = 'none'"),
     );
+}
+
+/// A fused pass over a matrix with a declared row-order index (CSR, with
+/// a compressed or a dense first level) takes where each row starts from
+/// the index's pointers: EXPLAIN names the index, and the results are
+/// bit-identical to the same pass finding the rows by their coordinates,
+/// on 1, 2 and 4 threads, over several chunks of long rows, empty rows and
+/// rows of one or two entries.
+#[test]
+fn a_fused_pass_takes_its_rows_from_a_declared_row_index() {
+    let mut rng = Rng(0x0f05_2026_1126_0002);
+    let (m, n) = (6000, 400);
+    let mut entries = Entries::new();
+    for i in 0..m {
+        let count = match (i < m / 2, i % 3) {
+            (true, 0) => 120,
+            (_, 1) => 0,
+            _ => rng.below(3),
+        };
+        for _ in 0..count {
+            let j = rng.below(n) as i64;
+            entries.insert(
+                vec![i as i64, j],
+                (rng.below(9) as f64 - 4.0) * 0.37 + 0.011,
+            );
+        }
+    }
+    assert!(entries.len() > 2 << 15, "several chunks: {}", entries.len());
+    let y = inexact(&random(&mut rng, &[n], 100));
+    let q = inexact(&random(&mut rng, &[m], 100));
+    let statements = [
+        "c[j] = SUM(i) x[i,j] * (SUM(l) x[i,l] * y[l]);",
+        "c[j] = SUM(i) x[i,j] * (q[i] * SUM(l) x[i,l] * y[l]);",
+    ];
+    let database = |index: Option<&str>| {
+        let db = Database::open_in_memory();
+        store(&db, "x", &[("i", m), ("j", n)], &entries);
+        store(&db, "y", &[("j", n)], &y);
+        store(&db, "q", &[("i", m)], &q);
+        if let Some(using) = index {
+            db.execute(&format!("CREATE INDEX x_rows ON x (i, j){using}"))
+                .expect("index");
+        }
+        db
+    };
+    let scanned = database(None);
+    for statement in statements {
+        let plan = explain(&scanned, statement.trim_end_matches(';'));
+        assert!(plan.contains("Fused pass over the entries of"), "{plan}");
+        assert!(!plan.contains("rows from"), "{plan}");
+        let expected = answer(&scanned, "SET threads = 1", statement);
+        for using in ["", " USING (dense, compressed)"] {
+            let indexed = database(Some(using));
+            let plan = explain(&indexed, statement.trim_end_matches(';'));
+            assert!(plan.contains(", rows from x_rows"), "{using}: {plan}");
+            for threads in [1, 2, 4] {
+                let got = answer(&indexed, &format!("SET threads = {threads}"), statement);
+                assert_eq!(got, expected, "{statement} {using} on {threads} threads");
+            }
+        }
+    }
 }
 
 /// BATAx over a matrix of one entry per five rows: the physical phase

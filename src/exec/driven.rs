@@ -47,7 +47,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -56,6 +56,7 @@ use arrow::datatypes::Float64Type;
 
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, ScalarOp};
+use crate::storage::fibertree::FiberTree;
 use crate::storage::{Tensor, ValueType};
 
 use super::ExecOptions;
@@ -377,6 +378,9 @@ struct Driver<'a> {
     sizes: Vec<u64>,
     /// The tensor and the annotation read.
     input: (&'a Tensor, Annotation),
+    /// The index whose pointers give where each row starts
+    /// ([`Driven::rows`]), when it is still built.
+    rows: Option<Arc<FiberTree>>,
 }
 
 impl<'a> Driver<'a> {
@@ -396,7 +400,79 @@ impl<'a> Driver<'a> {
             vars,
             sizes: tensor.dims().iter().map(|d| d.size).collect(),
             input: (tensor, annotation),
+            rows: driven
+                .rows
+                .as_ref()
+                .and_then(|spec| tensor.built_index(spec)),
         })
+    }
+
+    /// How the runs of one first coordinate among the entries are found:
+    /// from the row index's pointers when there is one.
+    fn row_runs(&self) -> Option<RowRuns<'_>> {
+        let Some(tree) = &self.rows else {
+            return self.coords.first().map(|&rows| RowRuns::Scan(rows));
+        };
+        match tree.levels() {
+            [top, leaf] if tree.nnz() == self.entries => Some(RowRuns::Pointers {
+                rows: top.crd().map(|crd| &crd[..]),
+                starts: leaf.pos()?,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Where the runs of one first coordinate (rows) of a driver's entries
+/// start.
+enum RowRuns<'a> {
+    /// Found by reading the first coordinate of every entry.
+    Scan(&'a [i64]),
+    /// Given by a row index ([`Driven::rows`]): row `p` holds the entries
+    /// `starts[p]..starts[p + 1]`, and its coordinate is `rows[p]`, or `p`
+    /// when the index's first level is dense.
+    Pointers {
+        rows: Option<&'a [i64]>,
+        starts: &'a [usize],
+    },
+}
+
+impl RowRuns<'_> {
+    /// `visit(row, entries)` for every row among `entries`, which start
+    /// and end at row boundaries, in order; the first error ends the walk.
+    #[inline(always)]
+    fn each(
+        &self,
+        entries: Range<usize>,
+        mut visit: impl FnMut(usize, Range<usize>) -> Result<()>,
+    ) -> Result<()> {
+        match *self {
+            RowRuns::Scan(rows) => {
+                let mut start = entries.start;
+                while start < entries.end {
+                    let row = rows[start];
+                    let end = rows[start..entries.end]
+                        .iter()
+                        .position(|&r| r != row)
+                        .map_or(entries.end, |len| start + len);
+                    visit(row as usize, start..end)?;
+                    start = end;
+                }
+            }
+            RowRuns::Pointers { rows, starts } => {
+                let first = starts.partition_point(|&s| s < entries.start);
+                for (p, bounds) in (first..).zip(starts[first..].windows(2)) {
+                    let (start, end) = (bounds[0], bounds[1].min(entries.end));
+                    if start >= entries.end {
+                        break;
+                    }
+                    if end > start {
+                        visit(rows.map_or(p, |rows| rows[p] as usize), start..end)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1507,6 +1583,7 @@ impl Fused<'_, '_> {
             .zip(self.members)
             .map(|((pass, array), member)| pass.by_rows((!member.row_local).then_some(array)))
             .collect();
+        let runs = self.drivers.first().and_then(Driver::row_runs);
         let mut locals: Vec<Vec<f64>> = vec![Vec::new(); self.members.len()];
         let mut start = chunk.start;
         while start < chunk.end {
@@ -1518,8 +1595,9 @@ impl Fused<'_, '_> {
             let last = rows[end - 1] as usize;
             // Rows of a few entries each run faster in blocks of entries.
             let long_rows = end - start >= ROW_ENTRIES * (last + 1 - first);
-            if let Some(row_passes) = row_passes.as_deref().filter(|_| long_rows) {
-                self.piece_by_rows(row_passes, rows, start..end, targets)?;
+            if let (Some(row_passes), Some(runs), true) = (row_passes.as_deref(), &runs, long_rows)
+            {
+                self.piece_by_rows(row_passes, runs, start..end, targets)?;
                 start = end;
                 continue;
             }
@@ -1651,7 +1729,7 @@ impl Fused<'_, '_> {
     fn piece_by_rows(
         &self,
         row_passes: &[RowPass<'_>],
-        rows: &[i64],
+        runs: &RowRuns<'_>,
         chunk: Range<usize>,
         targets: &mut [Target<'_>],
     ) -> Result<()> {
@@ -1659,14 +1737,7 @@ impl Fused<'_, '_> {
         // The cells before the moving one and after it, for the row.
         let (mut before, mut after) = ([0.0; ROW_FIXED], [0.0; ROW_FIXED]);
         let mut work = 0;
-        let mut start = chunk.start;
-        while start < chunk.end {
-            let row = rows[start];
-            let end = rows[start..chunk.end]
-                .iter()
-                .position(|&r| r != row)
-                .map_or(chunk.end, |len| start + len);
-            let row = row as usize;
+        runs.each(chunk, |row, Range { start, end }| {
             let mut target = 0;
             for (m, pass) in row_passes.iter().enumerate() {
                 let local = self.producers[m].map_or(0.0, |p| row_values[p]);
@@ -1731,9 +1802,8 @@ impl Fused<'_, '_> {
                 self.control.check()?;
                 work = 0;
             }
-            start = end;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 

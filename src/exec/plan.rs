@@ -32,7 +32,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::ir::{AggOp, Annotation, ScalarOp, Value};
-use crate::storage::fibertree::{IndexSpec, LevelFormat};
+use crate::storage::fibertree::{IndexLayout, IndexSpec, LevelFormat};
 use crate::storage::{Dictionary, Tensor, ValueType};
 
 /// A sequence of physical queries; see the module documentation.
@@ -150,6 +150,40 @@ pub struct Driven {
     /// it visits the row's entries here, never stored (SystemML's Row
     /// template). Set by the optimizer's `fuse` phase.
     pub local: Option<usize>,
+    /// An index of the driver in its stored order, built or declared
+    /// when the query was planned, whose last level lists the entries in
+    /// stored order (a matrix's CSR): a fused pass that goes over the
+    /// driver's rows takes where each row starts from its pointers instead
+    /// of reading the row coordinates ([`row_index`]). Set by the `fuse`
+    /// phase.
+    pub rows: Option<IndexSpec>,
+}
+
+/// The spec of a built index of a matrix in its stored order whose levels
+/// are dense or compressed, then compressed (a CSR index, declared ones
+/// first): its second level's pointers are where each row's entries
+/// start among the stored entries. `None` when no such index is built.
+pub fn row_index(tensor: &Tensor) -> Option<IndexSpec> {
+    let is_rows = |spec: &IndexSpec| {
+        spec.order == [0, 1]
+            && matches!(
+                spec.formats.as_slice(),
+                [
+                    LevelFormat::Dense | LevelFormat::Compressed,
+                    LevelFormat::Compressed
+                ]
+            )
+    };
+    let declared = tensor
+        .declared_indexes()
+        .into_iter()
+        .filter_map(|index| match index.layout {
+            IndexLayout::Levels(spec) => Some(spec),
+            IndexLayout::Tiles(_) => None,
+        });
+    declared
+        .chain(tensor.built_indexes())
+        .find(|spec| is_rows(spec) && tensor.built_index(spec).is_some())
 }
 
 /// The inputs of a sum or difference of inputs (`a + b - c`), each with
@@ -522,7 +556,8 @@ impl PhysicalQuery {
 
     /// The query run entry by entry over input `driver` (see [`Driven`]),
     /// if it is a product that can be: a `SUM` of a product (or a product)
-    /// of two or more float inputs that are 0 where absent, each read by
+    /// of two or more float inputs that are 0 where absent (or of one such
+    /// input summed over some of its variables, a projection), each read by
     /// distinct variables and no constant, the driver a stored table's
     /// value column or its pattern (`X.*`, or a keyed table without
     /// value columns), at most one variable outside the driver's, and at
@@ -548,6 +583,9 @@ impl PhysicalQuery {
             )
         };
         let count = self.ty == ValueType::Int64 && (0..self.inputs.len()).all(pattern);
+        // One input summed over some of its variables: a projection, as
+        // `SUM(k) t[i,j,k]`, added into an array entry by entry.
+        let projection = self.output.len() < self.vars.len();
         let mut sum = Vec::new();
         let mut maps = Vec::new();
         let product: Vec<usize> = match &self.body {
@@ -573,7 +611,7 @@ impl PhysicalQuery {
                 }
                 product
             }
-            Node::Input(k) if count => vec![*k],
+            Node::Input(k) if count || projection => vec![*k],
             _ => return None,
         };
         let mut seen: Vec<usize> = product
@@ -587,7 +625,7 @@ impl PhysicalQuery {
         seen.dedup();
         let every_input_once = seen.len() == read
             && seen.len() == self.inputs.len()
-            && (seen.len() >= 2 || count)
+            && (seen.len() >= 2 || count || projection)
             && !sum.iter().any(|&(k, _)| k == driver)
             && !maps.iter().any(|&(k, _)| k == driver);
         let summed = match self.aggregate {
@@ -704,6 +742,7 @@ impl PhysicalQuery {
             free,
             output,
             local: None,
+            rows: None,
         })
     }
 
@@ -777,6 +816,14 @@ impl PhysicalQuery {
             "\n  sparse-driven: for each entry of {}",
             self.input_name(driven.driver)
         )?;
+        if let (Some(spec), Source::Table { tensor, .. }) =
+            (&driven.rows, &self.inputs[driven.driver].source)
+        {
+            match tensor.declared_name(spec) {
+                Some(name) => write!(f, ", rows from {name}")?,
+                None => write!(f, ", rows from its built index")?,
+            }
+        }
         for &k in &driven.ones {
             write!(f, "\n    {} (1 at every entry)", self.input_name(k))?;
         }

@@ -22,6 +22,12 @@
 //! ([`Driven::local`]). Any other use of an earlier member's result ends
 //! the run of fused queries before the query that makes it.
 //!
+//! When the driver has a built index in its stored order whose levels
+//! are dense or compressed, then compressed (a matrix's CSR, declared by
+//! `CREATE INDEX ... ON a (i, j)` or built by an earlier loop nest), the
+//! pass takes where each row starts from that index's pointers
+//! ([`Driven::rows`]) instead of reading every entry's row coordinate.
+//!
 //! Fusing adds no work and drops the passes' repeated reads and the
 //! row-local results' storing and scattering, so it is done wherever it
 //! applies, without a cost comparison. Switched off (`SET
@@ -30,7 +36,9 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::exec::plan::{Driven, DrivenOutput, PhysicalPlan, PhysicalQuery, Role, Source, Term};
+use crate::exec::plan::{
+    Driven, DrivenOutput, PhysicalPlan, PhysicalQuery, Role, Source, Term, row_index,
+};
 
 /// Groups the plan's runs of fusable queries into fused passes
 /// ([`PhysicalPlan::fused`]) and marks the inputs read row-local (see the
@@ -41,10 +49,15 @@ pub fn fuse(plan: &mut PhysicalPlan) {
     while start < plan.queries.len() {
         let end = run_from(plan, start);
         if end - start >= 2 {
-            for n in start + 1..end {
+            for n in start..end {
                 let local = local_input(plan, start..n, n);
+                let rows = fusable(&plan.queries[n]).and_then(|driver| match driver {
+                    Source::Table { tensor, .. } => row_index(tensor),
+                    Source::Result(_) => None,
+                });
                 if let Some(driven) = plan.queries[n].driven.as_mut() {
                     driven.local = local;
+                    driven.rows = rows;
                 }
             }
             plan.fused.push(start..end);
