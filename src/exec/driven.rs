@@ -1253,6 +1253,15 @@ impl Pass<'_, '_> {
                 column.extend(std::iter::repeat_n((rest / stride) as i64, present));
                 rest %= stride;
             }
+            if present == cells.len() {
+                // A full row (SpMM's, a dense factor's): its columns in
+                // order and its cells as they are, without a test per cell.
+                coords[last].extend(0..present as i64);
+                if kept != out.len() {
+                    values.extend_from_slice(cells);
+                }
+                continue;
+            }
             let columns = cells.iter().enumerate().filter(|&(_, &v)| v != 0.0);
             coords[last].extend(columns.map(|(column, _)| column as i64));
             if kept != out.len() {
