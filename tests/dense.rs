@@ -1164,6 +1164,74 @@ fn a_fused_pass_takes_its_rows_from_a_declared_row_index() {
     }
 }
 
+/// A sum of one table by two of its columns whose array would have far
+/// more cells than the table has entries (coordinates spread over
+/// 300,000 × 200,000) runs as a grouped pass: each entry keyed by its
+/// output coordinates, the keys sorted, equal ones added. The sums, the
+/// SQL `GROUP BY` with `COUNT(*)`, and a product with a second table give
+/// the loops' answer (the optimizer off, and `dense` off), and on 1, 2
+/// and 4 threads the same bits, with values whose sums round by order.
+#[test]
+fn a_sum_by_columns_with_a_huge_array_runs_grouped() {
+    let mut rng = Rng(0x0f05_2026_1126_0003);
+    let (o, s, c) = (20_000usize, 300_000usize, 200_000usize);
+    let mut w = Entries::new();
+    for i in 0..o {
+        // About 2,000 distinct (s, c) pairs, so groups hold several entries.
+        let (si, ci) = (rng.below(50) * 6_000, rng.below(40) * 5_000);
+        w.insert(
+            vec![i as i64, si as i64, ci as i64],
+            rng.below(9) as f64 - 4.0,
+        );
+    }
+    let q = random(&mut rng, &[o], 60);
+    // A fresh database for each statement: the loops' run builds indexes
+    // that would make loops the cheaper plan of the next one.
+    let database = || {
+        let db = Database::open_in_memory();
+        store(&db, "w", &[("o", o), ("s", s), ("c", c)], &w);
+        store(&db, "wi", &[("o", o), ("s", s), ("c", c)], &inexact(&w));
+        store(&db, "q", &[("o", o)], &q);
+        db
+    };
+    let statements = [
+        "c[s,c] = SUM(o) w[o,s,c];",
+        "c[c,s] = SUM(o) w[o,s,c];",
+        "c[c] = SUM(o,s) w[o,s,c] * q[o];",
+        "c[s,c] = SUM(o) wi[o,s,c];",
+    ];
+    for statement in statements {
+        let db = database();
+        let plan = explain(&db, statement.trim_end_matches(';'));
+        assert!(plan.contains("result: grouped"), "{plan}");
+        let grouped = answer(&db, "SET threads = 1", statement);
+        for setting in [
+            "SET optimizer = 'none'",
+            "SET optimizer = 'exact'; SET disabled_optimizers = 'dense'",
+        ] {
+            let loops = answer(&db, setting, statement);
+            assert!(agree(&grouped, &loops), "{setting}: {statement}");
+        }
+        db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
+            .expect("set");
+        for threads in [2, 4] {
+            let again = answer(&db, &format!("SET threads = {threads}"), statement);
+            assert_eq!(again, grouped, "{statement} on {threads} threads");
+        }
+    }
+    let db = database();
+    let select = "SELECT s, c, SUM(v) AS t, COUNT(*) AS n FROM w GROUP BY s, c ORDER BY s, c";
+    let plan = explain(&db, select);
+    assert_eq!(plan.matches("result: grouped").count(), 2, "{plan}");
+    let rows = |setting: &str| {
+        db.execute_all(setting).expect("set");
+        lines(&db.execute(select).expect("runs"))
+    };
+    let grouped = rows("SET threads = 2");
+    assert!(grouped.len() > 1000, "{} groups", grouped.len());
+    assert_eq!(grouped, rows("SET optimizer = 'none'"));
+}
+
 /// BATAx over a matrix of one entry per five rows: the physical phase
 /// costs `y` as the `fuse` phase runs it, reading the row sum `#e1`
 /// row-local (not scattered into an array of `n` cells), so the two steps

@@ -267,6 +267,7 @@ pub(crate) fn run(
         DrivenOutput::Array if driven.sum.is_empty() => pass.add_into_array(prepared.out_cells),
         DrivenOutput::Array => Err(internal(query, "adds a sum of operands into an array")),
         DrivenOutput::Entries => pass.write_entries(),
+        DrivenOutput::Grouped => pass.group(),
     }
     .map(Some)
 }
@@ -595,7 +596,7 @@ fn prepare<'q, 'a>(
         DrivenOutput::Array => query.output.iter().try_fold(1usize, |c, &v| {
             c.checked_mul(usize::try_from(query.vars[v].size).ok()?)
         }),
-        DrivenOutput::Entries => Some(0),
+        DrivenOutput::Entries | DrivenOutput::Grouped => Some(0),
     };
     let Some(out_cells) = out_cells else {
         return Ok(None);
@@ -1340,6 +1341,86 @@ impl Pass<'_, '_> {
             .collect();
         entries.increasing = sources == in_order && prefix >= self.key;
         Ok(Outcome::Entries(Finished::Float(entries)))
+    }
+
+    /// The result grouped ([`DrivenOutput::Grouped`]): every entry's
+    /// scalar keyed by its output coordinates packed into one number
+    /// (row-major over the output's sizes), the pairs sorted by key with
+    /// a stable sort, and each key's scalars added in entry order, so the
+    /// result does not depend on the thread count. The pairs (16 bytes an
+    /// entry) are charged to the memory limit while they live.
+    fn group(&self) -> Result<Outcome> {
+        let query = self.query;
+        let dims = query
+            .output
+            .iter()
+            .map(|v| self.driver_vars.iter().position(|w| w == v))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| internal(query, "groups by a variable its driver lacks"))?;
+        let sizes: Vec<u64> = query.output.iter().map(|&v| query.vars[v].size).collect();
+        let mut strides = vec![1u64; sizes.len()];
+        for k in (1..sizes.len()).rev() {
+            strides[k - 1] = strides[k]
+                .checked_mul(sizes[k])
+                .ok_or_else(|| internal(query, "groups by more cells than 64 bits count"))?;
+        }
+        let held = Held::new(self.control);
+        held.reserve((self.entries as u64).saturating_mul(16))?;
+        let pair = |chunk: Range<usize>| -> Result<Vec<(u64, f64)>> {
+            let mut pairs = Vec::with_capacity(chunk.len());
+            self.blocks(chunk, |e, scalar| {
+                let key = dims
+                    .iter()
+                    .zip(&strides)
+                    .map(|(&d, &stride)| self.coords[d][e] as u64 * stride)
+                    .sum();
+                pairs.push((key, scalar));
+            })?;
+            Ok(pairs)
+        };
+        let mut pairs = self.in_pool(|| {
+            let parts = self
+                .chunks()
+                .into_par_iter()
+                .map(pair)
+                .collect::<Result<Vec<_>>>()?;
+            let mut pairs = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+            for part in parts {
+                pairs.extend(part);
+            }
+            pairs.par_sort_by_key(|&(key, _)| key);
+            Ok(pairs)
+        })?;
+        self.control.check()?;
+        // Each key's scalars added in order, in place.
+        let mut kept = 0;
+        for p in 0..pairs.len() {
+            if kept > 0 && pairs[kept - 1].0 == pairs[p].0 {
+                pairs[kept - 1].1 += pairs[p].1;
+            } else {
+                pairs[kept] = pairs[p];
+                kept += 1;
+            }
+        }
+        pairs.truncate(kept);
+        let coordinate = |key: u64, k: usize| match k {
+            0 => key / strides[0],
+            _ => key % strides[k - 1] / strides[k],
+        } as i64;
+        if query.ty == ValueType::Int64 {
+            let mut entries = Entries::new(dims.len());
+            entries.reserve(pairs.len());
+            for &(key, value) in &pairs {
+                entries.push((0..dims.len()).map(|k| coordinate(key, k)), value as i64);
+            }
+            entries.increasing = true;
+            return Ok(Outcome::Entries(Finished::Int(entries)));
+        }
+        let coords = (0..dims.len())
+            .map(|k| pairs.iter().map(|&(key, _)| coordinate(key, k)).collect())
+            .collect();
+        let values = pairs.iter().map(|&(_, value)| value).collect();
+        Ok(Outcome::Columns(coords, values))
     }
 
     /// The summed products of every driver entry, in the driver's order

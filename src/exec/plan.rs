@@ -225,7 +225,19 @@ pub enum DrivenOutput {
     /// output has the variables of a key of the driver (a prefix of its
     /// dimensions that no two entries share, as all of them are).
     Entries,
+    /// Each entry's value at its output coordinates, the entries then
+    /// sorted by those and equal ones added: a group-by, for an output
+    /// without a free variable whose array would have far more cells than
+    /// the driver has entries ([`GROUPED_CELLS_PER_ENTRY`]), as a fact
+    /// table's count by two of its columns.
+    Grouped,
 }
+
+/// A driven query whose output array would have more than this many
+/// cells per driver entry writes its result grouped
+/// ([`DrivenOutput::Grouped`]) instead: sorting the entries then costs
+/// less than clearing, filling and scanning the array.
+pub const GROUPED_CELLS_PER_ENTRY: u64 = 8;
 
 /// A query that is one matrix product, `C[m,n] = SUM(k) A[m,k] * B[k,n]`
 /// over two float inputs that are 0 where absent, in any index order of
@@ -716,12 +728,24 @@ impl PhysicalQuery {
             Source::Table { tensor, .. } => tensor.key_prefix(),
             Source::Result(_) => driver_vars.len(),
         };
+        let entries = match &self.inputs[driver].source {
+            Source::Table { tensor, .. } => tensor.nnz() as u64,
+            Source::Result(_) => 0,
+        };
+        let cells = self
+            .output
+            .iter()
+            .try_fold(1u64, |c, &v| c.checked_mul(self.vars[v].size));
         let output = if driver_vars
             .iter()
             .take(key)
             .all(|v| self.output.contains(v))
         {
             DrivenOutput::Entries
+        } else if free.is_none()
+            && cells.is_some_and(|c| c > entries.saturating_mul(GROUPED_CELLS_PER_ENTRY))
+        {
+            DrivenOutput::Grouped
         } else {
             DrivenOutput::Array
         };
@@ -860,6 +884,9 @@ impl PhysicalQuery {
         f.write_str(match driven.output {
             DrivenOutput::Array => "\n    result: added into a dense array",
             DrivenOutput::Entries => "\n    result: written at the driver's entries",
+            DrivenOutput::Grouped => {
+                "\n    result: grouped (entries sorted by the output's coordinates and added)"
+            }
         })
     }
 

@@ -119,6 +119,12 @@ const ENTRY_MADDS_PER_VISIT: f64 = 4.0;
 /// no index is built or walked.
 const DRIVEN_ENTRY: f64 = 0.5;
 
+/// Units of the loop nests' cost per driver entry, beyond
+/// [`DRIVEN_ENTRY`], of a sparse-driven result written grouped
+/// ([`DrivenOutput::Grouped`]): the entry's key and value written, sorted
+/// and added up, about one loop visit.
+const GROUPED_ENTRY: f64 = 1.0;
+
 /// Units of the loop nests' cost per cell of an array the sparse-driven
 /// path fills (cleared, scattered into and read back, or a dense result):
 /// a cell costs about a nanosecond, a loop visit a few.
@@ -309,7 +315,11 @@ fn cheapest_driver(
                 .sum();
             let result = match driven.output {
                 DrivenOutput::Array => cells(&mut query.output.iter().copied()),
-                DrivenOutput::Entries => 0.0,
+                DrivenOutput::Entries | DrivenOutput::Grouped => 0.0,
+            };
+            let grouped = match driven.output {
+                DrivenOutput::Grouped => GROUPED_ENTRY,
+                DrivenOutput::Array | DrivenOutput::Entries => 0.0,
             };
             if scattered + result > DENSE_CELLS {
                 return None;
@@ -322,7 +332,7 @@ fn cheapest_driver(
                     .count();
                 query.vars[v].size as f64 * readers as f64 / ENTRY_MADDS_PER_VISIT
             });
-            let work = tensor.nnz() as f64 * (DRIVEN_ENTRY + row);
+            let work = tensor.nnz() as f64 * (DRIVEN_ENTRY + grouped + row);
             Some((k, (scattered + result) * ARRAY_CELL + work))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
