@@ -239,6 +239,12 @@ pub enum DrivenOutput {
 /// less than clearing, filling and scanning the array.
 pub const GROUPED_CELLS_PER_ENTRY: u64 = 8;
 
+/// The fewest driver entries a grouped result is written for: below, the
+/// parallel sort's setup is not repaid, and the loops, over a few
+/// thousand entries, take microseconds (the subgraph queries' small
+/// semijoin-reduced tables).
+pub const GROUPED_MIN_ENTRIES: u64 = 1 << 15;
+
 /// A query that is one matrix product, `C[m,n] = SUM(k) A[m,k] * B[k,n]`
 /// over two float inputs that are 0 where absent, in any index order of
 /// the inputs and the output, with `m` or `n` or both absent (a product
@@ -743,6 +749,7 @@ impl PhysicalQuery {
         {
             DrivenOutput::Entries
         } else if free.is_none()
+            && entries >= GROUPED_MIN_ENTRIES
             && cells.is_some_and(|c| c > entries.saturating_mul(GROUPED_CELLS_PER_ENTRY))
         {
             DrivenOutput::Grouped
