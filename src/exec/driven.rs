@@ -16,7 +16,9 @@
 //! per driver entry (and coordinate of `r`); when the output's coordinates
 //! are the driver's, in its order, only the values are written
 //! ([`Outcome::AtDriver`]) and the stored result shares the driver's
-//! coordinate columns. A dense array's non-zero cells are listed as
+//! coordinate columns. An output whose array would dwarf the driver is
+//! written grouped: entries keyed by their output coordinates, sorted,
+//! equal keys added ([`DrivenOutput::Grouped`]). A dense array's non-zero cells are listed as
 //! coordinate columns and values ([`Outcome::Columns`]; the array itself
 //! is the values when every cell is non-zero). Sums along `r` are taken
 //! in [`LANES`] partial sums that the compiler vectorizes.
@@ -1348,7 +1350,8 @@ impl Pass<'_, '_> {
     /// (row-major over the output's sizes), the pairs sorted by key with
     /// a stable sort, and each key's scalars added in entry order, so the
     /// result does not depend on the thread count. The pairs (16 bytes an
-    /// entry) are charged to the memory limit while they live.
+    /// entry, twice while the chunks' parts are joined) are charged to the
+    /// memory limit while they live.
     fn group(&self) -> Result<Outcome> {
         let query = self.query;
         let dims = query
@@ -1365,7 +1368,7 @@ impl Pass<'_, '_> {
                 .ok_or_else(|| internal(query, "groups by more cells than 64 bits count"))?;
         }
         let held = Held::new(self.control);
-        held.reserve((self.entries as u64).saturating_mul(16))?;
+        held.reserve((self.entries as u64).saturating_mul(32))?;
         let pair = |chunk: Range<usize>| -> Result<Vec<(u64, f64)>> {
             let mut pairs = Vec::with_capacity(chunk.len());
             self.blocks(chunk, |e, scalar| {

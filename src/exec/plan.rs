@@ -602,7 +602,7 @@ impl PhysicalQuery {
         };
         let count = self.ty == ValueType::Int64 && (0..self.inputs.len()).all(pattern);
         // One input summed over some of its variables: a projection, as
-        // `SUM(k) t[i,j,k]`, added into an array entry by entry.
+        // `SUM(k) t[i,j,k]`, added up entry by entry.
         let projection = self.output.len() < self.vars.len();
         let mut sum = Vec::new();
         let mut maps = Vec::new();
