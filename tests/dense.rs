@@ -1231,6 +1231,19 @@ fn a_sum_by_columns_with_a_huge_array_runs_grouped() {
     let grouped = rows("SET threads = 2");
     assert!(grouped.len() > 1000, "{} groups", grouped.len());
     assert_eq!(grouped, rows("SET optimizer = 'none'"));
+    // The sorted pairs count against the memory limit: a clear error,
+    // and the table is as it was.
+    db.execute_all("SET optimizer = 'exact'; SET memory_limit = '512KB'")
+        .expect("limit");
+    let error = db
+        .execute_all("c[s,c] = SUM(o) w[o,s,c];")
+        .expect_err("over the limit");
+    assert!(error.to_string().contains("memory"), "{error}");
+    db.execute("SET memory_limit = '1GB'").expect("limit");
+    assert_eq!(
+        lines(&db.execute("SELECT COUNT(*) FROM w").expect("runs")),
+        ["40000"]
+    );
 }
 
 /// BATAx over a matrix of one entry per five rows: the physical phase
