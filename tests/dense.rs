@@ -1457,6 +1457,18 @@ fn a_sum_of_lookups_runs_over_the_entries_of_a_keyed_fact_table() {
         assert_eq!(one, two, "{statement}");
         assert!(agree(&one, &loops), "{statement}\n{one:?}\n{loops:?}");
     }
+    // A count at the key and one more variable: 1 at each entry's
+    // projection, written entry by entry (a count at every variable is
+    // the table's pattern, which the loops store).
+    let count = "c[o,n,s] = SUM(p) f[o,n,s,p];";
+    let loops = answer(&db, "SET optimizer = 'none'", count);
+    db.execute("SET optimizer = 'exact'").expect("set");
+    let plan = explain(&db, count.trim_end_matches(';'));
+    assert!(
+        plan.contains("result: written at the driver's entries") && plan.contains("BIGINT"),
+        "{plan}"
+    );
+    assert_eq!(answer(&db, "SET threads = 2", count), loops);
     // (o, n) is no longer a key: the sum over s and p adds two entries.
     db.execute("INSERT INTO f VALUES (0, 0, 29, 39)")
         .expect("it inserts");

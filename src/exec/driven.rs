@@ -1342,6 +1342,12 @@ impl Pass<'_, '_> {
             .chain(free_in_output.then_some(None))
             .collect();
         entries.increasing = sources == in_order && prefix >= self.key;
+        if query.ty == ValueType::Int64 {
+            // A count: whole numbers below 2^53, exact in doubles.
+            return Ok(Outcome::Entries(Finished::Int(
+                entries.map(|value| Ok(value as i64))?,
+            )));
+        }
         Ok(Outcome::Entries(Finished::Float(entries)))
     }
 

@@ -756,8 +756,11 @@ impl PhysicalQuery {
         } else {
             DrivenOutput::Array
         };
-        // A count per driver entry is its pattern: the loops store it.
-        if (count && output == DrivenOutput::Entries)
+        // A count at every driver variable is the driver's pattern, which
+        // the loops store as it is; one at a key and some of the other
+        // variables (`SUM(p,c) L[o,n,s,p,c]`, `(o, n)` a key) is 1 at each
+        // entry's projection, written entry by entry.
+        if (count && output == DrivenOutput::Entries && self.output.len() == driver_vars.len())
             || (!sum.is_empty() && output != DrivenOutput::Entries)
         {
             return None;
