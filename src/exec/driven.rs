@@ -1342,13 +1342,7 @@ impl Pass<'_, '_> {
             .chain(free_in_output.then_some(None))
             .collect();
         entries.increasing = sources == in_order && prefix >= self.key;
-        if query.ty == ValueType::Int64 {
-            // A count: whole numbers below 2^53, exact in doubles.
-            return Ok(Outcome::Entries(Finished::Int(
-                entries.map(|value| Ok(value as i64))?,
-            )));
-        }
-        Ok(Outcome::Entries(Finished::Float(entries)))
+        finished(query, entries).map(Outcome::Entries)
     }
 
     /// The result grouped ([`DrivenOutput::Grouped`]): every entry's
@@ -1420,10 +1414,10 @@ impl Pass<'_, '_> {
             let mut entries = Entries::new(dims.len());
             entries.reserve(pairs.len());
             for &(key, value) in &pairs {
-                entries.push((0..dims.len()).map(|k| coordinate(key, k)), value as i64);
+                entries.push((0..dims.len()).map(|k| coordinate(key, k)), value);
             }
             entries.increasing = true;
-            return Ok(Outcome::Entries(Finished::Int(entries)));
+            return finished(query, entries).map(Outcome::Entries);
         }
         let coords = (0..dims.len())
             .map(|k| pairs.iter().map(|&(key, _)| coordinate(key, k)).collect())
@@ -1904,6 +1898,16 @@ impl Fused<'_, '_> {
             Ok(())
         })
     }
+}
+
+/// A pass's entries as `query`'s result: a count's (a `BIGINT` query's)
+/// as integers, whole numbers below 2^53 and so exact in doubles.
+fn finished(query: &PhysicalQuery, entries: Entries<f64>) -> Result<Finished> {
+    Ok(if query.ty == ValueType::Int64 {
+        Finished::Int(entries.map(|value| Ok(value as i64))?)
+    } else {
+        Finished::Float(entries)
+    })
 }
 
 /// The non-zero cells of a count's output array `out` (whole numbers

@@ -181,9 +181,7 @@ pub fn row_index(tensor: &Tensor) -> Option<IndexSpec> {
             IndexLayout::Levels(spec) => Some(spec),
             IndexLayout::Tiles(_) => None,
         });
-    declared
-        .chain(tensor.built_indexes())
-        .find(|spec| is_rows(spec) && tensor.built_index(spec).is_some())
+    declared.chain(tensor.built_indexes()).find(is_rows)
 }
 
 /// The inputs of a sum or difference of inputs (`a + b - c`), each with
@@ -572,6 +570,15 @@ impl PhysicalQuery {
             })
     }
 
+    /// Whether the result is an intermediate vector over the first
+    /// variable of input `driver`: one value per row of it (`X v`), which
+    /// a fused pass over `driver` computes row-local.
+    pub fn sums_rows_of(&self, driver: usize) -> bool {
+        let first = self.inputs.get(driver).and_then(|a| a.terms.first());
+        self.role == Role::Intermediate
+            && matches!((self.output.as_slice(), first), ([v], Some(Term::Var(w))) if v == w)
+    }
+
     /// The query run entry by entry over input `driver` (see [`Driven`]),
     /// if it is a product that can be: a `SUM` of a product (or a product)
     /// of two or more float inputs that are 0 where absent (or of one such
@@ -730,13 +737,9 @@ impl PhysicalQuery {
         }
         // The output has a key of the driver: each entry is its own
         // result entry.
-        let key = match &self.inputs[driver].source {
-            Source::Table { tensor, .. } => tensor.key_prefix(),
-            Source::Result(_) => driver_vars.len(),
-        };
-        let entries = match &self.inputs[driver].source {
-            Source::Table { tensor, .. } => tensor.nnz() as u64,
-            Source::Result(_) => 0,
+        let (key, entries) = match &self.inputs[driver].source {
+            Source::Table { tensor, .. } => (tensor.key_prefix(), tensor.nnz() as u64),
+            Source::Result(_) => (driver_vars.len(), 0),
         };
         let cells = self
             .output

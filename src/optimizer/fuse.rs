@@ -4,14 +4,14 @@
 //!
 //! [`fuse`] groups runs of consecutive queries of a physical plan that are
 //! each a sparse-driven product adding into a dense array
-//! ([`Driven`] with [`DrivenOutput::Array`]: a sum over some of the
-//! driver's variables) and whose drivers are the same stored table (its
-//! value column or its pattern). The executor then visits the driver's
-//! entries piece by piece, a few thousand at a time and whole rows
-//! (runs of one first coordinate) each, and runs every member over a
-//! piece before it moves on: the driver's coordinates and values are read
-//! from memory once for all of them, where separate queries would each
-//! stream the whole table.
+//! ([`Driven`](crate::exec::plan::Driven) with [`DrivenOutput::Array`]:
+//! a sum over some of the driver's variables) and whose drivers are the
+//! same stored table (its value column or its pattern). The executor
+//! then visits the driver's entries piece by piece, a few thousand at a
+//! time and whole rows (runs of one first coordinate) each, and runs
+//! every member over a piece before it moves on: the driver's
+//! coordinates and values are read from memory once for all of them,
+//! where separate queries would each stream the whole table.
 //!
 //! A member may read the result of an earlier one, its *producer*, when
 //! that result is a vector over the driver's first dimension (a sum of
@@ -19,14 +19,16 @@
 //! first variable, by no other query of the plan, and not a program
 //! output: then the producer's values for a piece's rows are computed just
 //! before the member visits those rows and are never stored
-//! ([`Driven::local`]). Any other use of an earlier member's result ends
-//! the run of fused queries before the query that makes it.
+//! ([`Driven::local`](crate::exec::plan::Driven::local)). Any other use
+//! of an earlier member's result ends the run of fused queries before the
+//! query that makes it.
 //!
 //! When the driver has a built index in its stored order whose levels
 //! are dense or compressed, then compressed (a matrix's CSR, declared by
 //! `CREATE INDEX ... ON a (i, j)` or built by an earlier loop nest), the
 //! pass takes where each row starts from that index's pointers
-//! ([`Driven::rows`]) instead of reading every entry's row coordinate.
+//! ([`Driven::rows`](crate::exec::plan::Driven::rows)) instead of reading
+//! every entry's row coordinate.
 //!
 //! Fusing adds no work and drops the passes' repeated reads and the
 //! row-local results' storing and scattering, so it is done wherever it
@@ -36,9 +38,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::exec::plan::{
-    Driven, DrivenOutput, PhysicalPlan, PhysicalQuery, Role, Source, Term, row_index,
-};
+use crate::exec::plan::{DrivenOutput, PhysicalPlan, PhysicalQuery, Source, Term, row_index};
 
 /// Groups the plan's runs of fusable queries into fused passes
 /// ([`PhysicalPlan::fused`]) and marks the inputs read row-local (see the
@@ -49,15 +49,16 @@ pub fn fuse(plan: &mut PhysicalPlan) {
     while start < plan.queries.len() {
         let end = run_from(plan, start);
         if end - start >= 2 {
+            // The members share their driver, so its row index too.
+            let rows = fusable(&plan.queries[start]).and_then(|driver| match driver {
+                Source::Table { tensor, .. } => row_index(tensor),
+                Source::Result(_) => None,
+            });
             for n in start..end {
                 let local = local_input(plan, start..n, n);
-                let rows = fusable(&plan.queries[n]).and_then(|driver| match driver {
-                    Source::Table { tensor, .. } => row_index(tensor),
-                    Source::Result(_) => None,
-                });
                 if let Some(driven) = plan.queries[n].driven.as_mut() {
                     driven.local = local;
-                    driven.rows = rows;
+                    driven.rows.clone_from(&rows);
                 }
             }
             plan.fused.push(start..end);
@@ -146,12 +147,10 @@ fn member_result(plan: &PhysicalPlan, members: Range<usize>, source: &Source) ->
 /// Whether a query's result is an intermediate vector over its driver's
 /// first dimension: one value per row of the driver.
 fn is_row_sum(query: &PhysicalQuery) -> bool {
-    let Some(Driven { driver, .. }) = query.driven else {
-        return false;
-    };
-    let first = query.inputs.get(driver).and_then(|a| a.terms.first());
-    query.role == Role::Intermediate
-        && matches!((query.output.as_slice(), first), ([v], Some(Term::Var(w))) if v == w)
+    query
+        .driven
+        .as_ref()
+        .is_some_and(|driven| query.sums_rows_of(driven.driver))
 }
 
 /// How many inputs of the plan's queries read the result `name`.

@@ -72,8 +72,7 @@ use hashbrown::HashMap;
 
 use crate::error::Result;
 use crate::exec::plan::{
-    Contraction, DenseKernel, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery, Role,
-    Source, Term,
+    Contraction, DenseKernel, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery, Source, Term,
 };
 use crate::exec::planner::{Choose, QueryChoices};
 use crate::ir::{IndexTerm, Value};
@@ -249,13 +248,8 @@ impl<E: SparsityEstimator> PhysicalOptimizer<'_, E> {
     /// Records `query`, planned to run driven by input `driver`, when its
     /// result is an intermediate vector over the driver's first variable.
     fn note_row_sum(&mut self, query: &PhysicalQuery, driver: usize) {
-        let access = &query.inputs[driver];
-        let Source::Table { tensor, .. } = &access.source else {
-            return;
-        };
-        let first = access.terms.first();
-        if query.role == Role::Intermediate
-            && matches!((query.output.as_slice(), first), ([v], Some(Term::Var(w))) if v == w)
+        if let Source::Table { tensor, .. } = &query.inputs[driver].source
+            && query.sums_rows_of(driver)
         {
             self.row_sums.push((query.name.clone(), Arc::clone(tensor)));
         }
@@ -313,13 +307,12 @@ fn cheapest_driver(
                 .filter(|&&d| !row_local(d))
                 .map(|&d| input_cells(d))
                 .sum();
-            let result = match driven.output {
-                DrivenOutput::Array => cells(&mut query.output.iter().copied()),
-                DrivenOutput::Entries | DrivenOutput::Grouped => 0.0,
-            };
-            let grouped = match driven.output {
-                DrivenOutput::Grouped => GROUPED_ENTRY,
-                DrivenOutput::Array | DrivenOutput::Entries => 0.0,
+            // The result array's cells, and the work per entry of a
+            // grouped result.
+            let (result, grouped) = match driven.output {
+                DrivenOutput::Array => (cells(&mut query.output.iter().copied()), 0.0),
+                DrivenOutput::Entries => (0.0, 0.0),
+                DrivenOutput::Grouped => (0.0, GROUPED_ENTRY),
             };
             if scattered + result > DENSE_CELLS {
                 return None;
