@@ -48,6 +48,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::iter;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -1769,30 +1770,63 @@ struct RowScalars<'r> {
 }
 
 impl RowScalars<'_> {
-    /// `visit(e, scalar)` for every entry `e` of `entries`, one of the
-    /// row's runs; the common shapes (a matrix-vector product's cell, a
-    /// row's value or two) in loops of their own.
+    /// `sum` plus the scalars of `entries`, added in order.
     #[inline(always)]
-    fn each(&self, entries: Range<usize>, mut visit: impl FnMut(usize, f64)) {
+    fn sum(&self, entries: Range<usize>, mut sum: f64) -> f64 {
+        self.each(entries, iter::repeat(()), |(), scalar| sum += scalar);
+        sum
+    }
+
+    /// Adds the scalar of every entry of `entries` into `out` at the
+    /// entry's coordinate in `coords` times `stride`.
+    #[inline(always)]
+    fn scatter(&self, entries: Range<usize>, out: &mut [f64], (coords, stride): Moving<'_>) {
+        let coords = coords[entries.clone()].iter();
+        if stride == 1 {
+            self.each(entries, coords, move |&c, scalar| out[c as usize] += scalar);
+        } else {
+            self.each(entries, coords, move |&c, scalar| {
+                out[c as usize * stride] += scalar
+            });
+        }
+    }
+
+    /// `visit(lane, scalar)` for every entry of `entries`, one of the
+    /// row's runs, and the next of `lanes` (one per entry); the common
+    /// shapes (a matrix-vector product's cell, a row's value or two) in
+    /// loops of their own.
+    #[inline(always)]
+    fn each<L>(
+        &self,
+        entries: Range<usize>,
+        lanes: impl Iterator<Item = L>,
+        mut visit: impl FnMut(L, f64),
+    ) {
         match (self.x, self.before, self.moving, self.after) {
+            (Some(x), [], Some((values, (coords, 1))), []) => {
+                let x = &x[entries.clone()];
+                for ((&x, &c), lane) in x.iter().zip(&coords[entries]).zip(lanes) {
+                    visit(lane, x * values[c as usize]);
+                }
+            }
             (Some(x), [], Some((values, (coords, stride))), []) => {
                 let x = &x[entries.clone()];
-                for ((e, &x), &c) in entries.clone().zip(x).zip(&coords[entries]) {
-                    visit(e, x * values[c as usize * stride]);
+                for ((&x, &c), lane) in x.iter().zip(&coords[entries]).zip(lanes) {
+                    visit(lane, x * values[c as usize * stride]);
                 }
             }
             (Some(x), &[a], None, []) => {
-                for (e, &x) in entries.clone().zip(&x[entries]) {
-                    visit(e, x * a);
+                for (&x, lane) in x[entries].iter().zip(lanes) {
+                    visit(lane, x * a);
                 }
             }
             (Some(x), &[a, b], None, []) => {
-                for (e, &x) in entries.clone().zip(&x[entries]) {
-                    visit(e, x * a * b);
+                for (&x, lane) in x[entries].iter().zip(lanes) {
+                    visit(lane, x * a * b);
                 }
             }
             _ => {
-                for e in entries {
+                for (e, lane) in entries.zip(lanes) {
                     let mut scalar = self.x.map_or(1.0, |x| x[e]);
                     for &cell in self.before {
                         scalar *= cell;
@@ -1803,7 +1837,7 @@ impl RowScalars<'_> {
                     for &cell in self.after {
                         scalar *= cell;
                     }
-                    visit(e, scalar);
+                    visit(lane, scalar);
                 }
             }
         }
@@ -1867,9 +1901,7 @@ impl Fused<'_, '_> {
                     after: &after[..fixed_after],
                 };
                 let Some((row_stride, along)) = pass.out else {
-                    let mut sum = 0.0;
-                    scalars.each(start..end, |_, scalar| sum += scalar);
-                    row_values[m] = sum;
+                    row_values[m] = scalars.sum(start..end, 0.0);
                     continue;
                 };
                 let (out, first) = match &mut targets[target] {
@@ -1877,16 +1909,10 @@ impl Fused<'_, '_> {
                     Target::Partial(out) => (&mut out[..], 0),
                 };
                 target += 1;
-                let base = row * row_stride;
+                let at = row * row_stride - first;
                 match along {
-                    Some((coords, stride)) => scalars.each(start..end, |e, scalar| {
-                        out[base + coords[e] as usize * stride - first] += scalar
-                    }),
-                    None => {
-                        let mut sum = out[base - first];
-                        scalars.each(start..end, |_, scalar| sum += scalar);
-                        out[base - first] = sum;
-                    }
+                    Some(moving) => scalars.scatter(start..end, &mut out[at..], moving),
+                    None => out[at] = scalars.sum(start..end, out[at]),
                 }
             }
             work += end - start;

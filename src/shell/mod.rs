@@ -475,7 +475,7 @@ impl Shell {
         };
         if self.settings.timer {
             let elapsed = started.elapsed();
-            self.warn(&format!("Run Time: {:.3} s", elapsed.as_secs_f64()));
+            self.warn(&format!("Run Time: {:.4} s", elapsed.as_secs_f64()));
         }
         flow
     }
