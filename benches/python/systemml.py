@@ -11,14 +11,18 @@ einsql against numpy/scipy, one thread each, the same data, in one run.
     SDDMM   C[i,j] = SUM(k) X[i,j] * U[i,k] * V[j,k]        U, V dense
     MTTKRP  M[i,r] = SUM(j,k) T[i,j,k] * B[j,r] * C[k,r]    T is tensors/med.tns
 
-Each einsql statement runs four times, each in a new shell: as it is, with
-the `fuse` phase switched off (`SET disabled_optimizers = 'fuse'`: each
-query makes its own pass; it matters for MAgg and Row), with issue 20's
-phases switched off (`SET disabled_optimizers = 'mask, dense, fuse'`), and
-with `SET optimizer = 'none'` (the default plan). Its times are the
-shell's `.timer` figures for the statements alone: optimization, index
-builds and the run; loading the files is not timed, but the timeout covers
-the whole shell. The baselines (one thread, OMP_NUM_THREADS=1):
+Each einsql statement runs in four new shells: as it is, with the `fuse`
+phase switched off (`SET disabled_optimizers = 'fuse'`: each query makes
+its own pass; it matters for MAgg and Row), with issue 20's phases
+switched off (`SET disabled_optimizers = 'mask, dense, fuse'`), and with
+`SET optimizer = 'none'` (the default plan). Its times are the shell's
+`.timer` figures for the statements alone: optimization, index builds
+and the run; loading the files is not timed, but the timeout covers the
+whole shell. Every system runs `--repeat` times (default 5) and its best
+time is reported: einsql's statements one after the other in the same
+shell (the first repetition's time, which builds indexes and meets cold
+memory, is the column einsql_first_s), the baselines and the hand-written
+loops in one process each. The baselines (one thread, OMP_NUM_THREADS=1):
 
     Cell    scipy X.multiply(Y).multiply(Z).sum(); alt: numpy gathering Y, Z
             at X's entries, (x * Y[rows, cols] * Z[rows, cols]).sum()
@@ -32,8 +36,8 @@ the whole shell. The baselines (one thread, OMP_NUM_THREADS=1):
 
 SpMM, SDDMM and MTTKRP also run as hand-written single-threaded Rust loops
 over the same arrays (benches/handwritten.rs, built with `cargo bench
---no-run` unless --handwritten names its executable; the best of five
-runs), the column rust_s.
+--no-run` unless --handwritten names its executable; the best of
+`--repeat` runs), the column rust_s.
 
 Every einsql value (the sum of the result's entries) is compared with the
 baseline's to a relative 1e-9; a mismatch is printed to stderr and makes
@@ -70,7 +74,8 @@ PATTERNS = ["cell", "magg", "magg-sql", "row", "spmm", "sddmm", "mttkrp"]
 PHASES_OFF = "mask, dense, fuse"
 TOLERANCE = 1e-9
 COLUMNS = [
-    "pattern", "shape", "density", "nnz", "einsql_s", "einsql_nofuse_s", "einsql_off_s",
+    "pattern", "shape", "density", "nnz", "einsql_s", "einsql_first_s", "einsql_nofuse_s",
+    "einsql_off_s",
     "einsql_none_s", "scipy_s", "alt_s", "rust_s", "value_einsql", "value_nofuse", "value_off",
     "value_none", "value_scipy", "check",
 ]
@@ -90,12 +95,13 @@ def read_tns(path: str):
 # ---------------------------------------------------------------- einsql
 
 
-def run_einsql(binary, loads, statements, queries, setting, timeout, threads):
-    """Run `statements` in a new shell after `loads` (lines that create the
-    tables), with `setting` (a SET line, or ''); then `queries`, each of
-    which prints one column `v` of one row. Returns the summed `.timer`
-    figures of the statements and the values, or None and a message when
-    the shell failed or did not finish in `timeout` seconds."""
+def run_einsql(binary, loads, statements, queries, setting, timeout, threads, repeat):
+    """Run `statements` `repeat` times in a new shell after `loads` (lines
+    that create the tables), with `setting` (a SET line, or ''); then
+    `queries`, each of which prints one column `v` of one row. Returns the
+    best of the repetitions' summed `.timer` figures, the values and the
+    first repetition's time, or None, a message and None when the shell
+    failed or did not finish in `timeout` seconds."""
     script = "\n".join(
         [
             f"SET threads = {threads};",
@@ -103,7 +109,7 @@ def run_einsql(binary, loads, statements, queries, setting, timeout, threads):
             f"SET memory_limit = '{os.environ.get('EINSQL_MEMORY_LIMIT', '8GB')}';",
             *loads,
             ".timer on",
-            *statements,
+            *statements * max(repeat, 1),
             ".timer off",
             ".mode csv",
             *queries,
@@ -111,21 +117,23 @@ def run_einsql(binary, loads, statements, queries, setting, timeout, threads):
     )
     done = run_shell(binary, script, timeout)
     if done is None:
-        return None, f"not finished in {timeout:g} s"
+        return None, f"not finished in {timeout:g} s", None
     out = done.stdout + done.stderr
     failed = [line for line in out.splitlines() if "rror" in line or "panicked" in line]
     if failed or done.returncode != 0:
         message = failed[0] if failed else f"exit status {done.returncode}"
-        return None, message.strip()[:160]
+        return None, message.strip()[:160], None
     times = [float(t) for t in re.findall(r"Run Time: ([0-9.]+) s", out)]
     lines = out.splitlines()
     values = [float(lines[n + 1]) for n, line in enumerate(lines) if line == "v"]
-    if len(times) < len(statements) or len(values) != len(queries):
-        return None, "unexpected shell output: " + " | ".join(lines[-3:])
-    return sum(times[: len(statements)]), values
+    n = len(statements)
+    if len(times) != n * max(repeat, 1) or len(values) != len(queries):
+        return None, "unexpected shell output: " + " | ".join(lines[-3:]), None
+    sums = [sum(times[at : at + n]) for at in range(0, len(times), n)]
+    return min(sums), values, sums[0]
 
 
-def handwritten(executable, pattern, folder, rank, coords, values, dense):
+def handwritten(executable, pattern, folder, rank, coords, values, dense, repeat):
     """The hand-written loop's best time and its result's sum: `coords`
     (one array per dimension, sorted by the first) and `values` of the
     sparse operand and the `dense` factors (name: array) are written as
@@ -138,7 +146,8 @@ def handwritten(executable, pattern, folder, rank, coords, values, dense):
     for name, array in dense.items():
         np.ascontiguousarray(array, dtype="<f8").tofile(f"{folder}/{name}.f64")
     done = subprocess.run(
-        [executable, pattern, folder, str(rank)], capture_output=True, text=True, check=True
+        [executable, pattern, folder, str(rank), str(max(repeat, 1))],
+        capture_output=True, text=True, check=True,
     )
     seconds, total = done.stdout.strip().split(",")
     return float(seconds), float(total)
@@ -180,10 +189,14 @@ def load_vector(folder: str, name: str) -> str:
 # ---------------------------------------------------------------- baselines
 
 
-def timed(fn):
-    start = time.perf_counter()
-    value = fn()
-    return time.perf_counter() - start, value
+def timed(fn, repeat):
+    """The best time of `repeat` calls of `fn`, and its value."""
+    best = float("inf")
+    for _ in range(max(repeat, 1)):
+        start = time.perf_counter()
+        value = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, value
 
 
 def random_sparse(rng, m, n, density):
@@ -207,8 +220,8 @@ class Bench:
         self.out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
 
     def einsql(self, loads, statements, queries):
-        """The three einsql runs: (time, values or message) each; a
-        skipped run is (None, 'skipped')."""
+        """The four einsql runs: (best time, values or message, first
+        time) each; a skipped run is (None, 'skipped', None)."""
         a = self.args
         settings = {
             "on": "",
@@ -219,10 +232,10 @@ class Bench:
         runs = {}
         for key, setting in settings.items():
             if key in a.skip:
-                runs[key] = (None, "skipped")
+                runs[key] = (None, "skipped", None)
                 continue
             runs[key] = run_einsql(
-                a.binary, loads, statements, queries, setting, a.timeout, a.threads
+                a.binary, loads, statements, queries, setting, a.timeout, a.threads, a.repeat
             )
         return runs
 
@@ -232,8 +245,8 @@ class Bench:
         the row."""
         check = "not compared"  # no einsql run gave a value
         if rust is not None:
-            runs = {**runs, "rust": (rust[0], [rust[1]])}
-        for key, (seconds, values) in runs.items():
+            runs = {**runs, "rust": (rust[0], [rust[1]], None)}
+        for key, (seconds, values, _) in runs.items():
             if seconds is None:
                 if values != "skipped":
                     print(f"{pattern} {shape} density {density}: einsql ({key}): {values}",
@@ -252,14 +265,15 @@ class Bench:
                     print("!" * 8, message, file=sys.stderr, flush=True)
 
         def shown(run):
-            seconds, values = run
+            seconds, values, _ = run
             return " ".join(repr(v) for v in values) if seconds is not None else values
 
         fmt = lambda t: "" if t is None else f"{t:.4g}"
         row = {
             "pattern": pattern, "shape": shape, "density": f"{density:g}" if density else "",
             "nnz": nnz,
-            "einsql_s": fmt(runs["on"][0]), "einsql_nofuse_s": fmt(runs["nofuse"][0]),
+            "einsql_s": fmt(runs["on"][0]), "einsql_first_s": fmt(runs["on"][2]),
+            "einsql_nofuse_s": fmt(runs["nofuse"][0]),
             "einsql_off_s": fmt(runs["off"][0]),
             "einsql_none_s": fmt(runs["none"][0]),
             "scipy_s": fmt(base), "alt_s": fmt(alt),
@@ -292,21 +306,24 @@ def cell_and_magg(bench: Bench, rng, folder: str, patterns) -> None:
         csr = x.tocsr()
         rows, cols = x.row, x.col
         if "cell" in patterns:
-            base, value = timed(lambda: float(csr.multiply(y).multiply(z).sum()))
-            alt, _ = timed(lambda: float((x.data * y[rows, cols] * z[rows, cols]).sum()))
+            base, value = timed(lambda: float(csr.multiply(y).multiply(z).sum()), a.repeat)
+            alt, _ = timed(
+                lambda: float((x.data * y[rows, cols] * z[rows, cols]).sum()), a.repeat
+            )
             runs = bench.einsql(
                 loads, ["s = SUM(i,j) X[i,j] * Y[i,j] * Z[i,j];"], ["SELECT v FROM s;"]
             )
             bench.record("Cell", shape, density, x.nnz, runs, base, alt, [value])
         if "magg" in patterns or "magg-sql" in patterns:
             base, values = timed(
-                lambda: (float(csr.multiply(y).sum()), float(csr.multiply(z).sum()))
+                lambda: (float(csr.multiply(y).sum()), float(csr.multiply(z).sum())), a.repeat
             )
             alt, _ = timed(
                 lambda: (
                     float((x.data * y[rows, cols]).sum()),
                     float((x.data * z[rows, cols]).sum()),
-                )
+                ),
+                a.repeat,
             )
         if "magg" in patterns:
             runs = bench.einsql(
@@ -319,7 +336,7 @@ def cell_and_magg(bench: Bench, rng, folder: str, patterns) -> None:
             runs = bench.einsql(
                 loads,
                 [
-                    "CREATE TABLE ab AS SELECT SUM(x.v * y.v) AS a, SUM(x.v * z.v) AS b "
+                    "CREATE OR REPLACE TABLE ab AS SELECT SUM(x.v * y.v) AS a, SUM(x.v * z.v) AS b "
                     "FROM X x, Y y, Z z WHERE x.i = y.i AND x.j = y.j "
                     "AND x.i = z.i AND x.j = z.j;"
                 ],
@@ -338,8 +355,8 @@ def row(bench: Bench, rng, folder: str) -> None:
     write_dense(f"{folder}/w.mtx", w)
     write_dense(f"{folder}/v.mtx", v)
     csr, csc = x.tocsr(), x.tocsc()
-    base, value = timed(lambda: float((csr.T @ (w * (csr @ v))).sum()))
-    alt, _ = timed(lambda: float((csc.T @ (w * (csc @ v))).sum()))
+    base, value = timed(lambda: float((csr.T @ (w * (csr @ v))).sum()), a.repeat)
+    alt, _ = timed(lambda: float((csc.T @ (w * (csc @ v))).sum()), a.repeat)
     runs = bench.einsql(
         [load_mtx(folder, "X"), load_vector(folder, "w"), load_vector(folder, "v")],
         ["r[j] = SUM(i) X[i,j] * (w[i] * SUM(k) X[i,k] * v[k]);"],
@@ -362,8 +379,10 @@ def spmm_and_sddmm(bench: Bench, rng, folder: str, patterns) -> None:
         coords, values = sorted_coo(x.row, x.col, x.data)
         if "spmm" in patterns:
             csr = x.tocsr()
-            base, value = timed(lambda: float((csr @ b).sum()))
-            rust = handwritten(a.handwritten, "spmm", folder, r, coords, values, {"B": b})
+            base, value = timed(lambda: float((csr @ b).sum()), a.repeat)
+            rust = handwritten(
+                a.handwritten, "spmm", folder, r, coords, values, {"B": b}, a.repeat
+            )
             runs = bench.einsql(
                 [load_mtx(folder, "X"), load_mtx(folder, "B")],
                 ["C[i,k] = SUM(j) X[i,j] * B[j,k];"],
@@ -373,10 +392,10 @@ def spmm_and_sddmm(bench: Bench, rng, folder: str, patterns) -> None:
         if "sddmm" in patterns:
             rows, cols = x.row, x.col
             base, value = timed(
-                lambda: float((x.data * np.einsum("ij,ij->i", u[rows], v[cols])).sum())
+                lambda: float((x.data * np.einsum("ij,ij->i", u[rows], v[cols])).sum()), a.repeat
             )
             rust = handwritten(
-                a.handwritten, "sddmm", folder, r, coords, values, {"U": u, "V": v}
+                a.handwritten, "sddmm", folder, r, coords, values, {"U": u, "V": v}, a.repeat
             )
             runs = bench.einsql(
                 [load_mtx(folder, t) for t in ("X", "U", "V")],
@@ -406,11 +425,11 @@ def mttkrp(bench: Bench, rng, folder: str) -> None:
         np.add.at(out, i, t[:, None] * b[j] * c[k])
         return out
 
-    base, value = timed(lambda: float(khatri_rao().sum()))
-    alt, _ = timed(lambda: float(add_at().sum()))
+    base, value = timed(lambda: float(khatri_rao().sum()), a.repeat)
+    alt, _ = timed(lambda: float(add_at().sum()), a.repeat)
     coords, values = sorted_coo(i, j, t, k)
     rust = handwritten(
-        a.handwritten, "mttkrp", folder, r, coords, values, {"B": b, "C": c}
+        a.handwritten, "mttkrp", folder, r, coords, values, {"B": b, "C": c}, a.repeat
     )
     runs = bench.einsql(
         [
@@ -434,6 +453,10 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated patterns: " + ", ".join(PATTERNS))
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per einsql shell")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--repeat", type=int, default=5,
+        help="runs per system: einsql's statements in one shell, the others in one process",
+    )
     parser.add_argument("--seed", type=int, default=20)
     parser.add_argument(
         "--skip", default="",

@@ -442,41 +442,74 @@ enum RowRuns<'a> {
 }
 
 impl RowRuns<'_> {
-    /// `visit(row, entries)` for every row among `entries`, which start
-    /// and end at row boundaries, in order; the first error ends the walk.
-    #[inline(always)]
-    fn each(
-        &self,
-        entries: Range<usize>,
-        mut visit: impl FnMut(usize, Range<usize>) -> Result<()>,
-    ) -> Result<()> {
+    /// The rows among `entries`, which start and end at row boundaries,
+    /// in order: each row's coordinate and its entries.
+    fn rows(&self, entries: Range<usize>) -> Rows<'_> {
         match *self {
-            RowRuns::Scan(rows) => {
-                let mut start = entries.start;
-                while start < entries.end {
-                    let row = rows[start];
-                    let end = rows[start..entries.end]
-                        .iter()
-                        .position(|&r| r != row)
-                        .map_or(entries.end, |len| start + len);
-                    visit(row as usize, start..end)?;
-                    start = end;
-                }
-            }
-            RowRuns::Pointers { rows, starts } => {
-                let first = starts.partition_point(|&s| s < entries.start);
-                for (p, bounds) in (first..).zip(starts[first..].windows(2)) {
-                    let (start, end) = (bounds[0], bounds[1].min(entries.end));
-                    if start >= entries.end {
-                        break;
-                    }
-                    if end > start {
-                        visit(rows.map_or(p, |rows| rows[p] as usize), start..end)?;
-                    }
-                }
-            }
+            RowRuns::Scan(rows) => Rows::Scan {
+                rows,
+                at: entries.start,
+                end: entries.end,
+            },
+            RowRuns::Pointers { rows, starts } => Rows::Pointers {
+                rows,
+                starts,
+                p: starts.partition_point(|&s| s < entries.start),
+                end: entries.end,
+            },
         }
-        Ok(())
+    }
+}
+
+/// The walk of [`RowRuns::rows`]: where the next row starts, and where the
+/// entries end.
+enum Rows<'a> {
+    Scan {
+        rows: &'a [i64],
+        at: usize,
+        end: usize,
+    },
+    Pointers {
+        rows: Option<&'a [i64]>,
+        starts: &'a [usize],
+        p: usize,
+        end: usize,
+    },
+}
+
+impl Iterator for Rows<'_> {
+    type Item = (usize, Range<usize>);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(usize, Range<usize>)> {
+        match self {
+            Rows::Scan { rows, at, end } => {
+                let start = *at;
+                let row = *rows.get(start).filter(|_| start < *end)?;
+                *at = rows[start..*end]
+                    .iter()
+                    .position(|&r| r != row)
+                    .map_or(*end, |len| start + len);
+                Some((row as usize, start..*at))
+            }
+            Rows::Pointers {
+                rows,
+                starts,
+                p,
+                end,
+            } => loop {
+                let (start, next) = (*starts.get(*p)?, *starts.get(*p + 1)?);
+                if start >= *end {
+                    return None;
+                }
+                let row = rows.map_or(*p, |rows| rows[*p] as usize);
+                *p += 1;
+                // Rows without entries (a dense first level's) are skipped.
+                if next > start {
+                    return Some((row, start..next.min(*end)));
+                }
+            },
+        }
     }
 }
 
@@ -1864,7 +1897,7 @@ impl Fused<'_, '_> {
         // The cells before the moving one and after it, for the row.
         let (mut before, mut after) = ([0.0; ROW_FIXED], [0.0; ROW_FIXED]);
         let mut work = 0;
-        runs.each(chunk, |row, Range { start, end }| {
+        for (row, Range { start, end }) in runs.rows(chunk) {
             let mut target = 0;
             for (m, pass) in row_passes.iter().enumerate() {
                 let local = self.producers[m].map_or(0.0, |p| row_values[p]);
@@ -1921,8 +1954,8 @@ impl Fused<'_, '_> {
                 self.control.check()?;
                 work = 0;
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 }
 

@@ -42,7 +42,7 @@ use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 use rayon::prelude::*;
 
-use super::tensor::PARALLEL_ROWS;
+use super::tensor::{PARALLEL_ROWS, all_in_parallel};
 
 use crate::storage::Dimension;
 
@@ -346,7 +346,7 @@ fn coordinate_columns<'a>(sizes: &[u64], data: &'a RecordBatch) -> Option<Vec<&'
         columns
             .par_iter()
             .zip(sizes)
-            .all(|(column, &size)| column.par_iter().all(below(size)))
+            .all(|(column, &size)| all_in_parallel(0..column.len(), |e| below(size)(&column[e])))
     };
     in_range.then_some(columns)
 }
