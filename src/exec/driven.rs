@@ -1281,7 +1281,12 @@ impl Pass<'_, '_> {
         let row_cells = query.vars[query.output[query.output.len() - 1]].size as usize;
         let last = coords.len() - 1;
         for (row, cells) in out.chunks(row_cells.max(1)).enumerate() {
-            let present = cells.iter().fold(0, |n, &v| n + usize::from(v != 0.0));
+            // A vector's one row holds all the cells, counted above.
+            let present = if last == 0 {
+                kept
+            } else {
+                cells.iter().fold(0, |n, &v| n + usize::from(v != 0.0))
+            };
             if present == 0 {
                 continue;
             }
@@ -1299,10 +1304,13 @@ impl Pass<'_, '_> {
                 }
                 continue;
             }
-            let columns = cells.iter().enumerate().filter(|&(_, &v)| v != 0.0);
-            coords[last].extend(columns.map(|(column, _)| column as i64));
-            if kept != out.len() {
-                values.extend(cells.iter().copied().filter(|&v| v != 0.0));
+            // A row with a zero: not every cell is kept, so the values
+            // are listed apart from the array.
+            for (column, &v) in cells.iter().enumerate() {
+                if v != 0.0 {
+                    coords[last].push(column as i64);
+                    values.push(v);
+                }
             }
         }
         if kept == out.len() {
@@ -1894,6 +1902,14 @@ impl Fused<'_, '_> {
         targets: &mut [Target<'_>],
     ) -> Result<()> {
         let mut row_values = vec![0.0; self.members.len()];
+        // Each stored member's array, and the cell it starts at.
+        let mut outs: Vec<(&mut [f64], usize)> = targets
+            .iter_mut()
+            .map(|target| match target {
+                Target::Rows(out, at) => (&mut **out, *at),
+                Target::Partial(out) => (&mut out[..], 0),
+            })
+            .collect();
         // The cells before the moving one and after it, for the row.
         let (mut before, mut after) = ([0.0; ROW_FIXED], [0.0; ROW_FIXED]);
         let mut work = 0;
@@ -1937,12 +1953,9 @@ impl Fused<'_, '_> {
                     row_values[m] = scalars.sum(start..end, 0.0);
                     continue;
                 };
-                let (out, first) = match &mut targets[target] {
-                    Target::Rows(out, at) => (&mut **out, *at),
-                    Target::Partial(out) => (&mut out[..], 0),
-                };
+                let (out, first) = &mut outs[target];
                 target += 1;
-                let at = row * row_stride - first;
+                let at = row * row_stride - *first;
                 match along {
                     Some(moving) => scalars.scatter(start..end, &mut out[at..], moving),
                     None => out[at] = scalars.sum(start..end, out[at]),
