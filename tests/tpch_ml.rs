@@ -197,6 +197,24 @@ fn the_star_join_models_equal_numpy_on_the_materialized_matrix() {
             "{model}: a step of {limit} entries or more: {sizes:?}"
         );
     }
+
+    // The network's first layer adds the four blocks' products with W1 in
+    // one pass over L (four rows of 25 values per line item): no block is
+    // planned through a projection of L and added to the others apart.
+    let first_layer = section(STAR, "neural_network")
+        .lines()
+        .find(|l| l.starts_with("h1["))
+        .unwrap();
+    let plan = common::lines(&db.execute(&format!("EXPLAIN {first_layer}")).unwrap());
+    let over_l: Vec<&String> = plan
+        .iter()
+        .filter(|l| l.trim_start().starts_with("Query") && l.contains("L[o,n,s,p,c]"))
+        .collect();
+    assert_eq!(over_l.len(), 1, "{plan:#?}");
+    assert!(
+        over_l[0].contains("(#e1[s,k] + #e2[p,k] + #e3[o,k] + #e4[c,k])"),
+        "{plan:#?}"
+    );
 }
 
 #[test]

@@ -532,7 +532,10 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         }
         let mut groups: Vec<Group> = Vec::new();
         for (sign, kept, term, plan) in planned {
-            let (left, remaining) = self.materialize_parts(&kept, term, plan)?;
+            let (left, remaining) = match self.onto_group(&groups, &kept, &term, &plan)? {
+                Some(parts) => parts,
+                None => self.materialize_parts(&kept, term, plan)?,
+            };
             let joined = groups
                 .iter()
                 .enumerate()
@@ -545,6 +548,65 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         Ok(signed_sum(
             groups.into_iter().map(|g| (Sign::Plus, g.into_expr())),
         ))
+    }
+
+    /// A term's steps taken so that it joins a group of the terms before it,
+    /// when its own plan would not: the term's factors other than a factor
+    /// `F` common to the group are reduced onto the group's variables (the
+    /// star join's `SUM(j) P[p,j] * W1[k,j]`), `F` is left for the group's
+    /// pass, and the term adds its reduced factors to that pass instead of
+    /// a result of its own the size of the output. Taken when those steps
+    /// cost no more than the term's own plan; `None` otherwise, with
+    /// nothing emitted.
+    fn onto_group(
+        &mut self,
+        groups: &[Group],
+        kept: &[String],
+        term: &[Expr],
+        (own, names): &(Plan, Vec<String>),
+    ) -> Result<Option<(Vec<String>, Vec<Expr>)>> {
+        let eliminated: Vec<&String> = own.steps.iter().map(|s| &names[s.var]).collect();
+        for group in groups {
+            let mut group_indices = group.indices.clone();
+            group_indices.sort_unstable();
+            for common in &group.common {
+                let Some(k) = term.iter().position(|f| f == common) else {
+                    continue;
+                };
+                let covered = common.free_indices();
+                let mut left: Vec<String> = kept
+                    .iter()
+                    .filter(|v| covered.contains(v))
+                    .cloned()
+                    .collect();
+                left.sort_unstable();
+                let own_left: Vec<&String> =
+                    kept.iter().filter(|v| !eliminated.contains(v)).collect();
+                let joins_as_it_is = own.remaining.contains(&Origin::Input(k))
+                    && own_left.len() == left.len()
+                    && own_left.iter().all(|v| left.contains(v));
+                if joins_as_it_is || left != group_indices {
+                    continue;
+                }
+                let reduced: Vec<String> = kept
+                    .iter()
+                    .filter(|v| !covered.contains(v))
+                    .cloned()
+                    .collect();
+                let mut rest = term.to_vec();
+                let shared = rest.remove(k);
+                let Ok(plan) = self.plan_sum(&reduced, &rest) else {
+                    continue;
+                };
+                if plan.0.cost > own.cost {
+                    continue;
+                }
+                let (still, remaining) = self.materialize_parts(&reduced, rest, plan)?;
+                let reduced = self.step(sum(still, remaining))?;
+                return Ok(Some((left, vec![reduced, shared])));
+            }
+        }
+        Ok(None)
     }
 
     /// The cheapest plan the search finds for `SUM(indices) Π factors`
