@@ -585,7 +585,10 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 let joins_as_it_is = own.remaining.contains(&Origin::Input(k))
                     && own_left.len() == left.len()
                     && own_left.iter().all(|v| left.contains(v));
-                if joins_as_it_is || left != group_indices {
+                if joins_as_it_is {
+                    return Ok(None);
+                }
+                if left != group_indices {
                     continue;
                 }
                 let reduced: Vec<String> = kept
@@ -595,15 +598,23 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                     .collect();
                 let mut rest = term.to_vec();
                 let shared = rest.remove(k);
+                if rest.is_empty() {
+                    continue;
+                }
                 let Ok(plan) = self.plan_sum(&reduced, &rest) else {
                     continue;
                 };
                 if plan.0.cost > own.cost {
                     continue;
                 }
-                let (still, remaining) = self.materialize_parts(&reduced, rest, plan)?;
-                let reduced = self.step(sum(still, remaining))?;
-                return Ok(Some((left, vec![reduced, shared])));
+                let (still, mut remaining) = self.materialize_parts(&reduced, rest, plan)?;
+                // What the steps leave summed is one more step; a product
+                // left over goes to the group's pass as it is.
+                if !still.is_empty() {
+                    remaining = vec![self.step(sum(still, remaining))?];
+                }
+                remaining.push(shared);
+                return Ok(Some((left, remaining)));
             }
         }
         Ok(None)
