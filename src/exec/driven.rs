@@ -1610,6 +1610,17 @@ enum Target<'o> {
     Partial(Vec<f64>),
 }
 
+impl Target<'_> {
+    /// The cells the member adds into, and the array cell the first of
+    /// them is.
+    fn cells(&mut self) -> (&mut [f64], usize) {
+        match self {
+            Target::Rows(out, at) => (&mut **out, *at),
+            Target::Partial(out) => (&mut out[..], 0),
+        }
+    }
+}
+
 impl Fused<'_, '_> {
     fn run(&self) -> Result<Vec<Option<Outcome>>> {
         let passes: Vec<Pass<'_, '_>> = self
@@ -1751,10 +1762,8 @@ impl Fused<'_, '_> {
                     pass.add(&arrays[m], start..end, &mut own, first)?;
                     locals[m] = own;
                 } else {
-                    match &mut targets[target] {
-                        Target::Rows(out, at) => pass.add(&arrays[m], start..end, out, *at)?,
-                        Target::Partial(out) => pass.add(&arrays[m], start..end, out, 0)?,
-                    }
+                    let (out, first) = targets[target].cells();
+                    pass.add(&arrays[m], start..end, out, first)?;
                     target += 1;
                 }
             }
@@ -1903,13 +1912,7 @@ impl Fused<'_, '_> {
     ) -> Result<()> {
         let mut row_values = vec![0.0; self.members.len()];
         // Each stored member's array, and the cell it starts at.
-        let mut outs: Vec<(&mut [f64], usize)> = targets
-            .iter_mut()
-            .map(|target| match target {
-                Target::Rows(out, at) => (&mut **out, *at),
-                Target::Partial(out) => (&mut out[..], 0),
-            })
-            .collect();
+        let mut outs: Vec<(&mut [f64], usize)> = targets.iter_mut().map(Target::cells).collect();
         // The cells before the moving one and after it, for the row.
         let (mut before, mut after) = ([0.0; ROW_FIXED], [0.0; ROW_FIXED]);
         let mut work = 0;

@@ -565,7 +565,14 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         term: &[Expr],
         (own, names): &(Plan, Vec<String>),
     ) -> Result<Option<(Vec<String>, Vec<Expr>)>> {
+        // The indices the term's own plan leaves summed, sorted.
         let eliminated: Vec<&String> = own.steps.iter().map(|s| &names[s.var]).collect();
+        let mut own_left: Vec<String> = kept
+            .iter()
+            .filter(|v| !eliminated.contains(v))
+            .cloned()
+            .collect();
+        own_left.sort_unstable();
         for group in groups {
             let mut group_indices = group.indices.clone();
             group_indices.sort_unstable();
@@ -580,12 +587,8 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                     .cloned()
                     .collect();
                 left.sort_unstable();
-                let own_left: Vec<&String> =
-                    kept.iter().filter(|v| !eliminated.contains(v)).collect();
-                let joins_as_it_is = own.remaining.contains(&Origin::Input(k))
-                    && own_left.len() == left.len()
-                    && own_left.iter().all(|v| left.contains(v));
-                if joins_as_it_is {
+                if own.remaining.contains(&Origin::Input(k)) && own_left == left {
+                    // The term's own plan joins the group as it is.
                     return Ok(None);
                 }
                 if left != group_indices {
