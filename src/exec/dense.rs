@@ -3,9 +3,10 @@
 //! arrays instead of its loop nest, and builds no fibertree index. `A` and
 //! `B` are scattered from their stored entries into row-major `m × k` and
 //! `k × n` arrays (absent entries are 0) and `C` is computed in a
-//! row-major `m × n` one by a blocked matrix kernel (`matrixmultiply`'s
-//! `dgemm`) in blocks of rows on the thread pool; its non-zero cells are
-//! stored in the order of the output's indices.
+//! row-major `m × n` one by a blocked matrix kernel (the `gemm` crate's,
+//! with AVX-512 where the processor has it) in blocks of rows on the
+//! thread pool; its non-zero cells are stored in the order of the
+//! output's indices.
 //!
 //! The block sizes depend on `m` only, and every cell is one dot product
 //! over `k` in the kernel's order, so results do not depend on the thread
@@ -208,25 +209,30 @@ fn gemm(a: &[f64], b: &[f64], c: &mut [f64], k: usize, n: usize) {
     debug_assert!(a.len() == m * k && b.len() == k * n);
     // SAFETY: `a` holds `m × k` cells, `b` `k × n` and `c` `m × n`, all
     // row-major (row stride the column count, column stride 1), so every
-    // cell dgemm reads or writes lies in its slice; `c` is borrowed
+    // cell the kernel reads or writes lies in its slice; `c` is borrowed
     // mutably, so it aliases neither `a` nor `b`. The strides fit `isize`
-    // because the slices' lengths do.
+    // because the slices' lengths do. `c` is overwritten (not read).
     unsafe {
-        matrixmultiply::dgemm(
+        gemm::gemm(
             m,
-            k,
             n,
-            1.0,
-            a.as_ptr(),
-            k as isize,
-            1,
-            b.as_ptr(),
-            n as isize,
-            1,
-            0.0,
+            k,
             c.as_mut_ptr(),
-            n as isize,
             1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            1,
+            n as isize,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
         );
     }
 }

@@ -3,7 +3,7 @@
 //! ([`TiledIndex`]) with the same tile size along `k` runs over their
 //! tiles. It joins `A`'s present blocks `(bm, bk)` with `B`'s `(bk, bn)` on
 //! `bk` and multiplies each pair of tiles with the blocked kernel
-//! (`matrixmultiply`'s `dgemm`), adding into a row-major `m × n` array for
+//! (the `gemm` crate's), adding into a row-major `m × n` array for
 //! `C`, whose non-zero cells are stored in the order of the output's
 //! indices as on the dense path ([`super::dense`]). Absent blocks cost
 //! nothing, and no operand is scattered: the tiles are the arrays.
@@ -327,27 +327,32 @@ fn add_product(
     debug_assert!(rows == 0 || (rows - 1) * n + width <= strip.len());
     // SAFETY: a tile holds `outer × k` cells (both sizes at least the
     // `rows`, `depth` and `width` read), laid out as its strides say, so
-    // every cell dgemm reads lies in `a_tile` or `b_tile`. `C`'s cells
+    // every cell the kernel reads lies in `a_tile` or `b_tile`. `C`'s cells
     // (row `r < rows`, column `c < width`, at `r·n + c`) lie in `strip`:
     // its length is `n` per row but the last, which holds at least the
     // `width` columns of the tiles (checked against the dimensions by the
     // caller). `strip` is borrowed mutably, so it aliases neither tile.
     unsafe {
-        matrixmultiply::dgemm(
+        gemm::gemm(
             rows,
-            depth,
             width,
-            1.0,
-            a_tile.as_ptr(),
-            rsa,
-            csa,
-            b_tile.as_ptr(),
-            rsb,
-            csb,
-            1.0,
+            depth,
             strip.as_mut_ptr(),
-            n as isize,
             1,
+            n as isize,
+            true,
+            a_tile.as_ptr(),
+            csa,
+            rsa,
+            b_tile.as_ptr(),
+            csb,
+            rsb,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
         );
     }
 }
