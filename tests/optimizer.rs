@@ -215,6 +215,47 @@ fn under_each_setting(db: &Database, statement: &str, table: &str) -> Vec<Vec<St
 }
 
 #[test]
+fn a_keyed_tables_rows_are_their_own_square_and_a_bags_counts_are_not() {
+    let db = Database::open_in_memory();
+    db.execute(
+        "CREATE TABLE k (o BIGINT, s BIGINT, PRIMARY KEY (o, s));
+         INSERT INTO k VALUES (0, 1), (1, 2), (2, 1);
+         CREATE TABLE b (o BIGINT, s BIGINT);
+         INSERT INTO b VALUES (0, 1), (0, 1), (1, 2), (2, 1), (2, 1), (2, 1);
+         CREATE TABLE f (s BIGINT, j BIGINT, v DOUBLE, PRIMARY KEY (s, j));
+         INSERT INTO f VALUES (1, 0, 0.5), (1, 1, 2.0), (2, 0, 3.0);",
+    )
+    .expect("it loads");
+    // o is a key of both: the two reads of one entry merge. k's rows are
+    // 1 at each entry, so one read is left; b's counts (2 and 3) square.
+    for (table, square) in [("k", false), ("b", true)] {
+        let statement = format!(
+            "c[j,m] = SUM(o) (SUM(s) {table}[o,s] * f[s,j]) * (SUM(s2) {table}[o,s2] * f[s2,m])"
+        );
+        let answers = under_each_setting(&db, &statement, "c");
+        assert_eq!(answers[0], answers[1], "{table}");
+        assert_eq!(answers[0], answers[2], "{table}");
+        assert_eq!(answers[0].len(), 4, "{table}: {answers:?}");
+        let lines: Vec<String> = plan_lines(&db, &format!("EXPLAIN {statement}"))
+            .into_iter()
+            .skip_while(|l| !l.starts_with("Logical plan"))
+            .collect();
+        let twice = format!("{table}[o,s] * {table}[o,s]");
+        assert_eq!(
+            lines.iter().any(|l| l.contains(&twice)),
+            square,
+            "{table}: {lines:#?}"
+        );
+        assert!(lines.iter().all(|l| !l.contains("s2")), "{lines:#?}");
+    }
+    db.execute("c[j,m] = SUM(o) (SUM(s) b[o,s] * f[s,j]) * (SUM(s2) b[o,s2] * f[s2,m])")
+        .expect("it runs");
+    let rows = common::lines(&db.execute("SELECT * FROM c WHERE j = 0 AND m = 0").expect("it reads"));
+    // o = 0: (2 · 0.5)² = 1; o = 1: (1 · 3)² = 9; o = 2: (3 · 0.5)² = 2.25.
+    assert_eq!(rows, vec!["0|0|12.25"], "{rows:?}");
+}
+
+#[test]
 fn distributed_terms_that_share_the_join_are_one_loop_over_it() {
     let db = star_join();
     let statement = "y[o,n] = SUM(s,p,j) l[o,n,s,p] * (fs[s,j] + fp[p,j]) * theta[j]";

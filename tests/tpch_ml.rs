@@ -215,6 +215,30 @@ fn the_star_join_models_equal_numpy_on_the_materialized_matrix() {
         over_l[0].contains("(#e1[s,k] + #e2[p,k] + #e3[o,k] + #e4[c,k])"),
         "{plan:#?}"
     );
+
+    // The covariance pairs each line item with itself through the key
+    // (o, n) of L: L's rows are a pattern of ones, its own square, so no
+    // step reads L twice (the loops would intersect it with itself).
+    let covariance = section(STAR, "covariance")
+        .lines()
+        .filter(|l| !l.starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let plan = common::lines(&db.execute(&format!("EXPLAIN {covariance}")).unwrap());
+    let steps: Vec<&String> = plan
+        .iter()
+        .filter(|l| l.trim_start().starts_with("Query"))
+        .collect();
+    assert!(
+        steps.iter().any(|l| l.contains("L[o,n,s,p,c]")),
+        "{plan:#?}"
+    );
+    assert!(
+        steps
+            .iter()
+            .all(|l| l.matches("L[o,n,s,p,c]").count() <= 1),
+        "{plan:#?}"
+    );
 }
 
 #[test]

@@ -5,13 +5,16 @@
 //! finished coordinate is final when its loop advances); the remaining
 //! ("random-write") levels accumulate in an [`Accumulator`] keyed by their
 //! coordinates: a single slot when there are none, a dense array with a
-//! list of touched slots, or a hash table. The accumulator is drained into
+//! list of touched slots, or a hash table keyed by the coordinates'
+//! row-major index (by the coordinates themselves past 2^128 cells). The accumulator is drained into
 //! the worker's entries whenever the in-order levels advance. A dense
 //! array is allocated on the first write, and the workers of one kernel
 //! run hand drained accumulators on through an [`AccumulatorPool`], so
 //! that each chunk of the outermost loop does not allocate and clear the
 //! array again.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::{Mutex, PoisonError};
 
 use hashbrown::HashMap;
@@ -84,6 +87,87 @@ impl<S: Copy> Entries<S> {
         };
         self.coords.append(&mut other.coords);
         self.values.append(&mut other.values);
+    }
+
+    /// The entries of a kernel run's chunks as one list. When each chunk
+    /// wrote output coordinates of its own (`disjoint`: the chunks split
+    /// an in-order output level) they are concatenated in chunk order.
+    /// Otherwise each chunk's entries are strictly increasing (its
+    /// accumulator drained once) and the values at one coordinate are
+    /// combined in chunk order, whatever the number of threads, into
+    /// strictly increasing entries: for the output's levels of `sizes`
+    /// accumulated in an array (`format` dense or bytemap), added chunk
+    /// after chunk into such an array; else merged as sorted runs, which
+    /// touches no hash table of the whole output.
+    pub(crate) fn merge_chunks(
+        parts: Vec<Entries<S>>,
+        disjoint: bool,
+        (format, sizes): (OutputFormat, &[u64]),
+        mut combine: impl FnMut(&mut S, S) -> Result<()>,
+    ) -> Result<Entries<S>> {
+        let dims = sizes.len();
+        let total = parts.iter().map(Entries::len).sum::<usize>();
+        if disjoint || parts.len() <= 1 {
+            // The first part's buffers are kept: the others follow it.
+            let mut parts = parts.into_iter();
+            let Some(mut merged) = parts.next() else {
+                return Ok(Entries::new(dims));
+            };
+            merged.reserve(total - merged.len());
+            parts.for_each(|p| merged.append(p));
+            return Ok(merged);
+        }
+        let mut merged = Entries::new(dims);
+        if matches!(format, OutputFormat::Dense | OutputFormat::Bytemap) {
+            let mut acc = Accumulator::new(format, sizes.to_vec());
+            let levels: Vec<usize> = (0..dims).collect();
+            for part in &parts {
+                for (n, &value) in part.values.iter().enumerate() {
+                    acc.add(part.key(n), &levels, value, &mut combine)?;
+                }
+            }
+            drop(parts);
+            acc.drain(|key, value| {
+                merged.push(key.iter().copied(), value);
+                Ok(())
+            })?;
+            merged.increasing = true;
+            return Ok(merged);
+        }
+        if !parts.iter().all(Entries::strictly_increasing) {
+            return Err(Error::Internal(
+                "a chunk's entries are not in increasing order".to_string(),
+            ));
+        }
+        merged.reserve(total);
+        let mut next = vec![0usize; parts.len()];
+        // The next entry of every part, least coordinates first and, for
+        // equal ones, in chunk order.
+        let mut heads: BinaryHeap<Reverse<(&[i64], usize)>> = parts
+            .iter()
+            .enumerate()
+            .filter(|(_, part)| part.len() > 0)
+            .map(|(p, part)| Reverse((part.key(0), p)))
+            .collect();
+        while let Some(Reverse((key, p))) = heads.pop() {
+            let value = parts[p].values[next[p]];
+            let n = merged.len();
+            match merged.values.last_mut() {
+                Some(last) if merged.coords[(n - 1) * dims..] == *key => combine(last, value)?,
+                _ => merged.push(key.iter().copied(), value),
+            }
+            next[p] += 1;
+            if next[p] < parts[p].len() {
+                heads.push(Reverse((parts[p].key(next[p]), p)));
+            }
+        }
+        merged.increasing = true;
+        Ok(merged)
+    }
+
+    /// Whether every entry's coordinates come after the previous entry's.
+    fn strictly_increasing(&self) -> bool {
+        (1..self.len()).all(|n| self.key(n - 1) < self.key(n))
     }
 
     /// The entries with their values mapped by `f`.
@@ -226,8 +310,15 @@ pub(crate) enum Accumulator<S> {
         slots: Vec<Option<S>>,
         touched: Vec<usize>,
     },
-    /// A hash table by coordinates.
-    Hashed(HashMap<Vec<i64>, S>),
+    /// A hash table by the coordinates' row-major index over the levels'
+    /// sizes (when they span at most 2^128 cells).
+    Hashed {
+        sizes: Vec<u64>,
+        table: HashMap<u128, S>,
+    },
+    /// A hash table by the coordinates themselves (levels spanning more
+    /// than 2^128 cells).
+    Keyed(HashMap<Vec<i64>, S>),
 }
 
 impl<S: Copy> Accumulator<S> {
@@ -243,7 +334,18 @@ impl<S: Copy> Accumulator<S> {
                 slots: Vec::new(),
                 touched: Vec::new(),
             },
-            OutputFormat::Sorted | OutputFormat::Hashed => Accumulator::Hashed(HashMap::new()),
+            OutputFormat::Sorted | OutputFormat::Hashed => {
+                let cells = sizes
+                    .iter()
+                    .try_fold(1u128, |cells, &s| cells.checked_mul(u128::from(s)));
+                match cells {
+                    Some(_) => Accumulator::Hashed {
+                        sizes,
+                        table: HashMap::new(),
+                    },
+                    None => Accumulator::Keyed(HashMap::new()),
+                }
+            }
         }
     }
 
@@ -303,7 +405,26 @@ impl<S: Copy> Accumulator<S> {
                     }
                 }
             }
-            Accumulator::Hashed(table) => {
+            Accumulator::Hashed { sizes, table } => {
+                let mut index = 0u128;
+                for (&v, &size) in vars.iter().zip(sizes.iter()) {
+                    let coord = u64::try_from(coords[v]).ok().filter(|&c| c < size);
+                    let coord = coord.ok_or_else(|| {
+                        Error::Internal("an output coordinate outside its dimension".to_string())
+                    })?;
+                    // Below the product of the sizes, which fits (checked
+                    // when the accumulator was made).
+                    index = index * u128::from(size) + u128::from(coord);
+                }
+                match table.entry(index) {
+                    hashbrown::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    hashbrown::hash_map::Entry::Vacant(e) => {
+                        e.insert(slot);
+                        return Ok(true);
+                    }
+                }
+            }
+            Accumulator::Keyed(table) => {
                 let key: Vec<i64> = vars.iter().map(|&v| coords[v]).collect();
                 match table.get_mut(&key) {
                     Some(s) => s,
@@ -323,7 +444,8 @@ impl<S: Copy> Accumulator<S> {
         match self {
             Accumulator::Single(s) => s.is_none(),
             Accumulator::Dense { touched, .. } => touched.is_empty(),
-            Accumulator::Hashed(table) => table.is_empty(),
+            Accumulator::Hashed { table, .. } => table.is_empty(),
+            Accumulator::Keyed(table) => table.is_empty(),
         }
     }
 
@@ -355,7 +477,22 @@ impl<S: Copy> Accumulator<S> {
                 }
                 touched.clear();
             }
-            Accumulator::Hashed(table) => {
+            Accumulator::Hashed { sizes, table } => {
+                let mut entries: Vec<(u128, S)> = table.drain().collect();
+                entries.sort_unstable_by_key(|e| e.0);
+                let mut key = vec![0i64; sizes.len()];
+                for (index, slot) in entries {
+                    let mut rest = index;
+                    for (coord, &size) in key.iter_mut().zip(sizes.iter()).rev() {
+                        let size = u128::from(size);
+                        // Below a dimension's size, which is an `i64`.
+                        *coord = (rest % size) as i64;
+                        rest /= size;
+                    }
+                    f(&key, slot)?;
+                }
+            }
+            Accumulator::Keyed(table) => {
                 let mut entries: Vec<(Vec<i64>, S)> = table.drain().collect();
                 entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                 for (key, slot) in entries {
@@ -435,6 +572,38 @@ mod tests {
             .unwrap();
             assert_eq!(out, vec![(vec![0, 3], 1), (vec![2, 1], 3)], "{format:?}");
         }
+    }
+
+    #[test]
+    fn levels_past_2_to_the_128_cells_hash_their_coordinates() {
+        let big = u64::MAX;
+        let mut acc: Accumulator<i64> = Accumulator::new(OutputFormat::Hashed, vec![big, big, 3]);
+        assert!(matches!(acc, Accumulator::Keyed(_)));
+        let far = i64::MAX;
+        let writes = [([far, 1, 2], 5), ([0, far, 0], 1), ([far, 1, 2], -2)];
+        for (coords, value) in writes {
+            acc.add(&coords, &[0, 1, 2], value, sum).unwrap();
+        }
+        let mut out = Vec::new();
+        acc.drain(|key, v| {
+            out.push((key.to_vec(), v));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(out, vec![(vec![0, far, 0], 1), (vec![far, 1, 2], 3)]);
+        // Within 2^128 cells, the index: a coordinate outside its level is
+        // an error.
+        let mut acc: Accumulator<i64> = Accumulator::new(OutputFormat::Hashed, vec![big, 3]);
+        assert!(matches!(acc, Accumulator::Hashed { .. }));
+        assert!(acc.add(&[0, 3], &[0, 1], 1, sum).is_err());
+        acc.add(&[far, 2], &[0, 1], 4, sum).unwrap();
+        let mut out = Vec::new();
+        acc.drain(|key, v| {
+            out.push((key.to_vec(), v));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(out, vec![(vec![far, 2], 4)]);
     }
 
     #[test]

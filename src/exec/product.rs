@@ -2050,33 +2050,12 @@ fn intersect<'a>(
 /// The chunks' entries as one list (see [`super::run`]): concatenated, or
 /// summed coordinate by coordinate in chunk order.
 fn merge<T: Num>(kernel: &Kernel<'_>, parts: Vec<Entries<T>>) -> Result<Entries<T>> {
-    if kernel.prefix > 0 || parts.len() <= 1 {
-        // The first part's buffers are kept: the others follow it.
-        let total = parts.iter().map(Entries::len).sum::<usize>();
-        let mut parts = parts.into_iter();
-        let Some(mut merged) = parts.next() else {
-            return Ok(Entries::new(kernel.query.output.len()));
-        };
-        merged.reserve(total - merged.len());
-        parts.for_each(|p| merged.append(p));
-        return Ok(merged);
-    }
-    let mut merged = Entries::new(kernel.query.output.len());
-    let mut table: hashbrown::HashMap<Vec<i64>, T> = hashbrown::HashMap::new();
-    for part in &parts {
-        for (n, &v) in part.values.iter().enumerate() {
-            match table.get_mut(part.key(n)) {
-                Some(existing) => existing.add(v)?,
-                None => {
-                    table.insert(part.key(n).to_vec(), v);
-                }
-            }
-        }
-    }
-    for (key, v) in table {
-        merged.push(key, v);
-    }
-    Ok(merged)
+    Entries::merge_chunks(
+        parts,
+        kernel.prefix > 0,
+        (kernel.accumulator, &kernel.suffix_sizes),
+        |a, b| a.add(b),
+    )
 }
 
 #[cfg(test)]

@@ -602,26 +602,13 @@ pub(crate) fn split_sums(n: usize, before: impl Fn(usize) -> u64) -> Vec<(usize,
 /// writes the output in order (the chunks' coordinates are disjoint),
 /// else combined coordinate by coordinate in chunk order.
 fn merge(kernel: &Kernel<'_>, parts: Vec<Entries<Slot>>) -> Result<Entries<Slot>> {
-    let mut merged = Entries::new(kernel.query.output.len());
-    if kernel.prefix > 0 || parts.len() <= 1 {
-        parts.into_iter().for_each(|p| merged.append(p));
-        return Ok(merged);
-    }
-    let mut table: hashbrown::HashMap<Vec<i64>, Slot> = hashbrown::HashMap::new();
-    for part in &parts {
-        for (n, &slot) in part.values.iter().enumerate() {
-            match table.get_mut(part.key(n)) {
-                Some(existing) => existing.merge(slot, kernel.query.aggregate)?,
-                None => {
-                    table.insert(part.key(n).to_vec(), slot);
-                }
-            }
-        }
-    }
-    for (key, slot) in table {
-        merged.push(key, slot);
-    }
-    Ok(merged)
+    let op = kernel.query.aggregate;
+    Entries::merge_chunks(
+        parts,
+        kernel.prefix > 0,
+        (kernel.accumulator, &kernel.suffix_sizes),
+        |a, b| a.merge(b, op),
+    )
 }
 
 /// The final value of every entry: the combination of the visited

@@ -83,7 +83,7 @@ use std::time::{Duration, Instant};
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
-use crate::ir::{AggOp, Expr, IndexTerm, Program, Query, ScalarOp, Value};
+use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_with_fill};
 
@@ -1609,8 +1609,11 @@ fn lift(expr: Expr) -> Expr {
 /// lifts to `SUM(o,n,s,s_2) L[o,n,s] * L[o,n,s_2] * F[s,j] * F[s_2,k]`;
 /// when `(o, n)` is a key of `L` it becomes `SUM(o,n,s) L[o,n,s] *
 /// L[o,n,s] * F[s,j] * F[s,k]`, which no longer pairs every `s` with every
-/// `s_2` (the covariance of a join's feature matrix). Both factors stay:
-/// their product is the entry's value squared.
+/// `s_2` (the covariance of a join's feature matrix). Both factors stay,
+/// their product being the entry's value squared, unless they read a
+/// pattern of ones (a keyed table's rows, [`is_pattern_of_ones`]), whose
+/// square is itself: then one goes, and the loops no longer intersect the
+/// table with itself.
 fn merge_key_joins(expr: Expr) -> Expr {
     match expr {
         Expr::Agg {
@@ -1648,11 +1651,23 @@ fn merged_key_factors(
                 let to_name = |v: &str| (v == from).then(|| to.clone());
                 factors = factors.iter().map(|f| rename(f, &to_name)).collect();
             }
-            b += 1;
+            if factors[a] == factors[b] && is_pattern_of_ones(&factors[a]) {
+                factors.remove(b);
+            } else {
+                b += 1;
+            }
         }
         a += 1;
     }
     (indices, factors)
+}
+
+/// Whether `factor` reads 1 at every stored entry of a table (and 0
+/// elsewhere), so that its square is itself: the rows of a table with
+/// value columns, or of a bag whose multiplicities are all 1.
+fn is_pattern_of_ones(factor: &Expr) -> bool {
+    matches!(factor, Expr::Input(x)
+        if x.annotation == Annotation::Multiplicity && x.tensor.tensor.counts_each_entry_once())
 }
 
 /// The next renaming (a summed variable, the variable it becomes) that
