@@ -250,7 +250,10 @@ fn a_keyed_tables_rows_are_their_own_square_and_a_bags_counts_are_not() {
     }
     db.execute("c[j,m] = SUM(o) (SUM(s) b[o,s] * f[s,j]) * (SUM(s2) b[o,s2] * f[s2,m])")
         .expect("it runs");
-    let rows = common::lines(&db.execute("SELECT * FROM c WHERE j = 0 AND m = 0").expect("it reads"));
+    let rows = common::lines(
+        &db.execute("SELECT * FROM c WHERE j = 0 AND m = 0")
+            .expect("it reads"),
+    );
     // o = 0: (2 · 0.5)² = 1; o = 1: (1 · 3)² = 9; o = 2: (3 · 0.5)² = 2.25.
     assert_eq!(rows, vec!["0|0|12.25"], "{rows:?}");
 }

@@ -234,9 +234,7 @@ fn the_star_join_models_equal_numpy_on_the_materialized_matrix() {
         "{plan:#?}"
     );
     assert!(
-        steps
-            .iter()
-            .all(|l| l.matches("L[o,n,s,p,c]").count() <= 1),
+        steps.iter().all(|l| l.matches("L[o,n,s,p,c]").count() <= 1),
         "{plan:#?}"
     );
 }
