@@ -137,8 +137,7 @@ def main() -> int:
                 for declared in (True, False)
             )
             for name, baseline in baselines[kernel]:
-                runs = [timed(baseline) for _ in range(args.repeat)]
-                seconds, value = min(runs)
+                seconds, value = timed(baseline, args.repeat)
                 for got in (on[1], off[1]):
                     if not isinstance(got, float) or abs(got - value) > 1e-9 * abs(value):
                         print(f"{kernel}: einsql gave {got}, scipy {value}", file=sys.stderr)

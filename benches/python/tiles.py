@@ -17,8 +17,9 @@ Market files this script writes; its times are the shell's `.timer`
 figures for the statement alone (loading and the tiled indexes' builds
 are not timed; the builds are reported apart). The kernel each einsql run
 used is read from its EXPLAIN and printed. Each configuration runs
-`--repeat` times, einsql in a fresh process (the two einsql
-configurations alternating); the best time is reported.
+`--repeat` times in one process (einsql: one shell per configuration,
+the statement repeated); the best time is reported, and the first run's
+in columns of its own (einsql's first statement pays for fresh memory).
 The sums of C are printed to check that the answers agree.
 
 Run it through scripts/bench-tiles.
@@ -42,9 +43,11 @@ from mtx import write_sparse
 STATEMENT = "C[i,j] = SUM(k) A[i,k] * B[k,j]"
 
 
-def run_einsql(binary: str, folder: str, tile: int, tiled: bool, timeout: float):
-    """(statement seconds, index build seconds or None, sum of C, kernel
-    named by EXPLAIN), or (None, message, None, None) when it failed."""
+def run_einsql(binary: str, folder: str, tile: int, tiled: bool, timeout: float, repeat: int):
+    """(best statement seconds, index build seconds or None, sum of C,
+    kernel named by EXPLAIN, first statement seconds) of the statement run
+    `repeat` times in one shell, or (None, message, None, None, None) when
+    it failed."""
     indexes = [
         f"CREATE INDEX a_t ON A (i, k) USING (tiles({tile}, {tile}));",
         f"CREATE INDEX b_t ON B (k, j) USING (tiles({tile}, {tile}));",
@@ -57,26 +60,27 @@ def run_einsql(binary: str, folder: str, tile: int, tiled: bool, timeout: float)
             f"CREATE TABLE B AS SELECT * FROM read_mtx('{folder}/B.mtx', keys = ['k', 'j']);",
             ".timer on",
             *(indexes if tiled else []),
-            f"{STATEMENT};",
+            *[f"{STATEMENT};"] * repeat,
             ".timer off",
             f"EXPLAIN {STATEMENT};",
             ".mode csv",
             "SELECT SUM(v) AS v FROM C;",
         ]
     )
-    done = run_shell(binary, script, timeout)
+    done = run_shell(binary, script, timeout * repeat)
     if done is None:
-        return None, f"not finished in {timeout:.0f} s", None, None
+        return None, f"not finished in {timeout * repeat:.0f} s", None, None, None
     out = done.stdout + done.stderr
     if "rror" in out:
         line = next(line for line in out.splitlines() if "rror" in line)
-        return None, line.strip()[:120], None, None
+        return None, line.strip()[:120], None, None, None
     times = [float(t) for t in re.findall(r"Run Time: ([0-9.]+) s", out)]
     build = sum(times[:2]) if tiled else None
+    statements = times[2:] if tiled else times
     kernel = re.search(r"(tiled|dense) matrix product", out)
     lines = out.splitlines()
     total = float(lines[lines.index("v") + 1])
-    return times[-1], build, total, kernel.group(1) if kernel else "loops"
+    return min(statements), build, total, kernel.group(1) if kernel else "loops", statements[0]
 
 
 def block_sparse(rng, n: int, tile: int, present: float) -> tuple[np.ndarray, int]:
@@ -110,7 +114,8 @@ def main() -> None:
     )
     print(
         "case,tiles_present_a,tiles_present_b,einsql_tiled_s,einsql_dense_kernel_s,numpy_s,"
-        "tile_build_s,kernel_tiled,kernel_untiled,sum_tiled,sum_dense_kernel,sum_numpy"
+        "tile_build_s,kernel_tiled,kernel_untiled,sum_tiled,sum_dense_kernel,sum_numpy,"
+        "einsql_tiled_first_s,einsql_dense_kernel_first_s,numpy_first_s"
     )
     rng = np.random.default_rng(args.seed)
     n, tile = args.size, args.tile
@@ -123,16 +128,10 @@ def main() -> None:
         for name, (a, tiles_a), (b, tiles_b) in cases:
             write_sparse(f"{folder}/A.mtx", sp.coo_matrix(a))
             write_sparse(f"{folder}/B.mtx", sp.coo_matrix(b))
-            # The two einsql configurations alternate, so that both meet the
-            # same load on a shared machine.
-            runs = {True: [], False: []}
-            for _ in range(args.repeat):
-                for tiled in (True, False):
-                    runs[tiled].append(run_einsql(args.binary, folder, tile, tiled, args.timeout))
-            best = {}
-            for tiled, done in runs.items():
-                timed = [r for r in done if r[0] is not None]
-                best[tiled] = min(timed, key=lambda r: r[0]) if timed else done[0]
+            best = {
+                tiled: run_einsql(args.binary, folder, tile, tiled, args.timeout, args.repeat)
+                for tiled in (True, False)
+            }
             numpy_times = []
             for _ in range(args.repeat):
                 start = time.perf_counter()
@@ -143,7 +142,7 @@ def main() -> None:
             print(
                 f"{name},{tiles_a}/{blocks},{tiles_b}/{blocks},{fmt(on[0])},{fmt(off[0])},"
                 f"{fmt(min(numpy_times))},{fmt(on[1])},{on[3]},{off[3]},{on[2]!r},{off[2]!r},"
-                f"{float(c.sum())!r}",
+                f"{float(c.sum())!r},{fmt(on[4])},{fmt(off[4])},{fmt(numpy_times[0])}",
                 flush=True,
             )
 

@@ -77,25 +77,31 @@ def einsql(binary: str, db: str, lines: list, timeout: float):
     return out
 
 
-def einsql_model(binary, db, statements, settings, timeout):
-    """(optimization s, total s) of a model: EXPLAIN ANALYZE of each
-    statement; a statement whose result a later one reads (the network's
-    layers) is then run to store it. None when it did not finish."""
+def einsql_model(binary, db, statements, settings, timeout, repeat=1):
+    """(optimization s, best total s, first total s) of a model: EXPLAIN
+    ANALYZE of each statement, `repeat` times in one shell (the best run
+    of each statement counts, the first apart); a statement whose result a
+    later one reads (the network's layers) is then run to store it. None
+    when it did not finish."""
     lines = list(settings)
     for i, statement in enumerate(statements):
-        lines.append("EXPLAIN ANALYZE " + statement)
+        lines.extend(["EXPLAIN ANALYZE " + statement] * repeat)
         if i + 1 < len(statements):
             lines.append(statement)
     try:
-        out = einsql(binary, db, lines, timeout)
+        out = einsql(binary, db, lines, timeout * repeat)
     except RuntimeError as error:
         message = next(l for l in str(error).splitlines() if l.startswith("Error"))
         return message.split(" (")[0]
     if out is None:
         return None
-    optimized = sum(float(x) for x in re.findall(r"Optimized in ([0-9.]+) ms", out))
-    total = sum(float(x) for x in re.findall(r"Result: .* in ([0-9.]+) ms", out))
-    return optimized / 1000, total / 1000
+    optimized = [float(x) for x in re.findall(r"Optimized in ([0-9.]+) ms", out)]
+    totals = [float(x) for x in re.findall(r"Result: .* in ([0-9.]+) ms", out)]
+    runs = [list(zip(optimized, totals))[i * repeat:(i + 1) * repeat]
+            for i in range(len(statements))]
+    best = [min(r, key=lambda run: run[1]) for r in runs]
+    return (sum(o for o, _ in best) / 1000, sum(t for _, t in best) / 1000,
+            sum(r[0][1] for r in runs) / 1000)
 
 
 def duckdb_tables(con, tables: dict, blocks: dict) -> None:
@@ -268,11 +274,13 @@ def duckdb_sql(join: str, model: str, factorized: bool) -> list:
     return [f"SELECT j, k, SUM(v) AS v FROM ({' UNION ALL '.join(parts)}) GROUP BY j, k"]
 
 
-def duckdb_model(path: str, statements: list, threads: int, timeout: float, temp: str):
-    """Seconds for a model's statements in a fresh DuckDB process (each a
-    CREATE TABLE of its result; a later statement reads the previous one as
-    `prev`), and the sum of its result's values; None when it did not
-    finish in time, the error's text when DuckDB reported one."""
+def duckdb_model(path: str, statements: list, threads: int, timeout: float, temp: str,
+                 repeat: int = 1):
+    """(best s, sum of the result's values, first s) for a model's
+    statements run `repeat` times in a fresh DuckDB process (each a CREATE
+    TABLE of its result; a later statement reads the previous one as
+    `prev`); None when it did not finish in time, the error's text when
+    DuckDB reported one."""
     script = f"""
 import duckdb, time, sys
 con = duckdb.connect({path!r})
@@ -283,15 +291,17 @@ con.execute("SET max_temp_directory_size = '4GB'")
 con.execute("SET preserve_insertion_order = false")
 con.execute("SET enable_progress_bar = false")
 statements = {statements!r}
-start = time.perf_counter()
-for i, s in enumerate(statements):
-    con.execute(f"CREATE OR REPLACE TEMP TABLE r{{i}} AS " + s.replace("FROM prev", f"FROM r{{i - 1}}"))
-seconds = time.perf_counter() - start
-print(seconds, con.execute(f"SELECT SUM(v) FROM r{{len(statements) - 1}}").fetchone()[0])
+runs = []
+for _ in range({repeat}):
+    start = time.perf_counter()
+    for i, s in enumerate(statements):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE r{{i}} AS " + s.replace("FROM prev", f"FROM r{{i - 1}}"))
+    runs.append(time.perf_counter() - start)
+print(min(runs), con.execute(f"SELECT SUM(v) FROM r{{len(statements) - 1}}").fetchone()[0], runs[0])
 """
     try:
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout * repeat)
     except subprocess.TimeoutExpired:
         return None
     if done.returncode != 0:
@@ -301,8 +311,8 @@ print(seconds, con.execute(f"SELECT SUM(v) FROM r{{len(statements) - 1}}").fetch
         if not errors:
             raise RuntimeError(done.stderr[-3000:])
         return "Error: " + errors[-1].split("Error: ", 1)[-1]
-    seconds, total = done.stdout.split()
-    return float(seconds), float(total)
+    seconds, total, first = done.stdout.split()
+    return float(seconds), float(total), float(first)
 
 
 def numpy_models(tables, blocks, timeout, joins):
@@ -365,6 +375,10 @@ def main() -> None:
     parser.add_argument("--tpchgen", required=True)
     parser.add_argument("--skip-self-join-naive", action="store_true",
                         help="skip DuckDB's naive self-join SQL (X has ~9 entries per pair)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run each einsql and DuckDB model this many times in one "
+                             "process and report the best (the first run in columns "
+                             "of its own)")
     parser.add_argument("--plot", help="also draw the times into this PNG file")
     parser.add_argument("--joins", default="star,self", help="which joins: star, self")
     parser.add_argument("--systems", default="einsql,none,duckdb,numpy",
@@ -401,7 +415,7 @@ def main() -> None:
             for model in models:
                 for mode, extra in modes:
                     r = einsql_model(args.binary, db, scripts[model], settings + extra,
-                                     args.timeout)
+                                     args.timeout, args.repeat)
                     results[(join, model, mode)] = r
                     print(f"# {join} {model} {mode}: {r}", flush=True)
 
@@ -421,7 +435,8 @@ def main() -> None:
                         r = "skipped"
                     else:
                         r = duckdb_model(duck, duckdb_sql(join, model, factorized),
-                                         args.threads, args.timeout, f"{tmp}/duck-temp")
+                                         args.threads, args.timeout, f"{tmp}/duck-temp",
+                                         args.repeat)
                     results[(join, model, mode)] = r
                     print(f"# {join} {model} {mode}: {r}", flush=True)
         for (join, model), r in (numpy_models(tables, blocks, args.timeout, joins).items()
@@ -431,7 +446,8 @@ def main() -> None:
 
     fmt = lambda r: "" if r is None else r if isinstance(r, str) else f"{r:.3f}"
     print("join,model,einsql_opt_s,einsql_s,einsql_none_s,duckdb_naive_s,"
-          "duckdb_factorized_s,numpy_build_x_s,numpy_model_s")
+          "duckdb_factorized_s,numpy_build_x_s,numpy_model_s,einsql_first_s,"
+          "duckdb_factorized_first_s")
     for join, _, models in plan:
         for model in models:
             e = results.get((join, model, "einsql"), "")
@@ -446,7 +462,9 @@ def main() -> None:
                 fmt(none if isinstance(none, str) else none and none[1]),
                 fmt(dn if isinstance(dn, str) else dn and dn[0]),
                 fmt(df if isinstance(df, str) else df and df[0]),
-                fmt(nb), fmt(nm)]), flush=True)
+                fmt(nb), fmt(nm),
+                fmt(e and e[-1]),
+                fmt(df if isinstance(df, str) else df and df[-1])]), flush=True)
     if args.plot:
         plot(results, args)
 
