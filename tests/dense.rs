@@ -467,7 +467,7 @@ fn random_programs_with_dense_steps_agree_with_every_plan() {
 /// `y` (`[j]`, full) and `q` (`[i]`, full or sparse, so scattered); `z.*`
 /// is 1 wherever `x` has an entry, `zs.*` (full over half of `i`) only
 /// on half of them. The last four are projections of one input.
-const DRIVEN: [&str; 20] = [
+const DRIVEN: [&str; 22] = [
     "c[i] = SUM(j) z.*[i,j] * x[i,j] * y[j]",
     "c[i] = SUM(j) zs.*[i,j] * x[i,j] * y[j]",
     "c[i] = SUM(j) x[i,j] * y[j]",
@@ -488,6 +488,8 @@ const DRIVEN: [&str; 20] = [
     "c[i] = SUM(j) x[i,j]",
     "c[i,l] = SUM(j) t[i,j,l]",
     "c[] = SUM(i,j,l) t[i,j,l]",
+    "c[j] = SUM(i) x[i,j] * zp[i,j]",
+    "c[] = SUM(i,j) x[i,j] * exp(zp[i,j])",
 ];
 
 /// Every shape of [`DRIVEN`] over random data gives the loops' answer
@@ -519,8 +521,9 @@ fn sparse_driven_products_agree_with_the_loops() {
         store(&db, "v", &[("j", n), ("k", r)], &v);
         let vt: Entries = v.iter().map(|(c, &x)| (vec![c[1], c[0]], x)).collect();
         store(&db, "vt", &[("k", r), ("j", n)], &vt);
-        let shapes: [(&str, Dims, usize); 7] = [
+        let shapes: [(&str, Dims, usize); 8] = [
             ("zs", vec![("i", m / 2), ("j", n)], 100),
+            ("zp", vec![("i", m), ("j", n)], 40),
             ("t", vec![("i", m), ("j", n), ("l", p)], sparse),
             ("u", vec![("i", m), ("k", r)], 100),
             ("w", vec![("l", p), ("k", r)], 100),
@@ -591,6 +594,25 @@ fn explain_names_the_driver_and_how_each_operand_is_read() {
         sddmm.contains("result: written at the driver's entries"),
         "{sddmm}"
     );
+    // A sparse operand over the driver's leading variables, with many
+    // cells per driver entry: read at the driver's entries, the loops'
+    // answer.
+    store(
+        &db,
+        "p",
+        &[("i", 2000), ("j", 2000)],
+        &random(&mut rng, &[2000, 2000], 2),
+    );
+    let statement = "c[i,j] = x[i,j] * sigmoid(p[i,j])";
+    let merged = explain(&db, statement);
+    assert!(
+        merged.contains("p.v[i,j] (read at the driver's entries; through sigmoid)"),
+        "{merged}"
+    );
+    let loops = answer(&db, "SET optimizer = 'none'", statement);
+    let driven = answer(&db, "SET optimizer = 'exact'", statement);
+    assert!(loops.len() > 30_000, "{}", loops.len());
+    assert!(agree(&driven, &loops));
     // The pattern of a full table (as SQL's joins produce) is left out.
     store(&db, "f", &[("i", 2000)], &random(&mut rng, &[2000], 100));
     let masked = explain(&db, "c[i,k] = SUM(j) x[i,j] * b[j,k] * f.*[i]");
@@ -1249,8 +1271,9 @@ fn a_sum_by_columns_with_a_huge_array_runs_grouped() {
 /// BATAx over a matrix of one entry per five rows: the physical phase
 /// costs `y` as the `fuse` phase runs it, reading the row sum `#e1`
 /// row-local (not scattered into an array of `n` cells), so the two steps
-/// become one pass; with `fuse` off the same cost model plans `y` as
-/// loops. Both give the same answer, and the loops' (the optimizer off).
+/// become one pass; with `fuse` off `y` reads it at the driver's entries
+/// (five cells of `#e1` per entry of the matrix), not scattered either.
+/// Both give the same answer, and the loops' (the optimizer off).
 #[test]
 fn a_row_sum_read_in_the_same_pass_is_costed_as_not_scattered() {
     let mut rng = Rng(0x0f05_2026_1126_0002);
@@ -1276,7 +1299,10 @@ fn a_row_sum_read_in_the_same_pass_is_costed_as_not_scattered() {
     db.execute("SET disabled_optimizers = 'fuse'").expect("set");
     let plan = explain(&db, statement.trim_end_matches(';'));
     assert!(!plan.contains("Fused pass"), "{plan}");
-    assert!(plan.contains("for i: iterate"), "{plan}");
+    assert!(
+        plan.contains("#e1[i] (read at the driver's entries)"),
+        "{plan}"
+    );
     assert!(agree(&answer(&db, "SET threads = 1", statement), &fused));
     let loops = answer(&db, "SET optimizer = 'none'", statement);
     assert!(agree(&fused, &loops), "{fused:?}\n{loops:?}");

@@ -6,7 +6,10 @@
 //! own value column when its entries fill its dimensions (a factor matrix
 //! or dense vector is stored row-major in its stored order, so the cell at
 //! coordinates `c` is value `Σ c_d · stride_d`), otherwise its entries
-//! scattered into a row-major array (absent cells 0) first. Per driver
+//! scattered into a row-major array (absent cells 0) first, or, for an
+//! input over the driver's leading variables with many cells per driver
+//! entry ([`Driven::at_entries`]), read at those entries, a value per
+//! entry found by one merge of the two sorted lists. Per driver
 //! entry the product of the values at the entry's offsets is taken; with
 //! a free variable (a rank `r` the driver does not read) the inputs' rows
 //! along it are multiplied cell by cell in a scratch row, a tight loop
@@ -47,6 +50,7 @@
 //! live, but for the partial arrays (at most [`PARTIAL_CELLS`] cells).
 
 use std::borrow::Cow;
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::iter;
 use std::ops::Range;
@@ -134,12 +138,16 @@ impl Operand<'_> {
 }
 
 /// The offset of a driver entry's cell in a row-major array: the sum of
-/// its coordinates along some driver dimensions times their strides.
+/// its coordinates along some driver dimensions times their strides; or,
+/// for an array of one cell per driver entry, the entry itself.
 #[derive(Clone, Debug, Default)]
 struct Address {
     /// `(driver dimension, stride)` for every dimension that moves the
     /// offset.
     terms: Vec<(usize, usize)>,
+    /// Whether the offset is the entry (the array holds a cell per driver
+    /// entry; `terms` is empty).
+    by_entry: bool,
 }
 
 impl Address {
@@ -152,7 +160,18 @@ impl Address {
             .filter(|&(_, &s)| s > 0)
             .map(|(d, &s)| (d, s))
             .collect();
-        Address { terms }
+        Address {
+            terms,
+            by_entry: false,
+        }
+    }
+
+    /// The address of an array with a cell per driver entry.
+    fn by_entry() -> Address {
+        Address {
+            terms: Vec::new(),
+            by_entry: true,
+        }
     }
 
     /// `visit(b, offset)` for the offset of every driver entry
@@ -160,6 +179,10 @@ impl Address {
     /// the address reads, without looking them up per entry.
     #[inline(always)]
     fn each_in(&self, coords: &[&[i64]], block: Range<usize>, mut visit: impl FnMut(usize, usize)) {
+        if self.by_entry {
+            block.enumerate().for_each(|(b, e)| visit(b, e));
+            return;
+        }
         match self.terms.as_slice() {
             [] => (0..block.len()).for_each(|b| visit(b, 0)),
             &[(d, s)] => {
@@ -184,6 +207,9 @@ impl Address {
     /// not move the offset), and the coordinates and stride of the second
     /// dimension when it does.
     fn along_rows<'c>(&self, coords: &[&'c [i64]]) -> Option<AlongRows<'c>> {
+        if self.by_entry {
+            return None;
+        }
         let mut row = 0;
         let mut moving = None;
         for &(d, stride) in &self.terms {
@@ -206,6 +232,7 @@ impl Address {
     fn at(&self, coords: &[&[i64]], e: usize) -> usize {
         let coord = |d: usize| coords[d][e] as usize;
         match self.terms.as_slice() {
+            [] if self.by_entry => e,
             [] => 0,
             [(d, s)] => coord(*d) * s,
             [(d, s), (f, t)] => coord(*d) * s + coord(*f) * t,
@@ -554,6 +581,7 @@ fn prepare<'q, 'a>(
     let mut cells = 0usize;
     let mut operands = Vec::with_capacity(driven.dense.len());
     let mut scattered = Vec::new();
+    let mut at_entries = Vec::new();
     for &k in &driven.dense {
         let vars = vars_of(query, k)?;
         let Some((tensor, annotation)) = inputs.get(k).copied().flatten() else {
@@ -616,7 +644,26 @@ fn prepare<'q, 'a>(
             }
         }
         operand.address = Address::new(&by_driver);
-        if !tensor.is_full() {
+        // Over the driver's leading variables, with many cells per driver
+        // entry (chosen by the plan).
+        let leading = driver.vars.get(..vars.len()) == Some(&vars[..]);
+        if driven.at_entries.contains(&k) && !tensor.is_full() {
+            if !leading {
+                return Err(internal(
+                    query,
+                    "reads at the driver's entries a tensor over other variables",
+                ));
+            }
+            operand.address = Address::by_entry();
+            operand.bounded.clear();
+            // The driver's own values, read again at every variable: its
+            // value column is already a value per entry.
+            let itself = std::ptr::eq(tensor, driver.input.0) && vars.len() == driver.vars.len();
+            if !itself {
+                cells = cells.saturating_add(driver.entries);
+                at_entries.push((operands.len(), tensor, annotation, vars.len()));
+            }
+        } else if !tensor.is_full() {
             cells = cells.saturating_add(own_cells);
             scattered.push((operands.len(), tensor, annotation, own_strides, own_cells));
         }
@@ -641,7 +688,7 @@ fn prepare<'q, 'a>(
         cells = cells.saturating_add(out_cells);
     }
     cells = cells.saturating_add(rank);
-    if !scattered.is_empty() || driven.local.is_some() {
+    if !scattered.is_empty() || !at_entries.is_empty() || driven.local.is_some() {
         let operands = driven
             .dense
             .iter()
@@ -655,6 +702,11 @@ fn prepare<'q, 'a>(
     for (n, tensor, annotation, own_strides, own_cells) in scattered {
         operands[n].values =
             Cow::Owned(scatter(query, tensor, annotation, &own_strides, own_cells)?);
+        control.check()?;
+    }
+    for (n, tensor, annotation, leading) in at_entries {
+        let prefix = &driver.coords[..leading];
+        operands[n].values = Cow::Owned(at_driver_entries(query, tensor, annotation, prefix)?);
         control.check()?;
     }
     Ok(Some(Prepared {
@@ -742,6 +794,41 @@ fn scatter(
         *slot = value;
     }
     Ok(array)
+}
+
+/// The values of `tensor`, whose dimensions are the driver's leading ones
+/// in order (`prefix`: the driver's coordinate columns there), at every
+/// driver entry: its value at the entry's coordinates there, 0 where it
+/// has no entry. Both lists are sorted by those coordinates, so one merge
+/// finds every value.
+fn at_driver_entries(
+    query: &PhysicalQuery,
+    tensor: &Tensor,
+    annotation: Annotation,
+    prefix: &[&[i64]],
+) -> Result<Vec<f64>> {
+    let values = float_values(query, tensor, annotation)?;
+    let own: Vec<&[i64]> = (0..prefix.len()).map(|d| tensor.coords(d)).collect();
+    // How the tensor's entry `p` compares with driver entry `e`.
+    let order = |p: usize, e: usize| {
+        own.iter()
+            .zip(prefix)
+            .map(|(o, d)| o[p].cmp(&d[e]))
+            .find(|c| c.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    let entries = prefix.first().map_or(0, |c| c.len());
+    let mut out = vec![0.0; entries];
+    let mut p = 0;
+    for (e, cell) in out.iter_mut().enumerate() {
+        while p < values.len() && order(p, e).is_lt() {
+            p += 1;
+        }
+        if p < values.len() && order(p, e).is_eq() {
+            *cell = values[p];
+        }
+    }
+    Ok(out)
 }
 
 /// One pass over the driver's entries.

@@ -106,6 +106,12 @@ pub struct PhysicalQuery {
     pub driven: Option<Driven>,
 }
 
+/// The cells per driver entry from which a sparse-driven query reads an
+/// operand over the driver's leading variables at the driver's entries
+/// instead of scattering it into an array of its cells (the merge that
+/// finds its values costs more per entry than writing a scattered cell).
+pub const ENTRY_CELLS: u64 = 4;
+
 /// A query that is a product of float inputs that are 0 where absent,
 /// run over the stored entries of one of them, the *driver*: every other
 /// input is read as a dense array at the offset the entry's coordinates
@@ -140,6 +146,12 @@ pub struct Driven {
     /// is finite for every finite argument, applied to the cell at the
     /// entry (an absent cell is 0). They read no free variable.
     pub maps: Vec<(usize, ScalarOp)>,
+    /// The inputs (among `dense`, not full) over the driver's leading
+    /// variables in their order with at least [`ENTRY_CELLS`] cells per
+    /// driver entry: read at the driver's entries (a value per entry,
+    /// found by one merge of the two sorted lists) instead of scattered
+    /// into an array of every cell, as `#1[o,n]` at `L[o,n,s,p,c]`'s.
+    pub at_entries: Vec<usize>,
     /// The variable the driver does not read, if any.
     pub free: Option<usize>,
     /// How the result is written.
@@ -768,19 +780,44 @@ impl PhysicalQuery {
         {
             return None;
         }
+        let dense: Vec<usize> = (0..self.inputs.len())
+            .filter(|&k| k != driver && !left_out.contains(&k))
+            .collect();
+        let at_entries = dense
+            .iter()
+            .copied()
+            .filter(|&k| self.read_at_entries(k, &driver_vars, entries))
+            .collect();
         Some(Driven {
             driver,
-            dense: (0..self.inputs.len())
-                .filter(|&k| k != driver && !left_out.contains(&k))
-                .collect(),
+            dense,
             ones: left_out,
             sum,
             maps,
+            at_entries,
             free,
             output,
             local: None,
             rows: None,
         })
+    }
+
+    /// Whether input `k` of a query driven by `entries` entries over
+    /// `driver_vars` is read at the driver's entries (see
+    /// [`Driven::at_entries`]).
+    fn read_at_entries(&self, k: usize, driver_vars: &[usize], entries: u64) -> bool {
+        let access = &self.inputs[k];
+        let full = matches!(&access.source, Source::Table { tensor, .. } if tensor.is_full());
+        let Some(vars) = access.distinct_vars() else {
+            return false;
+        };
+        let cells = vars
+            .iter()
+            .try_fold(1u64, |c, &v| c.checked_mul(self.vars[v].size));
+        !full
+            && !vars.is_empty()
+            && driver_vars.starts_with(&vars)
+            && cells.is_none_or(|c| c / ENTRY_CELLS >= entries)
     }
 
     /// How many loops enclose loop `depth` (its depth in the loop tree).
@@ -873,6 +910,8 @@ impl PhysicalQuery {
                 "row-local, from the same pass"
             } else if full {
                 "read in place"
+            } else if driven.at_entries.contains(&k) {
+                "read at the driver's entries"
             } else {
                 "scattered into an array"
             };

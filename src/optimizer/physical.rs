@@ -262,7 +262,8 @@ impl<E: SparsityEstimator> PhysicalOptimizer<'_, E> {
 /// visited at [`DRIVEN_ENTRY`] a unit each, plus the cells of the free
 /// variable's rows multiplied per entry at [`ENTRY_MADDS_PER_VISIT`] a
 /// unit, plus [`ARRAY_CELL`] a cell of the arrays: the inputs whose entries do
-/// not fill their dimensions (scattered) and a dense result. An input that
+/// not fill their dimensions (scattered, or a cell per driver entry for
+/// those read at its entries) and a dense result. An input that
 /// is one of `row_sums` driven by the same table and read at its first
 /// variable is not scattered: the `fuse` phase computes it row by row in
 /// the same pass. `None` when no input can drive it or the arrays would
@@ -305,7 +306,10 @@ fn cheapest_driver(
                 .dense
                 .iter()
                 .filter(|&&d| !row_local(d))
-                .map(|&d| input_cells(d))
+                .map(|&d| match driven.at_entries.contains(&d) {
+                    true => tensor.nnz() as f64,
+                    false => input_cells(d),
+                })
                 .sum();
             // The result array's cells, and the work per entry of a
             // grouped result.
