@@ -6,8 +6,9 @@
 //! ("random-write") levels accumulate in an [`Accumulator`] keyed by their
 //! coordinates: a single slot when there are none, a dense array with a
 //! list of touched slots, or a hash table keyed by the coordinates'
-//! row-major index (by the coordinates themselves past 2^128 cells). The accumulator is drained into
-//! the worker's entries whenever the in-order levels advance. A dense
+//! row-major index (by the coordinates themselves past 2^128 cells). The
+//! accumulator is drained into the worker's entries whenever the in-order
+//! levels advance. A dense
 //! array is allocated on the first write, and the workers of one kernel
 //! run hand drained accumulators on through an [`AccumulatorPool`], so
 //! that each chunk of the outermost loop does not allocate and clear the
