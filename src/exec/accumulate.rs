@@ -23,6 +23,7 @@ use hashbrown::HashMap;
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Value};
 
+use super::control::Control;
 use super::plan::OutputFormat;
 
 /// Output entries, column-wise: the coordinates of each entry (in output
@@ -98,12 +99,14 @@ impl<S: Copy> Entries<S> {
     /// combined in chunk order, whatever the number of threads, into
     /// strictly increasing entries: for the output's levels of `sizes`
     /// accumulated in an array (`format` dense or bytemap), added chunk
-    /// after chunk into such an array; else merged as sorted runs, which
-    /// touches no hash table of the whole output.
+    /// after chunk into such an array, charged to `control` while it
+    /// lives; else merged as sorted runs, which touches no hash table of
+    /// the whole output.
     pub(crate) fn merge_chunks(
         parts: Vec<Entries<S>>,
         disjoint: bool,
         (format, sizes): (OutputFormat, &[u64]),
+        control: &Control<'_>,
         mut combine: impl FnMut(&mut S, S) -> Result<()>,
     ) -> Result<Entries<S>> {
         let dims = sizes.len();
@@ -120,18 +123,25 @@ impl<S: Copy> Entries<S> {
         }
         let mut merged = Entries::new(dims);
         if matches!(format, OutputFormat::Dense | OutputFormat::Bytemap) {
-            let mut acc = Accumulator::new(format, sizes.to_vec());
-            let levels: Vec<usize> = (0..dims).collect();
-            for part in &parts {
-                for (n, &value) in part.values.iter().enumerate() {
-                    acc.add(part.key(n), &levels, value, &mut combine)?;
+            let bytes =
+                u64::try_from(Accumulator::<S>::upfront_bytes(format, sizes)).unwrap_or(u64::MAX);
+            control.reserve(bytes)?;
+            let mut add_and_drain = || -> Result<()> {
+                let mut acc = Accumulator::new(format, sizes.to_vec());
+                let levels: Vec<usize> = (0..dims).collect();
+                for part in &parts {
+                    for (n, &value) in part.values.iter().enumerate() {
+                        acc.add(part.key(n), &levels, value, &mut combine)?;
+                    }
                 }
-            }
-            drop(parts);
-            acc.drain(|key, value| {
-                merged.push(key.iter().copied(), value);
-                Ok(())
-            })?;
+                acc.drain(|key, value| {
+                    merged.push(key.iter().copied(), value);
+                    Ok(())
+                })
+            };
+            let done = add_and_drain();
+            control.release(bytes);
+            done?;
             merged.increasing = true;
             return Ok(merged);
         }
@@ -548,6 +558,7 @@ impl<S: Copy> AccumulatorPool<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::progress::NoProgress;
 
     fn sum(a: &mut i64, b: i64) -> Result<()> {
         a.add(b)
@@ -573,6 +584,63 @@ mod tests {
             .unwrap();
             assert_eq!(out, vec![(vec![0, 3], 1), (vec![2, 1], 3)], "{format:?}");
         }
+    }
+
+    /// Two chunks' entries, each strictly increasing, over 3 × 4 cells.
+    fn chunks() -> Vec<Entries<i64>> {
+        let chunk = |writes: &[([i64; 2], i64)]| {
+            let mut entries = Entries::new(2);
+            for &(key, value) in writes {
+                entries.push(key, value);
+            }
+            entries
+        };
+        vec![
+            chunk(&[([0, 3], 1), ([2, 1], 5)]),
+            chunk(&[([1, 0], 7), ([2, 1], -2)]),
+        ]
+    }
+
+    #[test]
+    fn chunks_merge_into_increasing_entries_within_the_memory_limit() {
+        let expected = vec![(vec![0, 3], 1), (vec![1, 0], 7), (vec![2, 1], 3)];
+        for format in [OutputFormat::Dense, OutputFormat::Hashed] {
+            let control = Control::new(&NoProgress, 1 << 20);
+            let merged =
+                Entries::merge_chunks(chunks(), false, (format, &[3, 4]), &control, sum).unwrap();
+            let got: Vec<(Vec<i64>, i64)> = (0..merged.len())
+                .map(|n| (merged.key(n).to_vec(), merged.values[n]))
+                .collect();
+            assert_eq!(got, expected, "{format:?}");
+            assert!(merged.increasing);
+            // The array is given back: the whole limit is free again.
+            assert!(control.reserve(1 << 20).is_ok(), "{format:?}");
+        }
+        // An array past the limit is an error, not an allocation.
+        let control = Control::new(&NoProgress, 64);
+        let error = Entries::merge_chunks(
+            chunks(),
+            false,
+            (OutputFormat::Dense, &[3, 4]),
+            &control,
+            sum,
+        )
+        .unwrap_err();
+        assert!(matches!(error, Error::OutOfMemory(_)), "{error}");
+        // Chunks of their own coordinates are concatenated.
+        let control = Control::new(&NoProgress, 0);
+        let mut disjoint = chunks();
+        disjoint.truncate(1);
+        disjoint.push(Entries::new(2));
+        let merged = Entries::merge_chunks(
+            disjoint,
+            true,
+            (OutputFormat::Dense, &[3, 4]),
+            &control,
+            sum,
+        )
+        .unwrap();
+        assert_eq!(merged.coords, vec![0, 3, 2, 1]);
     }
 
     #[test]
