@@ -45,7 +45,9 @@ fn enter(session: &mut PtySession, line: &str) {
     type_keys(session, &format!("{line}\r"));
 }
 
-/// Ends the session with Ctrl-D and waits for the process to exit.
+/// Ends the session with Ctrl-D and waits for the process to exit. Call
+/// it once the prompt has shown: the editor drops keys typed before it is
+/// ready, and a lost Ctrl-D leaves the shell waiting.
 fn quit(mut session: PtySession) {
     session.send_control('d').unwrap();
     session.exp_eof().unwrap();
@@ -124,6 +126,7 @@ fn multi_line_statements_use_a_continuation_prompt() {
     enter(&mut session, "  FROM points;");
     session.exp_string("0.25").unwrap();
     session.exp_string("1 row").unwrap();
+    session.exp_string("einsql> ").unwrap();
     quit(session);
 }
 
@@ -152,6 +155,7 @@ fn tab_completes_tables_and_commands() {
     type_keys(&mut session, "\t");
     enter(&mut session, "");
     session.exp_regex("\\.tables\\s+inventory").unwrap();
+    session.exp_string("einsql> ").unwrap();
     quit(session);
 }
 
@@ -208,6 +212,7 @@ fn ctrl_c_at_the_prompt_clears_the_input_and_keeps_the_session() {
     enter(&mut session, "SELECT * FROM kept;");
     let (before, _) = session.exp_regex("\\d+ rows?").unwrap();
     assert!(!before.contains("Dropped"), "{before}");
+    session.exp_string("einsql> ").unwrap();
     quit(session);
 }
 
