@@ -477,11 +477,7 @@ impl<S: Copy> Accumulator<S> {
                 touched.sort_unstable();
                 let mut key = vec![0i64; sizes.len()];
                 for &index in touched.iter() {
-                    let mut rest = index;
-                    for (slot, &size) in key.iter_mut().zip(sizes.iter()).rev() {
-                        *slot = (rest % size as usize) as i64;
-                        rest /= size as usize;
-                    }
+                    coordinates_of(index as u128, sizes, &mut key);
                     if let Some(slot) = slots.get_mut(index).and_then(Option::take) {
                         f(&key, slot)?;
                     }
@@ -493,13 +489,7 @@ impl<S: Copy> Accumulator<S> {
                 entries.sort_unstable_by_key(|e| e.0);
                 let mut key = vec![0i64; sizes.len()];
                 for (index, slot) in entries {
-                    let mut rest = index;
-                    for (coord, &size) in key.iter_mut().zip(sizes.iter()).rev() {
-                        let size = u128::from(size);
-                        // Below a dimension's size, which is an `i64`.
-                        *coord = (rest % size) as i64;
-                        rest /= size;
-                    }
+                    coordinates_of(index, sizes, &mut key);
                     f(&key, slot)?;
                 }
             }
@@ -512,6 +502,18 @@ impl<S: Copy> Accumulator<S> {
             }
         }
         Ok(())
+    }
+}
+
+/// The coordinates of cell `index` of a row-major array over levels of
+/// `sizes`, written into `key`.
+fn coordinates_of(index: u128, sizes: &[u64], key: &mut [i64]) {
+    let mut rest = index;
+    for (coord, &size) in key.iter_mut().zip(sizes).rev() {
+        let size = u128::from(size);
+        // Below a dimension's size, which is an `i64`.
+        *coord = (rest % size) as i64;
+        rest /= size;
     }
 }
 

@@ -646,9 +646,8 @@ fn prepare<'q, 'a>(
         operand.address = Address::new(&by_driver);
         // Over the driver's leading variables, with many cells per driver
         // entry (chosen by the plan).
-        let leading = driver.vars.get(..vars.len()) == Some(&vars[..]);
         if driven.at_entries.contains(&k) && !tensor.is_full() {
-            if !leading {
+            if driver.vars.get(..vars.len()) != Some(&vars[..]) {
                 return Err(internal(
                     query,
                     "reads at the driver's entries a tensor over other variables",

@@ -394,6 +394,25 @@ impl<'a> Kernel<'a> {
         self.inputs.get(k)?.fiber(part.level, parent)
     }
 
+    /// The chunks' entries of one run as one list ([`Entries::merge_chunks`]):
+    /// concatenated when the outermost loop writes the output in order
+    /// (the chunks' coordinates are disjoint), else combined coordinate by
+    /// coordinate in chunk order with `combine`.
+    pub(crate) fn merge_chunks<S: Copy>(
+        &self,
+        parts: Vec<Entries<S>>,
+        control: &Control<'_>,
+        combine: impl FnMut(&mut S, S) -> Result<()>,
+    ) -> Result<Entries<S>> {
+        Entries::merge_chunks(
+            parts,
+            self.prefix > 0,
+            (self.accumulator, &self.suffix_sizes),
+            control,
+            combine,
+        )
+    }
+
     /// The driver fixed for loop `depth`, if any.
     pub(crate) fn fixed_driver(&self, depth: usize) -> Option<usize> {
         match self.query.loops.get(depth)?.driver {

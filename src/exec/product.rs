@@ -510,7 +510,7 @@ impl Product {
                 })?
             }
         };
-        let merged = merge(kernel, parts, control)?;
+        let merged = kernel.merge_chunks(parts, control, |a, b| a.add(b))?;
         Ok(T::finished(match kernel.copies {
             1 => merged,
             copies => merged.map(|v| v.repeat(copies))?,
@@ -2045,22 +2045,6 @@ fn intersect<'a>(
         }
     }
     Ok(())
-}
-
-/// The chunks' entries as one list (see [`super::run`]): concatenated, or
-/// summed coordinate by coordinate in chunk order.
-fn merge<T: Num>(
-    kernel: &Kernel<'_>,
-    parts: Vec<Entries<T>>,
-    control: &Control<'_>,
-) -> Result<Entries<T>> {
-    Entries::merge_chunks(
-        parts,
-        kernel.prefix > 0,
-        (kernel.accumulator, &kernel.suffix_sizes),
-        control,
-        |a, b| a.add(b),
-    )
 }
 
 #[cfg(test)]

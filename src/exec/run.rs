@@ -456,7 +456,8 @@ fn run_general(
         }
         None => run_chunks(&chunks, options, control, run)?,
     };
-    let merged = merge(kernel, parts, control)?;
+    let op = kernel.query.aggregate;
+    let merged = kernel.merge_chunks(parts, control, |a, b| a.merge(b, op))?;
     finish_all(kernel, merged)
 }
 
@@ -596,24 +597,6 @@ pub(crate) fn split_sums(n: usize, before: impl Fn(usize) -> u64) -> Vec<(usize,
         chunks.push((0, n));
     }
     chunks
-}
-
-/// The chunks' entries as one list: concatenated when the outermost loop
-/// writes the output in order (the chunks' coordinates are disjoint),
-/// else combined coordinate by coordinate in chunk order.
-fn merge(
-    kernel: &Kernel<'_>,
-    parts: Vec<Entries<Slot>>,
-    control: &Control<'_>,
-) -> Result<Entries<Slot>> {
-    let op = kernel.query.aggregate;
-    Entries::merge_chunks(
-        parts,
-        kernel.prefix > 0,
-        (kernel.accumulator, &kernel.suffix_sizes),
-        control,
-        |a, b| a.merge(b, op),
-    )
 }
 
 /// The final value of every entry: the combination of the visited
