@@ -174,7 +174,7 @@ pub const BATCH_ROWS: usize = 8192;
 pub fn results_bytes(results: &Results) -> u64 {
     results
         .iter()
-        .map(|(_, tensor)| tensor.data().get_array_memory_size() as u64)
+        .map(|(_, tensor)| tensor.memory_bytes())
         .sum()
 }
 

@@ -492,6 +492,80 @@ const DRIVEN: [&str; 22] = [
     "c[] = SUM(i,j) x[i,j] * exp(zp[i,j])",
 ];
 
+/// A product whose result rows are each non-zero throughout or zero
+/// (SpMM with a dense factor of positive values) is kept as its rows: the
+/// entries, the table's rows in SQL and a statement that reads the table
+/// are the loops', and a row that cancels to zero is left out.
+#[test]
+fn result_rows_non_zero_throughout_are_kept_as_rows() {
+    let mut rng = Rng(0x0de5_2026_1127_0001);
+    let (m, n, r) = (50, 40, 6);
+    let db = Database::open_in_memory();
+    let mut x: Entries = random(&mut rng, &[m, n], 8)
+        .into_iter()
+        .filter(|(c, _)| c[0] != 0)
+        .map(|(c, v): (Vec<i64>, f64)| (c, v.abs().max(1.0)))
+        .collect();
+    // Row 0 cancels: x[0,0] = 1 and x[0,1] = -1 read v's equal rows 0 and 1.
+    x.insert(vec![0, 0], 1.0);
+    x.insert(vec![0, 1], -1.0);
+    let mut v: Entries = random(&mut rng, &[n, r], 100)
+        .into_iter()
+        .map(|(c, v): (Vec<i64>, f64)| (c, v.abs() + 1.0))
+        .collect();
+    for k in 0..r as i64 {
+        let same = v[&vec![0, k]];
+        v.insert(vec![1, k], same);
+    }
+    store(&db, "x", &[("i", m), ("j", n)], &x);
+    store(&db, "v", &[("j", n), ("k", r)], &v);
+    let statement = "c[i,k] = SUM(j) x[i,j] * v[j,k];";
+    let expected = answer(&db, "SET optimizer = 'none'", statement);
+    let on = "SET optimizer = 'exact'; SET disabled_optimizers = ''";
+    let got = answer(&db, on, statement);
+    assert!(agree(&got, &expected), "{got:?}\nexpected {expected:?}");
+    assert!(explain(&db, statement.trim_end_matches(';')).contains("sparse-driven"));
+    assert!(!got.keys().any(|c| c[0] == 0) && got.len().is_multiple_of(r) && !got.is_empty());
+    // Read back: by SQL, and by a statement over the stored rows.
+    let total: f64 = expected.values().sum();
+    let counted = lines(
+        &db.execute("SELECT COUNT(*), SUM(v) FROM c")
+            .expect("select"),
+    );
+    let (count, sum) = counted[0].split_once('|').expect("two columns");
+    assert_eq!(count.parse::<usize>().expect("a count"), expected.len());
+    assert!((sum.parse::<f64>().expect("a sum") - total).abs() <= 1e-9 * total.abs());
+    db.execute_all(&format!("{on}; d[k] = SUM(i) c[i,k] * x[i,0];"))
+        .expect("d");
+    let mut by_column = BTreeMap::new();
+    for (c, value) in &expected {
+        if let Some(weight) = x.get(&vec![c[0], 0]) {
+            *by_column.entry(c[1]).or_insert(0.0) += value * weight;
+        }
+    }
+    let d = lines(&db.execute("SELECT * FROM d").expect("select d"));
+    assert_eq!(d.len(), by_column.values().filter(|&&v| v != 0.0).count());
+    for row in d {
+        let (k, value) = row.split_once('|').expect("two columns");
+        let want = by_column[&k.parse::<i64>().expect("k")];
+        assert!((value.parse::<f64>().expect("d") - want).abs() <= 1e-9 * want.abs());
+    }
+    // Rows of an array over every coordinate of the output, whose first
+    // variable is not the driver's: the columns of `x` that have an entry.
+    let u: Entries = random(&mut rng, &[m, r], 100)
+        .into_iter()
+        .map(|(c, v): (Vec<i64>, f64)| (c, v.abs() + 1.0))
+        .collect();
+    store(&db, "u", &[("i", m), ("k", r)], &u);
+    let columns = "c[j,k] = SUM(i) x[i,j] * u[i,k];";
+    let expected = answer(&db, "SET optimizer = 'none'", columns);
+    let got = answer(&db, on, columns);
+    assert!(agree(&got, &expected), "{got:?}\nexpected {expected:?}");
+    let present: std::collections::BTreeSet<i64> = x.keys().map(|c| c[1]).collect();
+    assert_eq!(got.len(), present.len() * r);
+    assert!(explain(&db, columns.trim_end_matches(';')).contains("sparse-driven"));
+}
+
 /// Every shape of [`DRIVEN`] over random data gives the loops' answer
 /// (the optimizer off) with the `dense` phase on and off, and with the
 /// phase on most of them run sparse-driven.

@@ -23,7 +23,12 @@
 //! written grouped: entries keyed by their output coordinates, sorted,
 //! equal keys added ([`DrivenOutput::Grouped`]). A dense array's non-zero cells are listed as
 //! coordinate columns and values ([`Outcome::Columns`]; the array itself
-//! is the values when every cell is non-zero). Sums along `r` are taken
+//! is the values when every cell is non-zero), or, when each row along
+//! the last output variable is non-zero throughout or zero, kept as rows
+//! ([`Outcome::Rows`]: the present rows' leading coordinates and their
+//! cells, stored without coordinate columns). An output of the driver's
+//! first variable and the free one (SpMM, MTTKRP) is added into a row
+//! per first coordinate the driver has, not per coordinate. Sums along `r` are taken
 //! in [`LANES`] partial sums that the compiler vectorizes.
 //!
 //! One factor of the product may be a sum or difference of operands
@@ -82,6 +87,11 @@ pub(crate) enum Outcome {
     /// The non-zero entries in strictly increasing order, as a coordinate
     /// column per output variable and the values.
     Columns(Vec<Vec<i64>>, Vec<f64>),
+    /// The non-zero entries as whole rows of the last output variable
+    /// (every cell of each listed row non-zero, every other cell zero): a
+    /// coordinate column per other output variable, a row each, and the
+    /// rows' cells in order.
+    Rows(Vec<Vec<i64>>, Vec<f64>),
 }
 
 /// Cells of work (driver entries times the free variable's cells) between
@@ -1117,21 +1127,21 @@ impl Pass<'_, '_> {
 
     /// Adds the scalar of every driver entry in `entries` times its rows
     /// of the one or two operands that read the free variable to the
-    /// entry's row of the result (SpMM, MTTKRP), with the output strides
-    /// of the driver dimensions and the free variable; `out` holds the
-    /// result's cells from `first` on. [`Pass::each`] without the scratch
-    /// row: one loop over contiguous rows when every row is.
+    /// entry's row of the result (SpMM, MTTKRP): at `base_of(entry)` in
+    /// `out`, with the free variable's output stride. [`Pass::each`]
+    /// without the scratch row: one loop over contiguous rows when every
+    /// row is.
     fn add_scaled_rows(
         &self,
         entries: Range<usize>,
-        (entry, free_stride): (&Address, usize),
+        free_stride: usize,
         out: &mut [f64],
-        first: usize,
+        mut base_of: impl FnMut(usize) -> usize,
     ) -> Result<()> {
         let rank = self.rank;
         let contiguous = free_stride == 1 && self.rows.iter().all(|o| o.free == Some(1));
         self.blocks(entries, |e, scalar| {
-            let base = entry.at(self.coords, e) - first;
+            let base = base_of(e);
             match self.rows.as_slice() {
                 [a] => {
                     let Some(at) = a.offset(self.coords, e) else {
@@ -1251,7 +1261,9 @@ impl Pass<'_, '_> {
         // the driver's last dimension) rather than each run of entries.
         let per_entry = (self.coords.len().checked_sub(1)).is_some_and(|last| entry.reads(last));
         match (array.free_stride, self.rows.len()) {
-            (Some(s), 1 | 2) => self.add_scaled_rows(entries, (entry, s), out, first),
+            (Some(s), 1 | 2) => {
+                self.add_scaled_rows(entries, s, out, |e| entry.at(self.coords, e) - first)
+            }
             // No free variable, a cell per run of entries (the output
             // leaves out the driver's last dimension): each run, a row's
             // for a sum per row, is summed in a register, in the same
@@ -1306,6 +1318,9 @@ impl Pass<'_, '_> {
     /// coordinates, its non-zero cells listed in output order.
     fn add_into_array(&self, cells: usize) -> Result<Outcome> {
         let array = self.array_out();
+        if self.rows_of_driver(&array) {
+            return self.add_into_rows(&array);
+        }
         let chunks = self.chunks();
         let mut out = vec![0.0; cells];
         match array.split(&chunks, cells, self.coords) {
@@ -1340,12 +1355,70 @@ impl Pass<'_, '_> {
             Split::Whole => self.add(&array, 0..self.entries, &mut out, 0)?,
         }
         self.control.check()?;
-        Ok(self.list(&array, out))
+        Ok(self.list(&array, RowKeys::Every(&array.strides), out))
+    }
+
+    /// Whether the output is the driver's first variable and the free one,
+    /// read through one or two operands' contiguous rows, in floats: then
+    /// [`Pass::add_into_rows`] keeps a row of the array per first
+    /// coordinate the driver has, not per coordinate of the variable.
+    fn rows_of_driver(&self, array: &ArrayOut) -> bool {
+        let query = self.query;
+        query.ty == ValueType::Float64
+            && query.output.len() == 2
+            && query.output.first() == self.driver_vars.first()
+            && array.free_stride == Some(1)
+            && matches!(self.rows.len(), 1 | 2)
+            && !self.coords.is_empty()
+    }
+
+    /// [`Pass::add_into_array`] into a row per distinct first coordinate
+    /// of the driver (SpMM's result rows, a row of `X` each): the rows the
+    /// driver lacks are neither cleared nor scanned, and when every row is
+    /// non-zero throughout, the array is the result's values as it is.
+    fn add_into_rows(&self, array: &ArrayOut) -> Result<Outcome> {
+        let first = self.coords[0];
+        // A row of the output array: the free variable's cells (`rank`
+        // of them can be non-zero).
+        let width = self.query.vars[self.query.output[1]].size as usize;
+        let starts: Vec<usize> = (0..self.entries)
+            .filter(|&e| e == 0 || first[e] != first[e - 1])
+            .collect();
+        let keys: Vec<i64> = starts.iter().map(|&e| first[e]).collect();
+        let chunks = self.chunks();
+        let mut out = vec![0.0; starts.len() * width];
+        // Chunks end where the first coordinate changes: each adds into
+        // the rows of its own entries.
+        let mut parts = Vec::with_capacity(chunks.len());
+        let mut rest = &mut out[..];
+        for chunk in &chunks {
+            let from = starts.partition_point(|&s| s < chunk.start);
+            let to = starts.partition_point(|&s| s < chunk.end);
+            let (part, tail) = rest.split_at_mut((to - from) * width);
+            parts.push((part, from));
+            rest = tail;
+        }
+        self.in_pool(|| {
+            parts
+                .into_par_iter()
+                .zip(chunks)
+                .try_for_each(|((part, from), chunk)| {
+                    let mut row = from;
+                    self.add_scaled_rows(chunk, 1, part, |e| {
+                        while starts.get(row + 1).is_some_and(|&s| s <= e) {
+                            row += 1;
+                        }
+                        (row - from) * width
+                    })
+                })
+        })?;
+        self.control.check()?;
+        Ok(self.list(array, RowKeys::Driver(&keys), out))
     }
 
     /// The output array's non-zero cells in output order; a count's as
     /// integers.
-    fn list(&self, array: &ArrayOut, out: Vec<f64>) -> Outcome {
+    fn list(&self, array: &ArrayOut, rows: RowKeys<'_>, out: Vec<f64>) -> Outcome {
         let query = self.query;
         if query.ty == ValueType::Int64 {
             return Outcome::Entries(Finished::Int(counts(query, array, &out)));
@@ -1355,32 +1428,32 @@ impl Pass<'_, '_> {
             entries.push([], out.first().copied().unwrap_or(0.0));
             return Outcome::Entries(Finished::Float(entries));
         }
+        // Row by row along the last output variable: the leading
+        // coordinates are divided out once per row, not per cell.
+        let row_cells = query.vars[query.output[query.output.len() - 1]].size as usize;
+        let present: Vec<usize> = out
+            .chunks(row_cells.max(1))
+            .map(|cells| cells.iter().fold(0, |n, &v| n + usize::from(v != 0.0)))
+            .collect();
+        let last = query.output.len() - 1;
+        let rows_only = present.iter().all(|&n| n == 0 || n == row_cells);
+        if last > 0 && query.ty == ValueType::Float64 && query.fill.is_zero() && rows_only {
+            return full_rows(rows, last, &present, row_cells, out);
+        }
         // The lists are sized up front (growing them would copy them, and
         // fresh memory is dear: the kernel clears every page on first
         // touch), and a result with every cell non-zero keeps the array
         // as its values.
-        let kept = out.iter().fold(0, |n, &v| n + usize::from(v != 0.0));
+        let kept = present.iter().sum();
         let mut coords = vec![Vec::with_capacity(kept); query.output.len()];
         let mut values = Vec::with_capacity(if kept == out.len() { 0 } else { kept });
-        // Row by row along the last output variable: the leading
-        // coordinates are divided out once per row, not per cell.
-        let row_cells = query.vars[query.output[query.output.len() - 1]].size as usize;
-        let last = coords.len() - 1;
-        for (row, cells) in out.chunks(row_cells.max(1)).enumerate() {
-            // A vector's one row holds all the cells, counted above.
-            let present = if last == 0 {
-                kept
-            } else {
-                cells.iter().fold(0, |n, &v| n + usize::from(v != 0.0))
-            };
+        for ((row, cells), &present) in out.chunks(row_cells.max(1)).enumerate().zip(&present) {
             if present == 0 {
                 continue;
             }
-            let mut rest = row * row_cells;
-            for (column, &stride) in coords[..last].iter_mut().zip(&array.strides) {
-                column.extend(std::iter::repeat_n((rest / stride) as i64, present));
-                rest %= stride;
-            }
+            rows.each(row, row_cells, |column, key| {
+                coords[column].extend(iter::repeat_n(key, present));
+            });
             if present == cells.len() {
                 // A full row (SpMM's, a dense factor's): its columns in
                 // order and its cells as they are, without a test per cell.
@@ -1647,6 +1720,61 @@ impl ArrayOut {
     }
 }
 
+/// Which output coordinates the rows of an output array (its cells along
+/// the last output variable) stand for.
+#[derive(Clone, Copy)]
+enum RowKeys<'a> {
+    /// Every combination of the leading output coordinates, in row-major
+    /// order: the array's strides.
+    Every(&'a [usize]),
+    /// The driver's distinct first coordinates, the output's only leading
+    /// one: a row each.
+    Driver(&'a [i64]),
+}
+
+impl RowKeys<'_> {
+    /// Calls `key(column, coordinate)` with each leading output
+    /// coordinate of row `row` (of `width` cells).
+    fn each(self, row: usize, width: usize, mut key: impl FnMut(usize, i64)) {
+        match self {
+            RowKeys::Every(strides) => {
+                let mut rest = row * width;
+                for (column, &stride) in strides[..strides.len() - 1].iter().enumerate() {
+                    key(column, (rest / stride) as i64);
+                    rest %= stride;
+                }
+            }
+            RowKeys::Driver(keys) => key(0, keys[row]),
+        }
+    }
+}
+
+/// The non-zero cells of an output array whose rows along the last output
+/// variable (`present` non-zero cells each, of `width`) are each all
+/// non-zero or all zero: the leading coordinates of the non-zero rows, and
+/// their cells moved to the front of the array, in order. The array keeps
+/// its capacity: it is the values, without a copy into fresh memory.
+fn full_rows(
+    keys: RowKeys<'_>,
+    leading: usize,
+    present: &[usize],
+    width: usize,
+    mut out: Vec<f64>,
+) -> Outcome {
+    let rows = present.iter().filter(|&&n| n > 0).count();
+    let mut leading = vec![Vec::with_capacity(rows); leading];
+    let mut kept = 0;
+    for row in (0..present.len()).filter(|&row| present[row] > 0) {
+        keys.each(row, width, |column, key| leading[column].push(key));
+        if kept != row * width {
+            out.copy_within(row * width..(row + 1) * width, kept);
+        }
+        kept += width;
+    }
+    out.truncate(kept);
+    Outcome::Rows(leading, out)
+}
+
 /// Sets the scalars of the entries `outside` some operand to 0, so that
 /// adding every scalar of a block adds what skipping those would: a cell
 /// that only they reach stays 0, which is not listed.
@@ -1789,7 +1917,7 @@ impl Fused<'_, '_> {
         self.control.check()?;
         let mut outcomes: Vec<Option<Outcome>> = (0..self.members.len()).map(|_| None).collect();
         for (out, &m) in outs.into_iter().zip(&stored) {
-            outcomes[m] = Some(passes[m].list(&arrays[m], out));
+            outcomes[m] = Some(passes[m].list(&arrays[m], RowKeys::Every(&arrays[m].strides), out));
         }
         Ok(outcomes)
     }

@@ -379,6 +379,7 @@ fn store_outcome(
         }),
         driven::Outcome::AtDriver(values) => store_at(query, driver, values, control),
         driven::Outcome::Columns(coords, values) => store_columns(query, coords, values, control),
+        driven::Outcome::Rows(leading, values) => store_rows(query, leading, values, control),
     }
 }
 
@@ -709,6 +710,22 @@ fn store_columns(
     }
     let coords: Vec<&[i64]> = coords.iter().map(Vec::as_slice).collect();
     store(query, increasing_entries(&coords, values), control)
+}
+
+/// Stores non-zero float entries that are whole rows of the last output
+/// variable (see [`driven::Outcome::Rows`]) as such rows, without their
+/// coordinate columns ([`Tensor::with_full_rows`]); the values' array is
+/// charged whole, with its spare capacity.
+fn store_rows(
+    query: &PhysicalQuery,
+    leading: Vec<Vec<i64>>,
+    values: Vec<f64>,
+    control: &Control<'_>,
+) -> Result<Tensor> {
+    let rows = leading.first().map_or(0, Vec::len) as u64;
+    let bytes = 8 * (values.capacity() as u64 + rows * leading.len() as u64);
+    control.reserve(bytes)?;
+    crate::ir::result_tensor_rows(dim_specs(query), leading, ValueData::Float64(values))
 }
 
 /// Whether [`store`] would keep float entries with these values as they

@@ -367,6 +367,17 @@ pub(crate) fn result_tensor_increasing(
     Tensor::from_increasing_coo(result_coo(dims, coords, data))
 }
 
+/// [`result_tensor_of`] for entries that are whole rows of the last
+/// dimension (see [`Tensor::with_full_rows`]).
+pub(crate) fn result_tensor_rows(
+    dims: Vec<DimensionSpec>,
+    leading: Vec<Vec<i64>>,
+    data: ValueData,
+) -> Result<Tensor> {
+    let column = value_column_name(&dims);
+    Tensor::with_full_rows(dims, leading, vec![(column, data)])
+}
+
 /// [`result_tensor_of`] with a value for every stored entry of `source`,
 /// at its coordinates (shared, see [`Tensor::with_coordinates_of`]).
 pub(crate) fn result_tensor_at(

@@ -219,6 +219,58 @@ impl Statistics {
         }
     }
 
+    /// The statistics of a tensor whose entries are whole rows of its last
+    /// dimension (every coordinate of it under each row), the rows given
+    /// by their leading coordinates (a column per other dimension,
+    /// distinct rows, inside the sizes): the same numbers
+    /// [`Statistics::compute`] finds in the listed entries, from a pass
+    /// over the rows. The last dimension takes each of its values under
+    /// every row, so a statistic reading it scales the rows' by its size,
+    /// and conditioning on it changes nothing.
+    pub fn of_full_rows(dims: &[Dimension], leading: &[&[i64]]) -> Statistics {
+        let sizes: Vec<u64> = dims.iter().map(|d| d.size).collect();
+        let rows = leading.first().map_or(0, |c| c.len()) as u64;
+        let width = sizes.last().copied().unwrap_or(0);
+        let nnz = rows.saturating_mul(width);
+        let n = sizes.len();
+        let full = nnz > 0 && cells(&sizes) == Some(nnz);
+        let degrees = if full {
+            full_degree_statistics(&sizes)
+        } else if !(2..=DimSet::CAPACITY).contains(&n) || u32::try_from(nnz).is_err() {
+            // As `compute`: only nnz and sizes past 32-bit ids.
+            Vec::new()
+        } else {
+            let of_rows = Statistics {
+                nnz: rows,
+                sizes: sizes[..n - 1].to_vec(),
+                degrees: degree_statistics(leading, &sizes[..n - 1]),
+            };
+            let last = DimSet::single(n - 1).unwrap_or_default();
+            statistic_pairs(n)
+                .into_iter()
+                .map(|(x, y)| {
+                    let (x_rows, y_rows) = (x.minus(last), y.minus(last));
+                    let in_rows = if x_rows.is_empty() {
+                        u64::from(rows > 0)
+                    } else {
+                        of_rows.degree(x_rows, y_rows).unwrap_or(rows)
+                    };
+                    let degree = if x.contains(n - 1) {
+                        in_rows * width
+                    } else {
+                        in_rows
+                    };
+                    DegreeStat { x, y, degree }
+                })
+                .collect()
+        };
+        Statistics {
+            nnz,
+            sizes,
+            degrees,
+        }
+    }
+
     /// Statistics saved earlier for a tensor of dimensions `dims` and `nnz`
     /// entries (read back from a database's catalog), if they are what
     /// [`Statistics::compute`] keeps for such a tensor: the same pairs in
@@ -767,7 +819,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::storage::{Coo, DimensionSpec, Tensor};
+    use crate::storage::{Coo, DimensionSpec, Tensor, ValueData};
 
     fn tensor(sizes: &[u64], entries: &[Vec<i64>]) -> Tensor {
         let dims = sizes
@@ -968,6 +1020,39 @@ mod tests {
                 .expect("computed statistics pass the checks");
             prop_assert_eq!(restored.sizes(), stats.sizes());
             prop_assert_eq!(restored.degrees().collect::<Vec<_>>(), degrees);
+        }
+
+        #[test]
+        fn full_rows_have_the_statistics_of_their_listed_entries(
+            (sizes, entries) in entries_strategy().prop_filter("a leading dimension", |(s, _)| s.len() >= 2),
+            width in 1u64..5,
+        ) {
+            // The entries' leading coordinates are the rows; the last
+            // dimension is replaced by one of `width` coordinates.
+            let n = sizes.len();
+            let mut sizes = sizes;
+            sizes[n - 1] = width;
+            let rows: BTreeSet<Vec<i64>> = entries.iter().map(|e| e[..n - 1].to_vec()).collect();
+            let listed: Vec<Vec<i64>> = rows
+                .iter()
+                .flat_map(|row| (0..width as i64).map(move |c| [row.clone(), vec![c]].concat()))
+                .collect();
+            let dims: Vec<DimensionSpec> = sizes
+                .iter()
+                .enumerate()
+                .map(|(d, &s)| DimensionSpec::new(format!("d{d}"), Some(s)))
+                .collect();
+            let leading = (0..n - 1).map(|d| rows.iter().map(|r| r[d]).collect()).collect();
+            let values = vec![("v".to_string(), ValueData::Float64(vec![1.0; listed.len()]))];
+            let full = Tensor::with_full_rows(dims, leading, values).expect("valid full rows");
+            let expected = tensor(&sizes, &listed);
+            let stats = full.statistics();
+            prop_assert_eq!(stats.nnz(), expected.statistics().nnz());
+            prop_assert_eq!(
+                stats.degrees().collect::<Vec<_>>(),
+                expected.statistics().degrees().collect::<Vec<_>>()
+            );
+            prop_assert!(Statistics::restore(full.dims(), stats.nnz(), stats.degrees().collect()).is_some());
         }
     }
 

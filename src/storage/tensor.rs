@@ -4,7 +4,13 @@
 //! value columns are annotations sharing one support (the stored entries).
 //! It is kept as one Arrow [`RecordBatch`]: a non-null `Int64` coordinate
 //! column per dimension, then the value columns, sorted lexicographically in
-//! the stored dimension order with duplicate coordinates combined. A table
+//! the stored dimension order with duplicate coordinates combined. A query
+//! result whose entries are whole rows of its last dimension (every
+//! coordinate of it under each stored coordinate of the others: a dense
+//! matrix product's rows) is kept as those rows' leading coordinates and
+//! the values ([`Tensor::with_full_rows`]); its coordinate columns are
+//! listed when something first reads them, and its statistics and size
+//! need none. A table
 //! without value columns is a bag: its annotation is the multiplicity of each
 //! row, kept in a hidden `Int64` column named [`MULTIPLICITY`]. String keys are
 //! dictionary-encoded per dimension (see [`Dictionary`]); results decode them.
@@ -28,6 +34,7 @@
 use std::any::{Any, TypeId};
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::iter;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -35,6 +42,7 @@ use arrow::array::{
     Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int64Array, RecordBatch,
     StringArray,
 };
+use arrow::buffer::ScalarBuffer;
 use arrow::datatypes::{DataType, Field, Schema};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -355,7 +363,11 @@ pub struct Tensor {
     dims: Vec<Dimension>,
     values: Vec<ValueColumn>,
     column_order: Vec<ColumnRef>,
-    data: RecordBatch,
+    /// The stored batch; for full rows, listed on first use.
+    data: OnceLock<RecordBatch>,
+    /// The entries as full rows of the last dimension, if the tensor was
+    /// made of them.
+    rows: Option<FullRows>,
     statistics: OnceLock<Statistics>,
     indexes: Mutex<HashMap<IndexSpec, Arc<FiberTree>>>,
     /// The tiled indexes built so far.
@@ -457,9 +469,14 @@ impl Tensor {
             })
             .collect::<Result<Vec<_>>>()?;
         let (value_columns, column_order) = value_columns_in_order(&dims, &values, None)?;
-        let coords = source.data.columns()[..dims.len()].to_vec();
+        let coords = source.data().columns()[..dims.len()].to_vec();
         let data = build_batch(&dims, coords, values)?;
-        Ok(Tensor::assembled(dims, value_columns, column_order, data))
+        Ok(Tensor::assembled(
+            dims,
+            value_columns,
+            column_order,
+            Some(data),
+        ))
     }
 
     /// [`Tensor::from_columns`]; `known_increasing` skips the order check.
@@ -512,22 +529,99 @@ impl Tensor {
             .map(|c| Arc::new(Int64Array::from(c)) as ArrayRef)
             .collect();
         let data = build_batch(&dims, coords, values)?;
-        Ok(Tensor::assembled(dims, value_columns, column_order, data))
+        Ok(Tensor::assembled(
+            dims,
+            value_columns,
+            column_order,
+            Some(data),
+        ))
+    }
+
+    /// A tensor whose entries are whole rows of its last dimension: every
+    /// coordinate `0..size` of it under each stored coordinate of the
+    /// leading dimensions, in row-major order. `leading` holds a
+    /// coordinate column per leading dimension, strictly increasing
+    /// together (the caller knows); each value column holds `size` values
+    /// per row. The last dimension's size must be given. No coordinate
+    /// column of the entries is made until something reads one; the
+    /// statistics and the size in memory need none.
+    ///
+    /// Errors: fewer than two dimensions, a column count or length that
+    /// does not match, a last dimension without a size, or coordinates
+    /// outside a given size.
+    pub(crate) fn with_full_rows(
+        dims: Vec<DimensionSpec>,
+        leading: Vec<Vec<i64>>,
+        values: Vec<(String, ValueData)>,
+    ) -> Result<Tensor> {
+        let Some((last, leading_specs)) = dims.split_last() else {
+            return Err(Error::Invalid(
+                "full rows of a tensor without dimensions".into(),
+            ));
+        };
+        let width = match last.size {
+            Some(size) if leading.len() == leading_specs.len() && !leading.is_empty() => size,
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "full rows need the last dimension's size and a coordinate column per                      other dimension: {} columns for {} dimensions",
+                    leading.len(),
+                    dims.len()
+                )));
+            }
+        };
+        let rows = leading[0].len();
+        if let Some(column) = leading.iter().find(|c| c.len() != rows) {
+            return Err(Error::Invalid(format!(
+                "leading coordinate columns of {} and {rows} rows",
+                column.len()
+            )));
+        }
+        let entries = usize::try_from(width)
+            .ok()
+            .and_then(|w| w.checked_mul(rows))
+            .ok_or_else(|| Error::Invalid(format!("{rows} rows of {width} cells overflow")))?;
+        let values: NamedValues = values
+            .into_iter()
+            .map(|(name, data)| (name, ValueSource::Data(data)))
+            .collect();
+        check_values(&dims, &values)?;
+        check_value_lengths(&values, entries)?;
+        let ends = leading.len() == 1;
+        let mut resolved = dims
+            .iter()
+            .zip(&leading)
+            .map(|(spec, column)| resolve_dimension(spec.clone(), column, ends))
+            .collect::<Result<Vec<_>>>()?;
+        resolved.push(resolve_dimension(last.clone(), &[], false)?);
+        let (value_columns, column_order) = value_columns_in_order(&resolved, &values, None)?;
+        let rows = FullRows {
+            leading: leading.into_iter().map(ScalarBuffer::from).collect(),
+            annotations: values.into_iter().map(|(_, v)| v.into_array()).collect(),
+            width: width as usize,
+        };
+        let mut tensor = Tensor::assembled(resolved, value_columns, column_order, None);
+        tensor.rows = Some(rows);
+        Ok(tensor)
     }
 
     /// A tensor of these parts, with nothing computed, built or derived
-    /// from it yet.
+    /// from it yet; `data` is `None` only for full rows, set by the caller.
     fn assembled(
         dims: Vec<Dimension>,
         values: Vec<ValueColumn>,
         column_order: Vec<ColumnRef>,
-        data: RecordBatch,
+        data: Option<RecordBatch>,
     ) -> Tensor {
+        let listed = OnceLock::new();
+        if let Some(data) = data {
+            listed.get_or_init(|| data);
+        }
         Tensor {
             dims,
             values,
             column_order,
-            data,
+            data: listed,
+            rows: None,
             statistics: OnceLock::new(),
             indexes: Mutex::new(HashMap::new()),
             tiled: Mutex::new(HashMap::new()),
@@ -610,7 +704,10 @@ impl Tensor {
 
     /// Number of stored entries.
     pub fn nnz(&self) -> usize {
-        self.data.num_rows()
+        match &self.rows {
+            Some(rows) => rows.entries(),
+            None => self.data().num_rows(),
+        }
     }
 
     /// Whether the entries fill the dimensions: one for every cell (a
@@ -627,26 +724,45 @@ impl Tensor {
     }
 
     /// The stored batch: coordinate columns, then value columns (or the
-    /// multiplicity column of a bag), sorted and duplicate-free.
+    /// multiplicity column of a bag), sorted and duplicate-free. Full rows
+    /// list their coordinates the first time.
     pub fn data(&self) -> &RecordBatch {
-        &self.data
+        self.data.get_or_init(|| match &self.rows {
+            Some(rows) => rows.list(&self.dims, &self.values),
+            None => RecordBatch::new_empty(Arc::new(Schema::empty())),
+        })
     }
 
     /// The coordinates of dimension `d`, in stored order.
     pub fn coords(&self, d: usize) -> &[i64] {
-        int64_values(self.data.column(d))
+        int64_values(self.data().column(d))
     }
 
     /// The stored annotation columns: the value columns, or the multiplicity
     /// column of a bag.
     pub fn annotation_columns(&self) -> &[ArrayRef] {
-        &self.data.columns()[self.dims.len()..]
+        match &self.rows {
+            Some(rows) => &rows.annotations,
+            None => &self.data().columns()[self.dims.len()..],
+        }
+    }
+
+    /// The bytes the tensor's stored arrays take (not its indexes): for
+    /// full rows, their leading coordinates and values, and the listed
+    /// batch once something listed it.
+    pub fn memory_bytes(&self) -> u64 {
+        let listed = self
+            .data
+            .get()
+            .map_or(0, RecordBatch::get_array_memory_size);
+        let rows = self.rows.as_ref().map_or(0, FullRows::memory_bytes);
+        (listed + rows) as u64
     }
 
     /// The multiplicity of every entry of a bag; `None` for other tensors.
     pub fn multiplicities(&self) -> Option<&[i64]> {
         self.is_bag()
-            .then(|| int64_values(self.data.column(self.dims.len())))
+            .then(|| int64_values(self.data().column(self.dims.len())))
     }
 
     /// Whether every stored entry counts once: a tensor with value
@@ -693,8 +809,10 @@ impl Tensor {
 
     /// The tensor's statistics, computed on first use and kept.
     pub fn statistics(&self) -> &Statistics {
-        self.statistics
-            .get_or_init(|| Statistics::compute(&self.dims, &self.data))
+        self.statistics.get_or_init(|| match &self.rows {
+            Some(rows) => Statistics::of_full_rows(&self.dims, &rows.leading_columns()),
+            None => Statistics::compute(&self.dims, self.data()),
+        })
     }
 
     /// The tensor's statistics if they were computed or restored already.
@@ -754,6 +872,7 @@ impl Tensor {
             values: self.values.clone(),
             column_order: self.column_order.clone(),
             data: self.data.clone(),
+            rows: self.rows.clone(),
             statistics: self.statistics.clone(),
             indexes: Mutex::new(HashMap::new()),
             tiled: Mutex::new(HashMap::new()),
@@ -789,7 +908,7 @@ impl Tensor {
                 ColumnRef::Value(v) => values[v].name.clone_from(name),
             }
         }
-        let schema = self.data.schema();
+        let schema = self.data().schema();
         let fields: Vec<Field> = schema
             .fields()
             .iter()
@@ -802,9 +921,11 @@ impl Tensor {
                 field.as_ref().clone().with_name(name)
             })
             .collect();
-        let data =
-            RecordBatch::try_new(Arc::new(Schema::new(fields)), self.data.columns().to_vec())?;
-        let renamed = Tensor::assembled(dims, values, self.column_order.clone(), data);
+        let data = RecordBatch::try_new(
+            Arc::new(Schema::new(fields)),
+            self.data().columns().to_vec(),
+        )?;
+        let renamed = Tensor::assembled(dims, values, self.column_order.clone(), Some(data));
         // The statistics do not depend on names: a stored table's carry over.
         if let Some(statistics) = self.statistics.get() {
             renamed.restore_statistics(statistics.clone());
@@ -946,7 +1067,7 @@ impl Tensor {
             let (array, nullable_name) = match column {
                 ColumnRef::Key(d) => (self.decoded_key(d), &self.dims[d].name),
                 ColumnRef::Value(v) => (
-                    Arc::clone(self.data.column(self.dims.len() + v)),
+                    Arc::clone(&self.annotation_columns()[v]),
                     &self.values[v].name,
                 ),
             };
@@ -981,8 +1102,69 @@ impl Tensor {
                     .iter()
                     .map(|&c| dictionary.string(c).unwrap_or_default()),
             )),
-            None => Arc::clone(self.data.column(d)),
+            None => Arc::clone(self.data().column(d)),
         }
+    }
+}
+
+/// Entries that are whole rows of the last dimension (see
+/// [`Tensor::with_full_rows`]).
+#[derive(Clone, Debug)]
+struct FullRows {
+    /// A coordinate column per leading dimension: a row each.
+    leading: Vec<ScalarBuffer<i64>>,
+    /// The annotation columns, `width` values per row.
+    annotations: Vec<ArrayRef>,
+    /// The size of the last dimension.
+    width: usize,
+}
+
+impl FullRows {
+    fn entries(&self) -> usize {
+        self.leading[0].len() * self.width
+    }
+
+    fn leading_columns(&self) -> Vec<&[i64]> {
+        self.leading.iter().map(|c| c.as_ref()).collect()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        let leading: usize = self.leading.iter().map(|c| c.inner().capacity()).sum();
+        let values: usize = self
+            .annotations
+            .iter()
+            .map(|a| a.get_array_memory_size())
+            .sum();
+        leading + values
+    }
+
+    /// The entries as a stored batch: each leading coordinate repeated
+    /// along its row, the last dimension's coordinates counted along it.
+    fn list(&self, dims: &[Dimension], values: &[ValueColumn]) -> RecordBatch {
+        let width = self.width;
+        let mut coords: Vec<ArrayRef> = self
+            .leading
+            .iter()
+            .map(|column| {
+                let repeated = column.iter().flat_map(|&c| iter::repeat_n(c, width));
+                Arc::new(Int64Array::from_iter_values(repeated)) as ArrayRef
+            })
+            .collect();
+        let counted = (0..self.leading[0].len()).flat_map(|_| 0..width as i64);
+        coords.push(Arc::new(Int64Array::from_iter_values(counted)));
+        let mut fields: Vec<Field> = dims
+            .iter()
+            .map(|d| Field::new(&d.name, DataType::Int64, false))
+            .collect();
+        fields.extend(
+            values
+                .iter()
+                .map(|v| Field::new(&v.name, v.ty.arrow_type(), false)),
+        );
+        coords.extend(self.annotations.iter().cloned());
+        // The lengths and types were checked when the tensor was made.
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), coords)
+            .expect("full rows list into a valid batch")
     }
 }
 
@@ -1669,5 +1851,85 @@ mod tests {
         assert_eq!(codes, vec![2, 0, 2, 1]);
         assert_eq!(dictionary.code("fig"), Some(1));
         assert_eq!(dictionary.string(3), None);
+    }
+
+    #[test]
+    fn full_rows_read_as_their_listed_entries() {
+        let dims = || {
+            vec![
+                DimensionSpec::new("i", Some(3)),
+                DimensionSpec::new("k", Some(4)),
+            ]
+        };
+        let values: Vec<f64> = (1..=8).map(f64::from).collect();
+        let column = |v: &[f64]| vec![("v".to_string(), ValueData::Float64(v.to_vec()))];
+        let full = Tensor::with_full_rows(dims(), vec![vec![0, 2]], column(&values)).unwrap();
+        let listed = Tensor::from_coo(Coo {
+            dims: dims(),
+            coords: vec![vec![0, 0, 0, 0, 2, 2, 2, 2], vec![0, 1, 2, 3, 0, 1, 2, 3]],
+            values: column(&values),
+            column_order: None,
+        })
+        .unwrap();
+        assert_eq!(full.nnz(), 8);
+        assert_eq!(full.annotation_columns(), listed.annotation_columns());
+        // Neither the statistics nor the size list the coordinates.
+        assert_eq!(
+            full.statistics().degrees().collect::<Vec<_>>(),
+            listed.statistics().degrees().collect::<Vec<_>>()
+        );
+        assert!(full.memory_bytes() < listed.memory_bytes());
+        assert!(full.data.get().is_none());
+        assert_eq!(full.coords(1), listed.coords(1));
+        assert_eq!(full.data(), listed.data());
+        assert_eq!(
+            full.without_indexes().to_record_batch().unwrap(),
+            listed.to_record_batch().unwrap()
+        );
+        assert_eq!(full.key_prefix(), 2);
+    }
+
+    #[test]
+    fn full_rows_reject_what_does_not_fit() {
+        let values = |n: usize| vec![("v".to_string(), ValueData::Float64(vec![1.0; n]))];
+        let sized = |last: Option<u64>| {
+            vec![
+                DimensionSpec::new("i", Some(3)),
+                DimensionSpec::new("k", last),
+            ]
+        };
+        let error = |t: Result<Tensor>| t.unwrap_err().to_string();
+        assert!(
+            error(Tensor::with_full_rows(
+                sized(None),
+                vec![vec![0]],
+                values(2)
+            ))
+            .contains("size")
+        );
+        assert!(
+            error(Tensor::with_full_rows(
+                sized(Some(2)),
+                vec![vec![0]],
+                values(3)
+            ))
+            .contains("3 values")
+        );
+        assert!(
+            error(Tensor::with_full_rows(
+                sized(Some(2)),
+                vec![vec![3]],
+                values(2)
+            ))
+            .contains("outside its size")
+        );
+        assert!(
+            error(Tensor::with_full_rows(
+                sized(Some(2)),
+                Vec::new(),
+                values(0)
+            ))
+            .contains("columns")
+        );
     }
 }
