@@ -1325,10 +1325,45 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
 /// (in the order of the loop's parts); binds the loop's variable and
 /// restores the inputs' positions afterwards.
 #[inline]
-fn visit<'s, 'a, T: Num, F>(w: &mut ProductWorker<'_, 's, 'a, T>, depth: usize, f: F) -> Result<()>
+fn visit<'s, 'a, T: Num, F>(
+    w: &mut ProductWorker<'_, 's, 'a, T>,
+    depth: usize,
+    mut f: F,
+) -> Result<()>
 where
     F: FnMut(&mut ProductWorker<'_, 's, 'a, T>, &[usize]) -> Result<()>,
 {
+    let kernel: &Kernel<'a> = w.shared.kernel;
+    if let [part] = kernel.parts[depth].as_slice()
+        && part.count == 1
+        && (depth > 0 || w.top.is_none())
+    {
+        // One input's sorted fiber and nothing to intersect it with (a
+        // fact table's key levels): its coordinates in order, without the
+        // join's buffers.
+        let input = &kernel.inputs[part.input];
+        let parent = w.pos[part.input];
+        let Some(fiber) = input.fiber(part.level, parent) else {
+            return Ok(());
+        };
+        let format = input.tree.levels().get(part.level).map(|l| l.format());
+        if matches!(format, Some(LevelFormat::Compressed | LevelFormat::Hashed))
+            && let Some(coords) = fiber.sorted_coords()
+        {
+            let base = fiber.cursor().current().map_or(0, |(_, p)| p);
+            let var = kernel.vars[depth];
+            let mut result = Ok(());
+            for (i, &c) in coords.iter().enumerate() {
+                w.coords[var] = c;
+                result = f(w, &[base + i]);
+                if result.is_err() {
+                    break;
+                }
+            }
+            w.pos[part.input] = parent;
+            return result;
+        }
+    }
     let mut scratch = std::mem::take(&mut w.scratch[depth]);
     let result = visit_with(w, depth, &mut scratch, f);
     let kernel = w.shared.kernel;
