@@ -450,6 +450,17 @@ impl<S: Copy> Accumulator<S> {
         Ok(false)
     }
 
+    /// How many coordinates were written since the last drain: the
+    /// entries the next drain hands out.
+    pub(crate) fn written(&self) -> usize {
+        match self {
+            Accumulator::Single(s) => usize::from(s.is_some()),
+            Accumulator::Dense { touched, .. } => touched.len(),
+            Accumulator::Hashed { table, .. } => table.len(),
+            Accumulator::Keyed(table) => table.len(),
+        }
+    }
+
     /// Whether nothing was written since the last drain.
     fn is_drained(&self) -> bool {
         match self {

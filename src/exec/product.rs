@@ -1308,6 +1308,8 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         let ProductWorker {
             acc, out, coords, ..
         } = self;
+        // Sized once: growing a large list copies it into fresh memory.
+        out.reserve(acc.written());
         acc.drain(|suffix_key, v| {
             out.push(output_key(kernel, coords, suffix_key), v);
             Ok(())
