@@ -6,7 +6,9 @@
 //! loop intersects the fibers of the inputs read there (the driver is
 //! iterated, the others looked up by dense slot, hash probe or galloping
 //! seek; an innermost loop over two sorted fibers merges them, or maps the
-//! one that stays while the loop above runs and scans the other); sibling
+//! one that stays while the loop above runs and scans the other; a loop
+//! that reads one input's sorted fiber walks its coordinates directly,
+//! which a fact table's key levels do once per row); sibling
 //! subtrees of a factorized loop nest run one after the other and their
 //! sums multiply; a factor is multiplied in at the depth where its last
 //! index is bound, and the aggregated inner loops return their sums to the
