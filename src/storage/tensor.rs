@@ -363,11 +363,8 @@ pub struct Tensor {
     dims: Vec<Dimension>,
     values: Vec<ValueColumn>,
     column_order: Vec<ColumnRef>,
-    /// The stored batch; for full rows, listed on first use.
-    data: OnceLock<RecordBatch>,
-    /// The entries as full rows of the last dimension, if the tensor was
-    /// made of them.
-    rows: Option<FullRows>,
+    /// The entries: a batch, or full rows listed on first use.
+    layout: Layout,
     statistics: OnceLock<Statistics>,
     indexes: Mutex<HashMap<IndexSpec, Arc<FiberTree>>>,
     /// The tiled indexes built so far.
@@ -475,7 +472,7 @@ impl Tensor {
             dims,
             value_columns,
             column_order,
-            Some(data),
+            Layout::Listed(data),
         ))
     }
 
@@ -533,7 +530,7 @@ impl Tensor {
             dims,
             value_columns,
             column_order,
-            Some(data),
+            Layout::Listed(data),
         ))
     }
 
@@ -563,7 +560,8 @@ impl Tensor {
             Some(size) if leading.len() == leading_specs.len() && !leading.is_empty() => size,
             _ => {
                 return Err(Error::Invalid(format!(
-                    "full rows need the last dimension's size and a coordinate column per                      other dimension: {} columns for {} dimensions",
+                    "full rows need the last dimension's size and a coordinate column per \
+                     other dimension: {} columns for {} dimensions",
                     leading.len(),
                     dims.len()
                 )));
@@ -599,29 +597,28 @@ impl Tensor {
             annotations: values.into_iter().map(|(_, v)| v.into_array()).collect(),
             width: width as usize,
         };
-        let mut tensor = Tensor::assembled(resolved, value_columns, column_order, None);
-        tensor.rows = Some(rows);
-        Ok(tensor)
+        let layout = Layout::Rows(rows, OnceLock::new());
+        Ok(Tensor::assembled(
+            resolved,
+            value_columns,
+            column_order,
+            layout,
+        ))
     }
 
     /// A tensor of these parts, with nothing computed, built or derived
-    /// from it yet; `data` is `None` only for full rows, set by the caller.
+    /// from it yet.
     fn assembled(
         dims: Vec<Dimension>,
         values: Vec<ValueColumn>,
         column_order: Vec<ColumnRef>,
-        data: Option<RecordBatch>,
+        layout: Layout,
     ) -> Tensor {
-        let listed = OnceLock::new();
-        if let Some(data) = data {
-            listed.get_or_init(|| data);
-        }
         Tensor {
             dims,
             values,
             column_order,
-            data: listed,
-            rows: None,
+            layout,
             statistics: OnceLock::new(),
             indexes: Mutex::new(HashMap::new()),
             tiled: Mutex::new(HashMap::new()),
@@ -704,9 +701,9 @@ impl Tensor {
 
     /// Number of stored entries.
     pub fn nnz(&self) -> usize {
-        match &self.rows {
-            Some(rows) => rows.entries(),
-            None => self.data().num_rows(),
+        match &self.layout {
+            Layout::Listed(data) => data.num_rows(),
+            Layout::Rows(rows, _) => rows.entries(),
         }
     }
 
@@ -727,10 +724,12 @@ impl Tensor {
     /// multiplicity column of a bag), sorted and duplicate-free. Full rows
     /// list their coordinates the first time.
     pub fn data(&self) -> &RecordBatch {
-        self.data.get_or_init(|| match &self.rows {
-            Some(rows) => rows.list(&self.dims, &self.values),
-            None => RecordBatch::new_empty(Arc::new(Schema::empty())),
-        })
+        match &self.layout {
+            Layout::Listed(data) => data,
+            Layout::Rows(rows, listed) => {
+                listed.get_or_init(|| rows.list(&self.dims, &self.values))
+            }
+        }
     }
 
     /// The coordinates of dimension `d`, in stored order.
@@ -741,9 +740,9 @@ impl Tensor {
     /// The stored annotation columns: the value columns, or the multiplicity
     /// column of a bag.
     pub fn annotation_columns(&self) -> &[ArrayRef] {
-        match &self.rows {
-            Some(rows) => &rows.annotations,
-            None => &self.data().columns()[self.dims.len()..],
+        match &self.layout {
+            Layout::Listed(data) => &data.columns()[self.dims.len()..],
+            Layout::Rows(rows, _) => &rows.annotations,
         }
     }
 
@@ -751,12 +750,13 @@ impl Tensor {
     /// full rows, their leading coordinates and values, and the listed
     /// batch once something listed it.
     pub fn memory_bytes(&self) -> u64 {
-        let listed = self
-            .data
-            .get()
-            .map_or(0, RecordBatch::get_array_memory_size);
-        let rows = self.rows.as_ref().map_or(0, FullRows::memory_bytes);
-        (listed + rows) as u64
+        let bytes = match &self.layout {
+            Layout::Listed(data) => data.get_array_memory_size(),
+            Layout::Rows(rows, listed) => {
+                rows.memory_bytes() + listed.get().map_or(0, RecordBatch::get_array_memory_size)
+            }
+        };
+        bytes as u64
     }
 
     /// The multiplicity of every entry of a bag; `None` for other tensors.
@@ -809,9 +809,9 @@ impl Tensor {
 
     /// The tensor's statistics, computed on first use and kept.
     pub fn statistics(&self) -> &Statistics {
-        self.statistics.get_or_init(|| match &self.rows {
-            Some(rows) => Statistics::of_full_rows(&self.dims, &rows.leading_columns()),
-            None => Statistics::compute(&self.dims, self.data()),
+        self.statistics.get_or_init(|| match &self.layout {
+            Layout::Listed(data) => Statistics::compute(&self.dims, data),
+            Layout::Rows(rows, _) => Statistics::of_full_rows(&self.dims, &rows.leading_columns()),
         })
     }
 
@@ -871,8 +871,7 @@ impl Tensor {
             dims: self.dims.clone(),
             values: self.values.clone(),
             column_order: self.column_order.clone(),
-            data: self.data.clone(),
-            rows: self.rows.clone(),
+            layout: self.layout.clone(),
             statistics: self.statistics.clone(),
             indexes: Mutex::new(HashMap::new()),
             tiled: Mutex::new(HashMap::new()),
@@ -925,7 +924,12 @@ impl Tensor {
             Arc::new(Schema::new(fields)),
             self.data().columns().to_vec(),
         )?;
-        let renamed = Tensor::assembled(dims, values, self.column_order.clone(), Some(data));
+        let renamed = Tensor::assembled(
+            dims,
+            values,
+            self.column_order.clone(),
+            Layout::Listed(data),
+        );
         // The statistics do not depend on names: a stored table's carry over.
         if let Some(statistics) = self.statistics.get() {
             renamed.restore_statistics(statistics.clone());
@@ -1105,6 +1109,16 @@ impl Tensor {
             None => Arc::clone(self.data().column(d)),
         }
     }
+}
+
+/// How a tensor keeps its entries.
+#[derive(Clone, Debug)]
+enum Layout {
+    /// The stored batch.
+    Listed(RecordBatch),
+    /// Whole rows of the last dimension, and their batch once something
+    /// listed it.
+    Rows(FullRows, OnceLock<RecordBatch>),
 }
 
 /// Entries that are whole rows of the last dimension (see
@@ -1879,7 +1893,7 @@ mod tests {
             listed.statistics().degrees().collect::<Vec<_>>()
         );
         assert!(full.memory_bytes() < listed.memory_bytes());
-        assert!(full.data.get().is_none());
+        assert!(matches!(&full.layout, Layout::Rows(_, listed) if listed.get().is_none()));
         assert_eq!(full.coords(1), listed.coords(1));
         assert_eq!(full.data(), listed.data());
         assert_eq!(
@@ -1891,45 +1905,21 @@ mod tests {
 
     #[test]
     fn full_rows_reject_what_does_not_fit() {
-        let values = |n: usize| vec![("v".to_string(), ValueData::Float64(vec![1.0; n]))];
-        let sized = |last: Option<u64>| {
-            vec![
+        // (last dimension's size, leading coordinates, values, error)
+        let cases = [
+            (None, vec![vec![0]], 2, "size"),
+            (Some(2), vec![vec![0]], 3, "3 values"),
+            (Some(2), vec![vec![3]], 2, "outside its size"),
+            (Some(2), Vec::new(), 0, "columns"),
+        ];
+        for (last, leading, n, expected) in cases {
+            let dims = vec![
                 DimensionSpec::new("i", Some(3)),
                 DimensionSpec::new("k", last),
-            ]
-        };
-        let error = |t: Result<Tensor>| t.unwrap_err().to_string();
-        assert!(
-            error(Tensor::with_full_rows(
-                sized(None),
-                vec![vec![0]],
-                values(2)
-            ))
-            .contains("size")
-        );
-        assert!(
-            error(Tensor::with_full_rows(
-                sized(Some(2)),
-                vec![vec![0]],
-                values(3)
-            ))
-            .contains("3 values")
-        );
-        assert!(
-            error(Tensor::with_full_rows(
-                sized(Some(2)),
-                vec![vec![3]],
-                values(2)
-            ))
-            .contains("outside its size")
-        );
-        assert!(
-            error(Tensor::with_full_rows(
-                sized(Some(2)),
-                Vec::new(),
-                values(0)
-            ))
-            .contains("columns")
-        );
+            ];
+            let values = vec![("v".to_string(), ValueData::Float64(vec![1.0; n]))];
+            let error = Tensor::with_full_rows(dims, leading, values).unwrap_err();
+            assert!(error.to_string().contains(expected), "{error}");
+        }
     }
 }
