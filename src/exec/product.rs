@@ -1345,16 +1345,11 @@ where
         // One input's sorted fiber and nothing to intersect it with (a
         // fact table's key levels): its coordinates in order, without the
         // join's buffers.
-        let input = &kernel.inputs[part.input];
         let parent = w.pos[part.input];
-        let Some(fiber) = input.fiber(part.level, parent) else {
+        let Some(fiber) = kernel.inputs[part.input].fiber(part.level, parent) else {
             return Ok(());
         };
-        let format = input.tree.levels().get(part.level).map(|l| l.format());
-        if matches!(format, Some(LevelFormat::Compressed | LevelFormat::Hashed))
-            && let Some(coords) = fiber.sorted_coords()
-        {
-            let base = fiber.cursor().current().map_or(0, |(_, p)| p);
+        if let Some((coords, base)) = fiber.consecutive() {
             let var = kernel.vars[depth];
             let mut result = Ok(());
             for (i, &c) in coords.iter().enumerate() {
@@ -1963,7 +1958,6 @@ struct Join<'a> {
     /// The driving part (a position in the loop's parts).
     driver: usize,
     fiber: Fiber<'a>,
-    format: Option<LevelFormat>,
 }
 
 impl<'a> Join<'a> {
@@ -2008,21 +2002,13 @@ impl<'a> Join<'a> {
         Some(Join {
             driver,
             fiber: fibers[driver],
-            format: formats[driver],
         })
     }
 
     /// The driver's sorted coordinates and the position of the first, when
     /// its positions are consecutive (compressed and hashed levels).
     fn sorted(&self) -> Option<(&'a [i64], usize)> {
-        match self.format {
-            Some(LevelFormat::Compressed | LevelFormat::Hashed) => {
-                let coords = self.fiber.sorted_coords()?;
-                let base = self.fiber.cursor().current().map_or(0, |(_, p)| p);
-                Some((coords, base))
-            }
-            _ => None,
-        }
+        self.fiber.consecutive()
     }
 }
 

@@ -1041,6 +1041,20 @@ impl<'a> Fiber<'a> {
         self.level.crd().and_then(|crd| crd.get(self.lo..self.hi))
     }
 
+    /// The present coordinates in ascending order and the child position
+    /// of the first, for the formats whose children sit at consecutive
+    /// positions (compressed and hashed): the `i`-th child is at that
+    /// position plus `i`. `None` for dense and bytemap levels.
+    #[inline]
+    pub fn consecutive(&self) -> Option<(&'a [i64], usize)> {
+        match &self.level.storage {
+            Storage::Compressed { crd, .. } | Storage::Hashed { crd, .. } => {
+                Some((crd.get(self.lo..self.hi)?, self.lo))
+            }
+            Storage::Dense { .. } | Storage::Bytemap { .. } => None,
+        }
+    }
+
     /// A cursor at the first present child.
     #[inline]
     pub fn cursor(&self) -> Cursor<'a> {
