@@ -566,6 +566,50 @@ fn result_rows_non_zero_throughout_are_kept_as_rows() {
     assert!(explain(&db, columns.trim_end_matches(';')).contains("sparse-driven"));
 }
 
+/// A driver times an input whose rows along the free variable are mostly
+/// zero (the star join's `L[o,n,s,p,c] * O[o,k]`, a line item's order
+/// with 4 of its 108 features set): that input's rows are listed by their
+/// non-zero cells, not scattered, and the answer is the loops', whichever
+/// of the output's variables leads and whatever else multiplies the entry.
+#[test]
+fn mostly_zero_rows_are_listed_by_their_non_zero_cells() {
+    let mut rng = Rng(0x0de5_2026_1127_0002);
+    let (o, s, k) = (200, 7, 40);
+    let db = Database::open_in_memory();
+    // One supplier per order, as a key's function.
+    let l: Entries = (0..o as i64)
+        .map(|i| (vec![i, rng.below(s) as i64], rng.below(8) as f64 + 1.0))
+        .collect();
+    store(&db, "l", &[("o", o), ("s", s)], &l);
+    // About 5% of the cells, under SPARSE_ROW_FILL's one in eight.
+    store(
+        &db,
+        "f",
+        &[("o", o), ("k", k)],
+        &random(&mut rng, &[o, k], 5),
+    );
+    store(&db, "w", &[("o", o)], &random(&mut rng, &[o], 70));
+    let on = "SET optimizer = 'exact'; SET disabled_optimizers = ''";
+    for statement in [
+        "c[s,k] = SUM(o) l[o,s] * f[o,k];",
+        "c[k,s] = SUM(o) l[o,s] * f[o,k];",
+        "c[s,k] = SUM(o) l[o,s] * w[o] * f[o,k];",
+    ] {
+        let expected = answer(&db, "SET optimizer = 'none'", statement);
+        let got = answer(&db, on, statement);
+        assert!(!expected.is_empty(), "{statement}");
+        assert!(
+            agree(&got, &expected),
+            "{statement}\n{got:?}\nexpected {expected:?}"
+        );
+        let plan = explain(&db, statement.trim_end_matches(';'));
+        assert!(
+            plan.contains(".v[o,k] (rows listed by their non-zero cells)"),
+            "{statement}\n{plan}"
+        );
+    }
+}
+
 /// Every shape of [`DRIVEN`] over random data gives the loops' answer
 /// (the optimizer off) with the `dense` phase on and off, and with the
 /// phase on most of them run sparse-driven.

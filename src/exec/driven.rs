@@ -13,7 +13,11 @@
 //! entry the product of the values at the entry's offsets is taken; with
 //! a free variable (a rank `r` the driver does not read) the inputs' rows
 //! along it are multiplied cell by cell in a scratch row, a tight loop
-//! over contiguous values when `r` is an input's last dimension. The
+//! over contiguous values when `r` is an input's last dimension. When one
+//! stored input alone reads `r`, as its last dimension, and its rows are
+//! mostly zero ([`PhysicalQuery::listed_rows`]), it is not scattered: its
+//! entries are listed row by row ([`SparseRows`]), and an entry adds only
+//! the non-zero cells of its row into the result. The
 //! result is added into a dense array over the output's coordinates, or,
 //! when the output has every variable of the driver, written as one entry
 //! per driver entry (and coordinate of `r`); when the output's coordinates
@@ -113,6 +117,89 @@ const CHUNK_ENTRIES: usize = 1 << 15;
 /// driver has entries).
 const PARTIAL_CELLS: usize = 1 << 22;
 
+/// The non-zero cells of an operand's rows along the free variable (its
+/// last stored dimension), row by row: row `r`'s are `starts[r]` up to
+/// `starts[r + 1]` in `cols` (their positions in the row) and `values`.
+struct SparseRows {
+    /// The cells of a row.
+    width: usize,
+    starts: Vec<usize>,
+    cols: Vec<usize>,
+    values: Vec<f64>,
+}
+
+impl SparseRows {
+    /// The entries of `tensor` among the first `rank` cells of each row
+    /// along its last dimension (`width` cells), by row: rows numbered as
+    /// in the row-major array of its stored dimensions (`strides`), which
+    /// the entries need not be sorted by.
+    fn of(
+        query: &PhysicalQuery,
+        tensor: &Tensor,
+        annotation: Annotation,
+        (strides, cells): (&[usize], usize),
+        width: usize,
+        rank: usize,
+    ) -> Result<SparseRows> {
+        let values = float_values(query, tensor, annotation)?;
+        let coords: Vec<&[i64]> = (0..strides.len()).map(|d| tensor.coords(d)).collect();
+        let address = Address::new(strides);
+        let last = strides.len().saturating_sub(1);
+        let rows = cells / width.max(1);
+        // Where each entry goes: its row, or none past `rank` or when 0.
+        let place = |e: usize| -> Option<(usize, usize)> {
+            let col = usize::try_from(coords[last][e]).ok()?;
+            (col < rank && values[e] != 0.0).then(|| (address.at(&coords, e) / width.max(1), col))
+        };
+        let mut starts = vec![0usize; rows + 1];
+        for e in 0..values.len() {
+            if let Some((row, _)) = place(e) {
+                let count = starts
+                    .get_mut(row + 1)
+                    .ok_or_else(|| internal(query, "has an input entry outside its dimensions"))?;
+                *count += 1;
+            }
+        }
+        for r in 0..rows {
+            starts[r + 1] += starts[r];
+        }
+        let nnz = starts[rows];
+        let (mut cols, mut listed) = (vec![0usize; nnz], vec![0.0; nnz]);
+        let mut next = starts.clone();
+        for (e, &value) in values.iter().enumerate() {
+            if let Some((row, col)) = place(e) {
+                cols[next[row]] = col;
+                listed[next[row]] = value;
+                next[row] += 1;
+            }
+        }
+        Ok(SparseRows {
+            width,
+            starts,
+            cols,
+            values: listed,
+        })
+    }
+
+    /// The bytes the lists take for `nnz` non-zero cells in `cells`.
+    fn bytes(nnz: usize, cells: usize, width: usize) -> u64 {
+        let rows = cells / width.max(1) + 1;
+        (nnz.saturating_mul(16)
+            .saturating_add(rows.saturating_mul(8))) as u64
+    }
+
+    /// The positions and values of the non-zero cells of the row that
+    /// starts at offset `at` of the array.
+    #[inline(always)]
+    fn row(&self, at: usize) -> (&[usize], &[f64]) {
+        let r = at / self.width.max(1);
+        match (self.starts.get(r), self.starts.get(r + 1)) {
+            (Some(&from), Some(&to)) => (&self.cols[from..to], &self.values[from..to]),
+            _ => (&[], &[]),
+        }
+    }
+}
+
 /// An input other than the driver, as a dense array.
 struct Operand<'a> {
     /// Row-major over the tensor's stored dimensions.
@@ -133,6 +220,9 @@ struct Operand<'a> {
     sign: Option<f64>,
     /// The function the operand is read through ([`Driven::maps`]).
     map: Option<ScalarOp>,
+    /// Its rows along the free variable by their non-zero cells, instead
+    /// of `values` ([`PhysicalQuery::listed_rows`]).
+    sparse: Option<SparseRows>,
 }
 
 impl Operand<'_> {
@@ -592,6 +682,12 @@ fn prepare<'q, 'a>(
     let mut operands = Vec::with_capacity(driven.dense.len());
     let mut scattered = Vec::new();
     let mut at_entries = Vec::new();
+    // The one operand of the output's rows along the free variable is
+    // listed by its non-zero cells instead of scattered when they are few
+    // ([`PhysicalQuery::listed_rows`]).
+    let mut listed = Vec::new();
+    let mut listed_bytes = 0u64;
+    let rows_listed = query.listed_rows(driven);
     for &k in &driven.dense {
         let vars = vars_of(query, k)?;
         let Some((tensor, annotation)) = inputs.get(k).copied().flatten() else {
@@ -608,6 +704,7 @@ fn prepare<'q, 'a>(
                 local: true,
                 sign: None,
                 map: None,
+                sparse: None,
             });
             continue;
         };
@@ -630,6 +727,7 @@ fn prepare<'q, 'a>(
                 .iter()
                 .find(|&&(j, _)| j == k)
                 .map(|&(_, op)| op),
+            sparse: None,
         };
         let mut by_driver = vec![0; driver.vars.len()];
         for (d, &v) in vars.iter().enumerate() {
@@ -673,8 +771,29 @@ fn prepare<'q, 'a>(
                 at_entries.push((operands.len(), tensor, annotation, vars.len()));
             }
         } else if !tensor.is_full() {
-            cells = cells.saturating_add(own_cells);
-            scattered.push((operands.len(), tensor, annotation, own_strides, own_cells));
+            let width = tensor.dims().last().map(|d| d.size);
+            match width.and_then(|w| usize::try_from(w).ok()) {
+                Some(width) if rows_listed == Some(k) && operand.free == Some(1) => {
+                    operand.values = Cow::Borrowed(&[]);
+                    listed_bytes = listed_bytes.saturating_add(SparseRows::bytes(
+                        tensor.nnz(),
+                        own_cells,
+                        width,
+                    ));
+                    listed.push((
+                        operands.len(),
+                        tensor,
+                        annotation,
+                        own_strides,
+                        own_cells,
+                        width,
+                    ));
+                }
+                _ => {
+                    cells = cells.saturating_add(own_cells);
+                    scattered.push((operands.len(), tensor, annotation, own_strides, own_cells));
+                }
+            }
         }
         operands.push(operand);
     }
@@ -706,11 +825,19 @@ fn prepare<'q, 'a>(
             return Ok(None);
         }
     }
-    let bytes = (cells as u64).saturating_mul(8);
+    let bytes = (cells as u64)
+        .saturating_mul(8)
+        .saturating_add(listed_bytes);
     held.reserve(bytes)?;
     for (n, tensor, annotation, own_strides, own_cells) in scattered {
         operands[n].values =
             Cow::Owned(scatter(query, tensor, annotation, &own_strides, own_cells)?);
+        control.check()?;
+    }
+    for (n, tensor, annotation, own_strides, own_cells, width) in listed {
+        let strides = (&own_strides[..], own_cells);
+        let rows = SparseRows::of(query, tensor, annotation, strides, width, rank)?;
+        operands[n].sparse = Some(rows);
         control.check()?;
     }
     for (n, tensor, annotation, leading) in at_entries {
@@ -881,6 +1008,9 @@ impl Pass<'_, '_> {
     /// (one cell without one; their sum, one cell, when the free variable
     /// is summed over one or two contiguous rows).
     fn each(&self, entries: Range<usize>, mut visit: impl FnMut(usize, &[f64])) -> Result<()> {
+        if self.rows.iter().any(|o| o.sparse.is_some()) {
+            return Err(internal(self.query, "reads listed rows as an array"));
+        }
         let mut row = vec![0.0; self.rank];
         let rank = self.rank;
         // A summed free variable over one or two contiguous rows: their dot
@@ -1147,7 +1277,12 @@ impl Pass<'_, '_> {
                     let Some(at) = a.offset(self.coords, e) else {
                         return;
                     };
-                    if contiguous {
+                    if let Some(sparse) = &a.sparse {
+                        let (cols, values) = sparse.row(at);
+                        for (&c, &x) in cols.iter().zip(values) {
+                            out[base + c * free_stride] += scalar * x;
+                        }
+                    } else if contiguous {
                         let to = &mut out[base..base + rank];
                         for (cell, &x) in to.iter_mut().zip(&a.values[at..at + rank]) {
                             *cell += scalar * x;

@@ -668,16 +668,22 @@ impl<'k, 'a> Worker<'k, 'a> {
             Sup::And(items) => {
                 // Any one item's set bounds the intersection, and `enter`
                 // checks the whole support: the loop iterates the fixed
-                // driver's fiber or the smallest set, and a union is only
-                // built when no other item narrows the loop.
+                // driver's fiber or the smallest set. A union is built
+                // only when no other item narrows the loop as much as the
+                // union's items' lengths together (a line item's one part,
+                // say, against all the parts of a table).
                 let fixed = self.k.fixed_driver(depth);
                 let mut chosen: Option<Set<'a>> = None;
                 for unions in [false, true] {
-                    if unions && chosen.is_some() {
-                        break;
-                    }
                     for item in items {
                         if matches!(item, Sup::Or(_)) != unions {
+                            continue;
+                        }
+                        if unions
+                            && let Some(best) = &chosen
+                            && (matches!(best, Set::Fiber(k, _) if Some(*k) == fixed)
+                                || self.bound(item, depth) >= best.estimate())
+                        {
                             continue;
                         }
                         let set = match self.set(item, depth) {
@@ -723,6 +729,26 @@ impl<'k, 'a> Worker<'k, 'a> {
                 out.dedup();
                 Set::List(out)
             }
+        }
+    }
+
+    /// An upper bound on the length of [`Worker::set`] of `sup` at loop
+    /// `depth`, found without building a union: a fiber's length, the
+    /// least of an intersection's items, the sum of a union's.
+    fn bound(&self, sup: &Sup, depth: usize) -> usize {
+        match sup {
+            Sup::Never => 0,
+            Sup::Always => usize::MAX,
+            Sup::Input(_) => self.set(sup, depth).estimate(),
+            Sup::And(items) => items
+                .iter()
+                .map(|item| self.bound(item, depth))
+                .min()
+                .unwrap_or(usize::MAX),
+            Sup::Or(items) => items
+                .iter()
+                .map(|item| self.bound(item, depth))
+                .fold(0, usize::saturating_add),
         }
     }
 

@@ -112,6 +112,13 @@ pub struct PhysicalQuery {
 /// finds its values costs more per entry than writing a scattered cell).
 pub const ENTRY_CELLS: u64 = 4;
 
+/// An input of a sparse-driven query whose rows along the free variable
+/// hold at most one cell in this many non-zero is listed row by row by its
+/// non-zero cells instead of scattered ([`PhysicalQuery::listed_rows`]):
+/// an entry's row update then visits those cells only, as in the star
+/// join's `L[o,n,s,p,c] * C[c,k]`, four of a customer's 139 features set.
+pub const SPARSE_ROW_FILL: usize = 8;
+
 /// A query that is a product of float inputs that are 0 where absent,
 /// run over the stored entries of one of them, the *driver*: every other
 /// input is read as a dense array at the offset the entry's coordinates
@@ -820,6 +827,39 @@ impl PhysicalQuery {
             && cells.is_none_or(|c| c / ENTRY_CELLS >= entries)
     }
 
+    /// The input of `driven` whose rows along the free variable are listed
+    /// by their non-zero cells instead of scattered into an array: the one
+    /// input that reads the free variable, as its last dimension, when the
+    /// result is an array that holds the free variable and the input is a
+    /// stored table with at most one cell in [`SPARSE_ROW_FILL`] non-zero.
+    pub fn listed_rows(&self, driven: &Driven) -> Option<usize> {
+        let free = driven.free?;
+        if driven.output != DrivenOutput::Array || !self.output.contains(&free) {
+            return None;
+        }
+        let mut readers = driven
+            .dense
+            .iter()
+            .filter(|&&k| self.inputs[k].terms.contains(&Term::Var(free)));
+        let (Some(&k), None) = (readers.next(), readers.next()) else {
+            return None;
+        };
+        let terms = &self.inputs[k].terms;
+        let Source::Table { tensor, .. } = &self.inputs[k].source else {
+            return None;
+        };
+        let cells = tensor
+            .dims()
+            .iter()
+            .try_fold(1usize, |c, d| c.checked_mul(usize::try_from(d.size).ok()?))?;
+        (terms.last() == Some(&Term::Var(free))
+            && terms.iter().filter(|&&t| t == Term::Var(free)).count() == 1
+            && !driven.sum.iter().any(|&(j, _)| j == k)
+            && !tensor.is_full()
+            && tensor.nnz().saturating_mul(SPARSE_ROW_FILL) <= cells)
+            .then_some(k)
+    }
+
     /// How many loops enclose loop `depth` (its depth in the loop tree).
     pub fn tree_depth(&self, depth: usize) -> usize {
         self.loops
@@ -912,6 +952,8 @@ impl PhysicalQuery {
                 "read in place"
             } else if driven.at_entries.contains(&k) {
                 "read at the driver's entries"
+            } else if self.listed_rows(driven) == Some(k) {
+                "rows listed by their non-zero cells"
             } else {
                 "scattered into an array"
             };

@@ -49,7 +49,10 @@
 //!   variable's cells at 4 multiply-adds to a visit per input reading
 //!   them, and a quarter of a visit per cell of the arrays it fills
 //!   (scattered inputs, a dense result; a row sum that the `fuse` phase
-//!   will compute in the same pass is not scattered). SpMV, SpMM, SDDMM,
+//!   will compute in the same pass is not scattered); an input whose
+//!   rows along the free variable are listed by their non-zero cells
+//!   instead costs a loop visit per such cell and entry, and two cells per
+//!   listed cell. SpMV, SpMM, SDDMM,
 //!   MTTKRP and element-wise products with dense factors take it.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
@@ -123,6 +126,12 @@ const DRIVEN_ENTRY: f64 = 0.5;
 /// ([`DrivenOutput::Grouped`]): the entry's key and value written, sorted
 /// and added up, about one loop visit.
 const GROUPED_ENTRY: f64 = 1.0;
+
+/// Units of the loop nests' cost per non-zero cell of an input's row that
+/// the sparse-driven path visits for a driver entry when it lists the
+/// input's rows ([`PhysicalQuery::listed_rows`]): read from the list and
+/// added into the result at a computed offset, about a loop visit.
+const LISTED_CELL: f64 = 1.0;
 
 /// Units of the loop nests' cost per cell of an array the sparse-driven
 /// path fills (cleared, scattered into and read back, or a dense result):
@@ -302,13 +311,26 @@ fn cheapest_driver(
                         .iter()
                         .any(|(sum, driver)| sum == name && Arc::ptr_eq(driver, tensor))
             };
+            // An input whose rows are listed by their non-zero cells: a
+            // position and a value per entry, a start per row.
+            let listed = query
+                .listed_rows(&driven)
+                .and_then(|d| match &query.inputs[d].source {
+                    Source::Table { tensor, .. } => {
+                        let width = tensor.dims().last().map_or(1, |w| w.size.max(1)) as f64;
+                        let rows = input_cells(d) / width;
+                        Some((d, tensor.nnz() as f64, rows))
+                    }
+                    Source::Result(_) => None,
+                });
             let scattered: f64 = driven
                 .dense
                 .iter()
                 .filter(|&&d| !row_local(d))
-                .map(|&d| match driven.at_entries.contains(&d) {
-                    true => tensor.nnz() as f64,
-                    false => input_cells(d),
+                .map(|&d| match listed {
+                    Some((k, nnz, rows)) if k == d => 2.0 * nnz + rows,
+                    _ if driven.at_entries.contains(&d) => tensor.nnz() as f64,
+                    _ => input_cells(d),
                 })
                 .sum();
             // The result array's cells, and the work per entry of a
@@ -322,6 +344,9 @@ fn cheapest_driver(
                 return None;
             }
             let row = driven.free.map_or(0.0, |v| {
+                if let Some((_, nnz, rows)) = listed {
+                    return nnz / rows.max(1.0) * LISTED_CELL;
+                }
                 let readers = driven
                     .dense
                     .iter()
