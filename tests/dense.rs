@@ -568,9 +568,10 @@ fn result_rows_non_zero_throughout_are_kept_as_rows() {
 
 /// A driver times an input whose rows along the free variable are mostly
 /// zero (the star join's `L[o,n,s,p,c] * O[o,k]`, a line item's order
-/// with 4 of its 108 features set): that input's rows are listed by their
-/// non-zero cells, not scattered, and the answer is the loops', whichever
-/// of the output's variables leads and whatever else multiplies the entry.
+/// with 4 of its 108 features set), or an integer input: that input's
+/// rows are listed by their non-zero cells, not scattered, and the answer
+/// is the loops', whichever of the output's variables leads and whatever
+/// else multiplies the entry.
 #[test]
 fn mostly_zero_rows_are_listed_by_their_non_zero_cells() {
     let mut rng = Rng(0x0de5_2026_1127_0002);
@@ -608,6 +609,28 @@ fn mostly_zero_rows_are_listed_by_their_non_zero_cells() {
             "{statement}\n{plan}"
         );
     }
+    // An integer input (a count per order and supplier) is listed
+    // whatever its fill: the one way a driven step reads integers.
+    let rows: Vec<String> = l
+        .iter()
+        .map(|(c, v)| format!("({}, {}, {})", c[0], c[1], *v as i64))
+        .collect();
+    db.execute_all(&format!(
+        "CREATE TABLE m (o BIGINT, s BIGINT, v BIGINT, PRIMARY KEY (o, s));\n\
+         INSERT INTO m VALUES {};",
+        rows.join(", ")
+    ))
+    .expect("m");
+    let statement = "c[k,s] = SUM(o) f[o,k] * m[o,s];";
+    let expected = answer(&db, "SET optimizer = 'none'", statement);
+    assert!(!expected.is_empty());
+    assert!(agree(&answer(&db, on, statement), &expected));
+    let plan = explain(&db, statement.trim_end_matches(';'));
+    assert!(
+        plan.contains("sparse-driven: for each entry of f.v[o,k]")
+            && plan.contains("m.v[o,s] (rows listed by their non-zero cells)"),
+        "{plan}"
+    );
 }
 
 /// Every shape of [`DRIVEN`] over random data gives the loops' answer

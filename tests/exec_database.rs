@@ -133,6 +133,7 @@ fn results_do_not_depend_on_the_thread_count() {
                         factorize: false,
                         dense: None,
                         driven: None,
+                        listed: false,
                     },
                 )]
                 .into_iter()

@@ -717,6 +717,9 @@ fn choices(
                         .collect();
                     *rng.pick(&drivers)
                 },
+                // Whether a driven run lists the input it can list, at
+                // any fill.
+                listed: rng.below(2) == 0,
             },
         );
     }

@@ -14,10 +14,10 @@
 //! a free variable (a rank `r` the driver does not read) the inputs' rows
 //! along it are multiplied cell by cell in a scratch row, a tight loop
 //! over contiguous values when `r` is an input's last dimension. When one
-//! stored input alone reads `r`, as its last dimension, and its rows are
-//! mostly zero ([`PhysicalQuery::listed_rows`]), it is not scattered: its
-//! entries are listed row by row ([`SparseRows`]), and an entry adds only
-//! the non-zero cells of its row into the result. The
+//! input alone reads `r`, as its last dimension, and is mostly zero, the
+//! plan may list it instead ([`Driven::listed`]): its entries row by row
+//! ([`SparseRows`]), an entry adding only the non-zero cells of its row
+//! into the result. The
 //! result is added into a dense array over the output's coordinates, or,
 //! when the output has every variable of the driver, written as one entry
 //! per driver entry (and coordinate of `r`); when the output's coordinates
@@ -68,7 +68,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rayon::prelude::*;
 
 use arrow::array::AsArray;
-use arrow::datatypes::Float64Type;
+use arrow::datatypes::{Float64Type, Int64Type};
 
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, ScalarOp};
@@ -141,7 +141,7 @@ impl SparseRows {
         width: usize,
         rank: usize,
     ) -> Result<SparseRows> {
-        let values = float_values(query, tensor, annotation)?;
+        let values = listed_values(query, tensor, annotation)?;
         let coords: Vec<&[i64]> = (0..strides.len()).map(|d| tensor.coords(d)).collect();
         let address = Address::new(strides);
         let last = strides.len().saturating_sub(1);
@@ -221,7 +221,7 @@ struct Operand<'a> {
     /// The function the operand is read through ([`Driven::maps`]).
     map: Option<ScalarOp>,
     /// Its rows along the free variable by their non-zero cells, instead
-    /// of `values` ([`PhysicalQuery::listed_rows`]).
+    /// of `values` ([`Driven::listed`]).
     sparse: Option<SparseRows>,
 }
 
@@ -368,6 +368,34 @@ fn float_values<'t>(
         .and_then(|array| array.as_primitive_opt::<Float64Type>())
         .map(|a| a.values().as_ref())
         .ok_or_else(|| internal(query, "reads a value column that is not DOUBLE"))
+}
+
+/// The values of `tensor` as floats: its DOUBLE column, or its BIGINT
+/// column converted (a count the plan lists, [`Driven::listed`]).
+fn listed_values<'t>(
+    query: &PhysicalQuery,
+    tensor: &'t Tensor,
+    annotation: Annotation,
+) -> Result<Cow<'t, [f64]>> {
+    let Annotation::Column(column) = annotation else {
+        return Err(internal(query, "reads the rows of a bag"));
+    };
+    let array = tensor
+        .annotation_columns()
+        .get(column)
+        .ok_or_else(|| internal(query, "reads a value column it does not have"))?;
+    if let Some(floats) = array.as_primitive_opt::<Float64Type>() {
+        return Ok(Cow::Borrowed(floats.values().as_ref()));
+    }
+    let integers = array.as_primitive_opt::<Int64Type>().ok_or_else(|| {
+        internal(
+            query,
+            "lists a value column that is neither DOUBLE nor BIGINT",
+        )
+    })?;
+    Ok(Cow::Owned(
+        integers.values().iter().map(|&v| v as f64).collect(),
+    ))
 }
 
 /// An input of a sparse-driven query: a tensor with the annotation read,
@@ -682,12 +710,12 @@ fn prepare<'q, 'a>(
     let mut operands = Vec::with_capacity(driven.dense.len());
     let mut scattered = Vec::new();
     let mut at_entries = Vec::new();
-    // The one operand of the output's rows along the free variable is
-    // listed by its non-zero cells instead of scattered when they are few
-    // ([`PhysicalQuery::listed_rows`]).
+    // The operand of the output's rows along the free variable that the
+    // plan lists by its non-zero cells instead of scattering it
+    // ([`Driven::listed`]).
     let mut listed = Vec::new();
     let mut listed_bytes = 0u64;
-    let rows_listed = query.listed_rows(driven);
+    let rows_listed = driven.listed;
     for &k in &driven.dense {
         let vars = vars_of(query, k)?;
         let Some((tensor, annotation)) = inputs.get(k).copied().flatten() else {
@@ -711,8 +739,13 @@ fn prepare<'q, 'a>(
         let Some((own_strides, own_cells)) = strides(tensor) else {
             return Ok(None);
         };
+        // A listed operand's values are read when it is listed.
+        let values = match rows_listed == Some(k) {
+            true => &[],
+            false => float_values(query, tensor, annotation)?,
+        };
         let mut operand = Operand {
-            values: Cow::Borrowed(float_values(query, tensor, annotation)?),
+            values: Cow::Borrowed(values),
             address: Address::default(),
             bounded: Vec::new(),
             free: None,
@@ -752,9 +785,29 @@ fn prepare<'q, 'a>(
             }
         }
         operand.address = Address::new(&by_driver);
-        // Over the driver's leading variables, with many cells per driver
-        // entry (chosen by the plan).
-        if driven.at_entries.contains(&k) && !tensor.is_full() {
+        let width = tensor.dims().last().map(|d| d.size);
+        if rows_listed == Some(k) {
+            // Listed, whatever its fill (chosen by the plan).
+            let width = width.and_then(|w| usize::try_from(w).ok());
+            let Some(width) = width.filter(|_| operand.free == Some(1)) else {
+                return Err(internal(
+                    query,
+                    "lists an input not along its last dimension",
+                ));
+            };
+            listed_bytes =
+                listed_bytes.saturating_add(SparseRows::bytes(tensor.nnz(), own_cells, width));
+            listed.push((
+                operands.len(),
+                tensor,
+                annotation,
+                own_strides,
+                own_cells,
+                width,
+            ));
+        } else if driven.at_entries.contains(&k) && !tensor.is_full() {
+            // Over the driver's leading variables, with many cells per
+            // driver entry (chosen by the plan).
             if driver.vars.get(..vars.len()) != Some(&vars[..]) {
                 return Err(internal(
                     query,
@@ -771,29 +824,8 @@ fn prepare<'q, 'a>(
                 at_entries.push((operands.len(), tensor, annotation, vars.len()));
             }
         } else if !tensor.is_full() {
-            let width = tensor.dims().last().map(|d| d.size);
-            match width.and_then(|w| usize::try_from(w).ok()) {
-                Some(width) if rows_listed == Some(k) && operand.free == Some(1) => {
-                    operand.values = Cow::Borrowed(&[]);
-                    listed_bytes = listed_bytes.saturating_add(SparseRows::bytes(
-                        tensor.nnz(),
-                        own_cells,
-                        width,
-                    ));
-                    listed.push((
-                        operands.len(),
-                        tensor,
-                        annotation,
-                        own_strides,
-                        own_cells,
-                        width,
-                    ));
-                }
-                _ => {
-                    cells = cells.saturating_add(own_cells);
-                    scattered.push((operands.len(), tensor, annotation, own_strides, own_cells));
-                }
-            }
+            cells = cells.saturating_add(own_cells);
+            scattered.push((operands.len(), tensor, annotation, own_strides, own_cells));
         }
         operands.push(operand);
     }

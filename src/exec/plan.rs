@@ -112,11 +112,11 @@ pub struct PhysicalQuery {
 /// finds its values costs more per entry than writing a scattered cell).
 pub const ENTRY_CELLS: u64 = 4;
 
-/// An input of a sparse-driven query whose rows along the free variable
-/// hold at most one cell in this many non-zero is listed row by row by its
-/// non-zero cells instead of scattered ([`PhysicalQuery::listed_rows`]):
-/// an entry's row update then visits those cells only, as in the star
-/// join's `L[o,n,s,p,c] * C[c,k]`, four of a customer's 139 features set.
+/// An input of a sparse-driven query that holds at most one non-zero cell
+/// in this many is listed row by row by its non-zero cells instead of
+/// scattered ([`Driven::listed`]): an entry's row update then visits those
+/// cells only, as in the star join's `L[o,n,s,p,c] * C[c,k]`, four of a
+/// customer's 139 features set.
 pub const SPARSE_ROW_FILL: usize = 8;
 
 /// A query that is a product of float inputs that are 0 where absent,
@@ -176,6 +176,13 @@ pub struct Driven {
     /// of reading the row coordinates ([`row_index`]). Set by the `fuse`
     /// phase.
     pub rows: Option<IndexSpec>,
+    /// The input (one of `dense`) whose rows along the free variable are
+    /// listed by their non-zero cells instead of scattered into an array
+    /// ([`PhysicalQuery::listable_rows`]): chosen by the physical optimizer
+    /// when at most one cell in [`SPARSE_ROW_FILL`] of it is non-zero, and
+    /// always for an integer input (a count), the one kind of integer
+    /// input a driven query may have.
+    pub listed: Option<usize>,
 }
 
 /// The spec of a built index of a matrix in its stored order whose levels
@@ -680,11 +687,22 @@ impl PhysicalQuery {
         if !every_input_once || !summed || !(self.ty == ValueType::Float64 || count) {
             return None;
         }
+        // An integer input other than the driver may only be the one whose
+        // rows are listed (checked below): its values are read as floats
+        // then, never scattered.
         let vars_of = |k: usize| -> Option<Vec<usize>> {
             let access = &self.inputs[k];
             let float = access.ty == ValueType::Float64 || (k == driver && pattern(k));
+            let bag = matches!(
+                &access.source,
+                Source::Table {
+                    annotation: Annotation::Multiplicity,
+                    ..
+                }
+            );
+            let listable = k != driver && access.ty == ValueType::Int64 && !bag;
             let vars = access.distinct_vars()?;
-            (float && access.fill.is_zero()).then_some(vars)
+            ((float || listable) && access.fill.is_zero()).then_some(vars)
         };
         let stored = match &self.inputs.get(driver)?.source {
             Source::Table { tensor, .. } => tensor.counts_each_entry_once(),
@@ -795,7 +813,7 @@ impl PhysicalQuery {
             .copied()
             .filter(|&k| self.read_at_entries(k, &driver_vars, entries))
             .collect();
-        Some(Driven {
+        let mut driven = Driven {
             driver,
             dense,
             ones: left_out,
@@ -806,7 +824,21 @@ impl PhysicalQuery {
             output,
             local: None,
             rows: None,
-        })
+            listed: None,
+        };
+        let integers: Vec<usize> = driven
+            .dense
+            .iter()
+            .copied()
+            .filter(|&k| self.inputs[k].ty != ValueType::Float64)
+            .collect();
+        if let [k] = integers[..] {
+            driven.listed = Some(k).filter(|&k| self.listable_rows(&driven) == Some(k));
+            driven.listed?;
+        } else if !integers.is_empty() {
+            return None;
+        }
+        Some(driven)
     }
 
     /// Whether input `k` of a query driven by `entries` entries over
@@ -827,12 +859,13 @@ impl PhysicalQuery {
             && cells.is_none_or(|c| c / ENTRY_CELLS >= entries)
     }
 
-    /// The input of `driven` whose rows along the free variable are listed
-    /// by their non-zero cells instead of scattered into an array: the one
-    /// input that reads the free variable, as its last dimension, when the
-    /// result is an array that holds the free variable and the input is a
-    /// stored table with at most one cell in [`SPARSE_ROW_FILL`] non-zero.
-    pub fn listed_rows(&self, driven: &Driven) -> Option<usize> {
+    /// The input of `driven` whose rows along the free variable can be
+    /// listed by their non-zero cells instead of scattered into an array
+    /// ([`Driven::listed`]): the one input that reads the free variable,
+    /// as its last dimension, when the result is an array that holds the
+    /// free variable and the input is an earlier result or a stored table
+    /// that does not store every cell.
+    pub fn listable_rows(&self, driven: &Driven) -> Option<usize> {
         let free = driven.free?;
         if driven.output != DrivenOutput::Array || !self.output.contains(&free) {
             return None;
@@ -845,18 +878,13 @@ impl PhysicalQuery {
             return None;
         };
         let terms = &self.inputs[k].terms;
-        let Source::Table { tensor, .. } = &self.inputs[k].source else {
-            return None;
-        };
-        let cells = tensor
-            .dims()
-            .iter()
-            .try_fold(1usize, |c, d| c.checked_mul(usize::try_from(d.size).ok()?))?;
+        let stored_full =
+            matches!(&self.inputs[k].source, Source::Table { tensor, .. } if tensor.is_full());
         (terms.last() == Some(&Term::Var(free))
             && terms.iter().filter(|&&t| t == Term::Var(free)).count() == 1
             && !driven.sum.iter().any(|&(j, _)| j == k)
-            && !tensor.is_full()
-            && tensor.nnz().saturating_mul(SPARSE_ROW_FILL) <= cells)
+            && driven.local != Some(k)
+            && !stored_full)
             .then_some(k)
     }
 
@@ -952,7 +980,7 @@ impl PhysicalQuery {
                 "read in place"
             } else if driven.at_entries.contains(&k) {
                 "read at the driver's entries"
-            } else if self.listed_rows(driven) == Some(k) {
+            } else if driven.listed == Some(k) {
                 "rows listed by their non-zero cells"
             } else {
                 "scattered into an array"

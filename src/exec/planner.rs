@@ -88,6 +88,9 @@ pub struct QueryChoices {
     /// The input to run the query over entry by entry, the others read as
     /// dense arrays, when it can be ([`PhysicalQuery::driven_by`]).
     pub driven: Option<usize>,
+    /// Whether such a run lists the rows of the input that can be listed
+    /// by their non-zero cells ([`PhysicalQuery::listable_rows`]).
+    pub listed: bool,
 }
 
 /// Decides the loop order, drivers and formats of each physical query as
@@ -448,7 +451,12 @@ impl Planner<'_> {
         if query.dense.is_none()
             && let Some(driver) = choices.driven
         {
-            query.driven = query.driven_by(driver);
+            query.driven = query.driven_by(driver).map(|mut driven| {
+                if choices.listed && driven.listed.is_none() {
+                    driven.listed = query.listable_rows(&driven);
+                }
+                driven
+            });
         }
         for depth in 0..query.loops.len() {
             if let Driver::Input(k) = query.loops[depth].driver

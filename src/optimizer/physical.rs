@@ -49,9 +49,9 @@
 //!   variable's cells at 4 multiply-adds to a visit per input reading
 //!   them, and a quarter of a visit per cell of the arrays it fills
 //!   (scattered inputs, a dense result; a row sum that the `fuse` phase
-//!   will compute in the same pass is not scattered); an input whose
-//!   rows along the free variable are listed by their non-zero cells
-//!   instead costs a loop visit per such cell and entry, and two cells per
+//!   will compute in the same pass is not scattered); an input with at
+//!   most one non-zero cell in 8, listed row by row instead, costs a loop
+//!   visit per cell of its row an entry visits, and two array cells per
 //!   listed cell. SpMV, SpMM, SDDMM,
 //!   MTTKRP and element-wise products with dense factors take it.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
@@ -75,7 +75,8 @@ use hashbrown::HashMap;
 
 use crate::error::Result;
 use crate::exec::plan::{
-    Contraction, DenseKernel, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery, Source, Term,
+    Contraction, DenseKernel, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery,
+    SPARSE_ROW_FILL, Source, Term,
 };
 use crate::exec::planner::{Choose, QueryChoices};
 use crate::ir::{IndexTerm, Value};
@@ -129,8 +130,9 @@ const GROUPED_ENTRY: f64 = 1.0;
 
 /// Units of the loop nests' cost per non-zero cell of an input's row that
 /// the sparse-driven path visits for a driver entry when it lists the
-/// input's rows ([`PhysicalQuery::listed_rows`]): read from the list and
-/// added into the result at a computed offset, about a loop visit.
+/// input's rows ([`Driven::listed`](crate::exec::plan::Driven::listed)):
+/// read from the list and added into the result at a computed offset,
+/// about a loop visit.
 const LISTED_CELL: f64 = 1.0;
 
 /// Units of the loop nests' cost per cell of an array the sparse-driven
@@ -222,18 +224,25 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             .filter(|&(_, dense)| dense < cost);
         let kernel_cost = dense.map_or(cost, |(_, dense)| dense);
         let row_sums = if self.fuse { &self.row_sums[..] } else { &[] };
+        let entries = |k: usize| match &query.inputs[k].source {
+            Source::Table { tensor, .. } => Some(tensor.nnz() as f64),
+            Source::Result(name) => match self.stats.get(name)? {
+                AliasSource::Stored(tensor) => Some(tensor.nnz() as f64),
+                AliasSource::Estimated { stats, .. } => Some(self.estimator.estimate(stats)),
+            },
+        };
         let driven = self
             .dense
-            .then(|| cheapest_driver(query, row_sums))
+            .then(|| cheapest_driver(query, row_sums, &entries))
             .flatten()
-            .filter(|&(_, driven)| driven < kernel_cost);
+            .filter(|&(_, driven, _)| driven < kernel_cost);
         let dense = dense.filter(|_| driven.is_none());
-        if let Some((driver, _)) = driven {
+        if let Some((driver, _, _)) = driven {
             self.note_row_sum(query, driver);
         }
         self.dense_time += begin.elapsed();
         self.costs
-            .push(driven.map_or(kernel_cost, |(_, driven)| driven));
+            .push(driven.map_or(kernel_cost, |(_, driven, _)| driven));
         self.factorize_time += search.tree_time;
         let accumulator = search.accumulator(&order);
         Ok(QueryChoices {
@@ -248,7 +257,8 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             accumulator: Some(accumulator),
             factorize,
             dense: dense.map(|(kernel, _)| kernel),
-            driven: driven.map(|(driver, _)| driver),
+            driven: driven.map(|(driver, _, _)| driver),
+            listed: driven.is_some_and(|(_, _, listed)| listed),
         })
     }
 }
@@ -267,12 +277,17 @@ impl<E: SparsityEstimator> PhysicalOptimizer<'_, E> {
 
 /// The input to run `query` over entry by entry on the sparse-driven path
 /// ([`PhysicalQuery::driven_by`]), with its estimated cost in the loop
-/// nests' units, if one can drive it: a stored table whose entries are
-/// visited at [`DRIVEN_ENTRY`] a unit each, plus the cells of the free
-/// variable's rows multiplied per entry at [`ENTRY_MADDS_PER_VISIT`] a
-/// unit, plus [`ARRAY_CELL`] a cell of the arrays: the inputs whose entries do
-/// not fill their dimensions (scattered, or a cell per driver entry for
-/// those read at its entries) and a dense result. An input that
+/// nests' units and whether it lists an input's rows, if one can drive
+/// it: a stored table whose entries are visited at [`DRIVEN_ENTRY`] a
+/// unit each, plus the cells of the free variable's rows multiplied per
+/// entry at [`ENTRY_MADDS_PER_VISIT`] a unit, plus [`ARRAY_CELL`] a cell
+/// of the arrays: the inputs whose entries do not fill their dimensions
+/// (scattered, or a cell per driver entry for those read at its entries)
+/// and a dense result. The input whose rows can be listed
+/// ([`PhysicalQuery::listable_rows`]) is listed when at most one cell in
+/// [`SPARSE_ROW_FILL`] of it is non-zero by `entries` (an input's stored
+/// or estimated entries): two cells per entry and one per row, and
+/// [`LISTED_CELL`] per cell of its row an entry visits. An input that
 /// is one of `row_sums` driven by the same table and read at its first
 /// variable is not scattered: the `fuse` phase computes it row by row in
 /// the same pass. `None` when no input can drive it or the arrays would
@@ -280,7 +295,8 @@ impl<E: SparsityEstimator> PhysicalOptimizer<'_, E> {
 fn cheapest_driver(
     query: &PhysicalQuery,
     row_sums: &[(String, Arc<Tensor>)],
-) -> Option<(usize, f64)> {
+    entries: &dyn Fn(usize) -> Option<f64>,
+) -> Option<(usize, f64, bool)> {
     let cells = |vars: &mut dyn Iterator<Item = usize>| -> f64 {
         vars.map(|v| query.vars[v].size as f64).product()
     };
@@ -311,18 +327,19 @@ fn cheapest_driver(
                         .iter()
                         .any(|(sum, driver)| sum == name && Arc::ptr_eq(driver, tensor))
             };
-            // An input whose rows are listed by their non-zero cells: a
-            // position and a value per entry, a start per row.
-            let listed = query
-                .listed_rows(&driven)
-                .and_then(|d| match &query.inputs[d].source {
-                    Source::Table { tensor, .. } => {
-                        let width = tensor.dims().last().map_or(1, |w| w.size.max(1)) as f64;
-                        let rows = input_cells(d) / width;
-                        Some((d, tensor.nnz() as f64, rows))
-                    }
-                    Source::Result(_) => None,
-                });
+            // The input whose rows are listed by their non-zero cells, with
+            // its entries and rows; an integer one always is (already in
+            // `driven.listed`).
+            let listed = query.listable_rows(&driven).and_then(|d| {
+                let all = input_cells(d);
+                let nnz = entries(d).unwrap_or(all);
+                let width = query.inputs[d].terms.last().and_then(|t| match t {
+                    Term::Var(v) => Some(query.vars[*v].size.max(1) as f64),
+                    Term::Const(_) => None,
+                })?;
+                let sparse = nnz * SPARSE_ROW_FILL as f64 <= all;
+                (sparse || driven.listed == Some(d)).then_some((d, nnz, all / width))
+            });
             let scattered: f64 = driven
                 .dense
                 .iter()
@@ -355,7 +372,11 @@ fn cheapest_driver(
                 query.vars[v].size as f64 * readers as f64 / ENTRY_MADDS_PER_VISIT
             });
             let work = tensor.nnz() as f64 * (DRIVEN_ENTRY + grouped + row);
-            Some((k, (scattered + result) * ARRAY_CELL + work))
+            Some((
+                k,
+                (scattered + result) * ARRAY_CELL + work,
+                listed.is_some(),
+            ))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
