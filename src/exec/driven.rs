@@ -785,9 +785,9 @@ fn prepare<'q, 'a>(
             }
         }
         operand.address = Address::new(&by_driver);
-        let width = tensor.dims().last().map(|d| d.size);
         if rows_listed == Some(k) {
             // Listed, whatever its fill (chosen by the plan).
+            let width = tensor.dims().last().map(|d| d.size);
             let width = width.and_then(|w| usize::try_from(w).ok());
             let Some(width) = width.filter(|_| operand.free == Some(1)) else {
                 return Err(internal(
