@@ -635,7 +635,8 @@ fn mostly_zero_rows_are_listed_by_their_non_zero_cells() {
 
 /// Every shape of [`DRIVEN`] over random data gives the loops' answer
 /// (the optimizer off) with the `dense` phase on and off, and with the
-/// phase on most of them run sparse-driven.
+/// phase on most of them run sparse-driven, some listing a mostly-zero
+/// factor's rows.
 #[test]
 fn sparse_driven_products_agree_with_the_loops() {
     let mut rng = Rng(0x0de5_2026_1126_0004);
@@ -644,7 +645,7 @@ fn sparse_driven_products_agree_with_the_loops() {
         "SET optimizer = 'exact'; SET disabled_optimizers = ''",
         "SET optimizer = 'exact'; SET disabled_optimizers = 'dense'",
     ];
-    let (mut driven_plans, mut programs) = (0, 0);
+    let (mut driven_plans, mut listed_plans, mut programs) = (0, 0, 0);
     for case in 0..6 {
         let (m, n, p, r) = (
             30 + rng.below(40),
@@ -658,7 +659,9 @@ fn sparse_driven_products_agree_with_the_loops() {
         store(&db, "x", &[("i", m), ("j", n)], &x);
         let xt: Entries = x.iter().map(|(c, &v)| (vec![c[1], c[0]], v)).collect();
         store(&db, "xt", &[("j", n), ("i", m)], &xt);
-        let v = random(&mut rng, &[n, r], 100);
+        // A dense factor, or one whose rows are listed (5% filled).
+        let v_percent = *rng.pick(&[100, 5]);
+        let v = random(&mut rng, &[n, r], v_percent);
         store(&db, "v", &[("j", n), ("k", r)], &v);
         let vt: Entries = v.iter().map(|(c, &x)| (vec![c[1], c[0]], x)).collect();
         store(&db, "vt", &[("k", r), ("j", n)], &vt);
@@ -692,16 +695,24 @@ fn sparse_driven_products_agree_with_the_loops() {
             }
             db.execute_all("SET optimizer = 'exact'; SET disabled_optimizers = ''")
                 .expect("set");
-            if explain(&db, statement.trim_end_matches(';')).contains("sparse-driven") {
+            let plan = explain(&db, statement.trim_end_matches(';'));
+            if plan.contains("sparse-driven") {
                 driven_plans += 1;
+            }
+            if plan.contains("(rows listed by their non-zero cells)") {
+                listed_plans += 1;
             }
             programs += 1;
         }
     }
-    eprintln!("{driven_plans} of {programs} plans are sparse-driven");
+    eprintln!("{driven_plans} of {programs} plans are sparse-driven, {listed_plans} list rows");
     assert!(
         driven_plans * 2 >= programs,
         "{driven_plans} of {programs} plans are sparse-driven"
+    );
+    assert!(
+        listed_plans >= 2,
+        "{listed_plans} plans list an input's rows"
     );
 }
 
