@@ -129,27 +129,37 @@ struct SparseRows {
 }
 
 impl SparseRows {
+    /// The cells of a row of `tensor` along its last dimension.
+    fn width(tensor: &Tensor) -> usize {
+        tensor
+            .dims()
+            .last()
+            .and_then(|d| usize::try_from(d.size).ok())
+            .unwrap_or(1)
+            .max(1)
+    }
+
     /// The entries of `tensor` among the first `rank` cells of each row
-    /// along its last dimension (`width` cells), by row: rows numbered as
-    /// in the row-major array of its stored dimensions (`strides`), which
+    /// along its last dimension, by row: rows numbered as in the row-major
+    /// array of its stored dimensions (`strides`, `cells` in all), which
     /// the entries need not be sorted by.
     fn of(
         query: &PhysicalQuery,
         tensor: &Tensor,
         annotation: Annotation,
         (strides, cells): (&[usize], usize),
-        width: usize,
         rank: usize,
     ) -> Result<SparseRows> {
+        let width = SparseRows::width(tensor);
         let values = listed_values(query, tensor, annotation)?;
         let coords: Vec<&[i64]> = (0..strides.len()).map(|d| tensor.coords(d)).collect();
         let address = Address::new(strides);
         let last = strides.len().saturating_sub(1);
-        let rows = cells / width.max(1);
+        let rows = cells / width;
         // Where each entry goes: its row, or none past `rank` or when 0.
         let place = |e: usize| -> Option<(usize, usize)> {
             let col = usize::try_from(coords[last][e]).ok()?;
-            (col < rank && values[e] != 0.0).then(|| (address.at(&coords, e) / width.max(1), col))
+            (col < rank && values[e] != 0.0).then(|| (address.at(&coords, e) / width, col))
         };
         let mut starts = vec![0usize; rows + 1];
         for e in 0..values.len() {
@@ -181,18 +191,17 @@ impl SparseRows {
         })
     }
 
-    /// The bytes the lists take for `nnz` non-zero cells in `cells`.
-    fn bytes(nnz: usize, cells: usize, width: usize) -> u64 {
-        let rows = cells / width.max(1) + 1;
-        (nnz.saturating_mul(16)
-            .saturating_add(rows.saturating_mul(8))) as u64
+    /// The bytes the lists of `tensor`'s entries take, over `cells`.
+    fn bytes(tensor: &Tensor, cells: usize) -> u64 {
+        let rows = cells / SparseRows::width(tensor) + 1;
+        (tensor.nnz().saturating_mul(16)).saturating_add(rows.saturating_mul(8)) as u64
     }
 
     /// The positions and values of the non-zero cells of the row that
     /// starts at offset `at` of the array.
     #[inline(always)]
     fn row(&self, at: usize) -> (&[usize], &[f64]) {
-        let r = at / self.width.max(1);
+        let r = at / self.width;
         match (self.starts.get(r), self.starts.get(r + 1)) {
             (Some(&from), Some(&to)) => (&self.cols[from..to], &self.values[from..to]),
             _ => (&[], &[]),
@@ -353,19 +362,29 @@ fn strides(tensor: &Tensor) -> Option<(Vec<usize>, usize)> {
     Some((strides, cells))
 }
 
-/// The float values of input `k`'s annotation.
-fn float_values<'t>(
+/// The value column that `annotation` reads of `tensor`.
+fn value_column<'t>(
     query: &PhysicalQuery,
     tensor: &'t Tensor,
     annotation: Annotation,
-) -> Result<&'t [f64]> {
+) -> Result<&'t arrow::array::ArrayRef> {
     let Annotation::Column(column) = annotation else {
         return Err(internal(query, "reads the rows of a bag"));
     };
     tensor
         .annotation_columns()
         .get(column)
-        .and_then(|array| array.as_primitive_opt::<Float64Type>())
+        .ok_or_else(|| internal(query, "reads a value column it does not have"))
+}
+
+/// The float values of input `k`'s annotation.
+fn float_values<'t>(
+    query: &PhysicalQuery,
+    tensor: &'t Tensor,
+    annotation: Annotation,
+) -> Result<&'t [f64]> {
+    value_column(query, tensor, annotation)?
+        .as_primitive_opt::<Float64Type>()
         .map(|a| a.values().as_ref())
         .ok_or_else(|| internal(query, "reads a value column that is not DOUBLE"))
 }
@@ -377,13 +396,7 @@ fn listed_values<'t>(
     tensor: &'t Tensor,
     annotation: Annotation,
 ) -> Result<Cow<'t, [f64]>> {
-    let Annotation::Column(column) = annotation else {
-        return Err(internal(query, "reads the rows of a bag"));
-    };
-    let array = tensor
-        .annotation_columns()
-        .get(column)
-        .ok_or_else(|| internal(query, "reads a value column it does not have"))?;
+    let array = value_column(query, tensor, annotation)?;
     if let Some(floats) = array.as_primitive_opt::<Float64Type>() {
         return Ok(Cow::Borrowed(floats.values().as_ref()));
     }
@@ -787,24 +800,14 @@ fn prepare<'q, 'a>(
         operand.address = Address::new(&by_driver);
         if rows_listed == Some(k) {
             // Listed, whatever its fill (chosen by the plan).
-            let width = tensor.dims().last().map(|d| d.size);
-            let width = width.and_then(|w| usize::try_from(w).ok());
-            let Some(width) = width.filter(|_| operand.free == Some(1)) else {
+            if operand.free != Some(1) {
                 return Err(internal(
                     query,
                     "lists an input not along its last dimension",
                 ));
-            };
-            listed_bytes =
-                listed_bytes.saturating_add(SparseRows::bytes(tensor.nnz(), own_cells, width));
-            listed.push((
-                operands.len(),
-                tensor,
-                annotation,
-                own_strides,
-                own_cells,
-                width,
-            ));
+            }
+            listed_bytes = listed_bytes.saturating_add(SparseRows::bytes(tensor, own_cells));
+            listed.push((operands.len(), tensor, annotation, own_strides, own_cells));
         } else if driven.at_entries.contains(&k) && !tensor.is_full() {
             // Over the driver's leading variables, with many cells per
             // driver entry (chosen by the plan).
@@ -866,9 +869,9 @@ fn prepare<'q, 'a>(
             Cow::Owned(scatter(query, tensor, annotation, &own_strides, own_cells)?);
         control.check()?;
     }
-    for (n, tensor, annotation, own_strides, own_cells, width) in listed {
+    for (n, tensor, annotation, own_strides, own_cells) in listed {
         let strides = (&own_strides[..], own_cells);
-        let rows = SparseRows::of(query, tensor, annotation, strides, width, rank)?;
+        let rows = SparseRows::of(query, tensor, annotation, strides, rank)?;
         operands[n].sparse = Some(rows);
         control.check()?;
     }

@@ -832,11 +832,10 @@ impl PhysicalQuery {
             .copied()
             .filter(|&k| self.inputs[k].ty != ValueType::Float64)
             .collect();
-        if let [k] = integers[..] {
-            driven.listed = Some(k).filter(|&k| self.listable_rows(&driven) == Some(k));
-            driven.listed?;
-        } else if !integers.is_empty() {
-            return None;
+        match integers[..] {
+            [] => {}
+            [k] if self.listable_rows(&driven) == Some(k) => driven.listed = Some(k),
+            _ => return None,
         }
         Some(driven)
     }

@@ -1106,7 +1106,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         let Some(join) = Join::new(kernel, depth, scratch) else {
             return Some(Ok(None));
         };
-        let (coords, base) = join.sorted()?;
+        let (coords, base) = join.fiber.consecutive()?;
         let values = self.shared.values;
         let driver = values[parts[join.driver].input].slice();
         if let [(j, Probe::Seek(_))] = scratch.probes.as_slice() {
@@ -2004,12 +2004,6 @@ impl<'a> Join<'a> {
             fiber: fibers[driver],
         })
     }
-
-    /// The driver's sorted coordinates and the position of the first, when
-    /// its positions are consecutive (compressed and hashed levels).
-    fn sorted(&self) -> Option<(&'a [i64], usize)> {
-        self.fiber.consecutive()
-    }
 }
 
 /// Iterates the intersection of the fibers read at loop `depth` under
@@ -2028,7 +2022,7 @@ fn intersect<'a>(
     };
     let (probes, positions) = (&mut scratch.probes, &mut scratch.positions);
     let driver = join.driver;
-    let sorted = join.sorted();
+    let sorted = join.fiber.consecutive();
     let fiber = join.fiber;
     let drive = &parts[driver];
     let driver_input = &kernel.inputs[drive.input];
