@@ -107,6 +107,9 @@ fn results_do_not_depend_on_the_thread_count() {
         "y[i] = SUM(j) A[i,j] + B[i,j];",
         "m[k] = MAX(j) A[j,k] * 2.0;",
         "s[i] = MIN(j) greatest(A[i,j], B[i,j]) - 1.0;",
+        // Reversed, the loops write `k` in order and `i` under it: the
+        // chunks' entries are stored one chunk after another and sorted.
+        "D[i,k] = SUM(j) (A[i,j] + B[i,j]) * B[j,k];",
     ];
     for statement in statements {
         let program = einsql::einsum::compile(statement, &catalog).expect("binds");
@@ -153,6 +156,9 @@ fn results_do_not_depend_on_the_thread_count() {
             }
             let (got, want) = (&one[0].1, &expected[0].1);
             assert_eq!(got.nnz(), want.nnz(), "{statement}\n{plan}");
+            for d in 0..got.dims().len() {
+                assert_eq!(got.coords(d), want.coords(d), "{statement}\n{plan}");
+            }
             let values = |t: &Tensor| -> Vec<f64> {
                 let column = t.annotation_columns()[0].clone();
                 let column = column

@@ -91,6 +91,33 @@ impl<S: Copy> Entries<S> {
         self.values.append(&mut other.values);
     }
 
+    /// The entries of `parts`, each over `dims` dimensions, one after
+    /// another.
+    pub(crate) fn concat(dims: usize, parts: Vec<Entries<S>>) -> Entries<S> {
+        let total = parts.iter().map(Entries::len).sum::<usize>();
+        // The first part's buffers are kept: the others follow it.
+        let mut parts = parts.into_iter();
+        let Some(mut merged) = parts.next() else {
+            return Entries::new(dims);
+        };
+        merged.reserve(total - merged.len());
+        parts.for_each(|p| merged.append(p));
+        merged
+    }
+
+    /// Whether the entries of `runs`, one run after another, are known
+    /// to be strictly increasing.
+    pub(crate) fn increasing_together(runs: &[Entries<S>]) -> bool {
+        let mut last: Option<&[i64]> = None;
+        for run in runs.iter().filter(|run| run.len() > 0) {
+            if !run.increasing || last.is_some_and(|key| key >= run.key(0)) {
+                return false;
+            }
+            last = Some(run.key(run.len() - 1));
+        }
+        true
+    }
+
     /// The entries of a kernel run's chunks as one list. When each chunk
     /// wrote output coordinates of its own (`disjoint`: the chunks split
     /// an in-order output level) they are concatenated in chunk order.
@@ -112,14 +139,7 @@ impl<S: Copy> Entries<S> {
         let dims = sizes.len();
         let total = parts.iter().map(Entries::len).sum::<usize>();
         if disjoint || parts.len() <= 1 {
-            // The first part's buffers are kept: the others follow it.
-            let mut parts = parts.into_iter();
-            let Some(mut merged) = parts.next() else {
-                return Ok(Entries::new(dims));
-            };
-            merged.reserve(total - merged.len());
-            parts.for_each(|p| merged.append(p));
-            return Ok(merged);
+            return Ok(Entries::concat(dims, parts));
         }
         let mut merged = Entries::new(dims);
         if matches!(format, OutputFormat::Dense | OutputFormat::Bytemap) {
@@ -228,6 +248,9 @@ impl<S: Copy> Entries<S> {
 pub(crate) enum Finished {
     Values(Entries<Value>),
     Float(Entries<f64>),
+    /// Float entries in runs (the chunks of a loop nest, each writing
+    /// output coordinates of its own), one after another when stored.
+    FloatRuns(Vec<Entries<f64>>),
     Int(Entries<i64>),
     Huge(Entries<i128>),
 }
@@ -238,6 +261,7 @@ impl Finished {
         match self {
             Finished::Values(e) => e.len(),
             Finished::Float(e) => e.len(),
+            Finished::FloatRuns(runs) => runs.iter().map(Entries::len).sum(),
             Finished::Int(e) => e.len(),
             Finished::Huge(e) => e.len(),
         }
@@ -326,6 +350,8 @@ pub(crate) enum Accumulator<S> {
     Hashed {
         sizes: Vec<u64>,
         table: HashMap<u128, S>,
+        /// The drained entries being sorted (kept for the next drain).
+        sorting: Vec<(u128, S)>,
     },
     /// A hash table by the coordinates themselves (levels spanning more
     /// than 2^128 cells).
@@ -353,6 +379,7 @@ impl<S: Copy> Accumulator<S> {
                     Some(_) => Accumulator::Hashed {
                         sizes,
                         table: HashMap::new(),
+                        sorting: Vec::new(),
                     },
                     None => Accumulator::Keyed(HashMap::new()),
                 }
@@ -416,7 +443,7 @@ impl<S: Copy> Accumulator<S> {
                     }
                 }
             }
-            Accumulator::Hashed { sizes, table } => {
+            Accumulator::Hashed { sizes, table, .. } => {
                 let mut index = 0u128;
                 for (&v, &size) in vars.iter().zip(sizes.iter()) {
                     let coord = u64::try_from(coords[v]).ok().filter(|&c| c < size);
@@ -495,11 +522,15 @@ impl<S: Copy> Accumulator<S> {
                 }
                 touched.clear();
             }
-            Accumulator::Hashed { sizes, table } => {
-                let mut entries: Vec<(u128, S)> = table.drain().collect();
-                entries.sort_unstable_by_key(|e| e.0);
+            Accumulator::Hashed {
+                sizes,
+                table,
+                sorting,
+            } => {
+                sorting.extend(table.drain());
+                sorting.sort_unstable_by_key(|e| e.0);
                 let mut key = vec![0i64; sizes.len()];
-                for (index, slot) in entries {
+                for (index, slot) in sorting.drain(..) {
                     coordinates_of(index, sizes, &mut key);
                     f(&key, slot)?;
                 }
@@ -519,6 +550,14 @@ impl<S: Copy> Accumulator<S> {
 /// The coordinates of cell `index` of a row-major array over levels of
 /// `sizes`, written into `key`.
 fn coordinates_of(index: u128, sizes: &[u64], key: &mut [i64]) {
+    // 64-bit divisions where the index fits (much cheaper).
+    if let Ok(mut rest) = u64::try_from(index) {
+        for (coord, &size) in key.iter_mut().zip(sizes).rev() {
+            *coord = (rest % size) as i64;
+            rest /= size;
+        }
+        return;
+    }
     let mut rest = index;
     for (coord, &size) in key.iter_mut().zip(sizes).rev() {
         let size = u128::from(size);

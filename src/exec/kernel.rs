@@ -502,6 +502,11 @@ pub(crate) struct Worker<'k, 'a> {
     out: Entries<Slot>,
     steps: usize,
     reserved: u64,
+    /// The part of `reserved` charged ahead of the entries that will use
+    /// it ([`Worker::charge`]).
+    ahead: u64,
+    /// The most coordinates the accumulator held at once, each charged.
+    acc_charged: usize,
     /// Set when the row budget ran out: the loop nest unwinds with an
     /// error that [`Worker::run`] drops.
     full: bool,
@@ -538,6 +543,10 @@ impl Drop for Worker<'_, '_> {
     }
 }
 
+/// The bytes a worker charges to the budget at a time, ahead of the
+/// entries it writes.
+const CHARGE_BLOCK: u64 = 1 << 20;
+
 /// The bytes an output entry of `dims` dimensions takes while it is
 /// collected.
 pub fn entry_bytes(dims: usize) -> u64 {
@@ -572,6 +581,8 @@ impl<'k, 'a> Worker<'k, 'a> {
             out: Entries::new(k.query.output.len()),
             steps: 0,
             reserved,
+            ahead: 0,
+            acc_charged: 0,
             full: false,
             kept: 0,
         })
@@ -915,15 +926,34 @@ impl<'k, 'a> Worker<'k, 'a> {
         let new = self
             .acc
             .add(&self.coords, &self.k.suffix, slot, |a, b| a.merge(b, op))?;
-        if new && !self.k.suffix.is_empty() {
+        // The accumulator keeps the room of its largest fill between
+        // drains: it is charged for that, not for every coordinate ever
+        // written into it.
+        if new && !self.k.suffix.is_empty() && self.acc.written() > self.acc_charged {
+            self.acc_charged = self.acc.written();
             self.charge(entry_bytes(self.k.suffix.len()))?;
         }
         Ok(())
     }
 
+    /// Charges `bytes` to the budget: out of what was charged ahead, else
+    /// with [`CHARGE_BLOCK`] more charged ahead when the budget has room
+    /// for it (the workers of a loop nest then do not take turns at the
+    /// shared budget for every entry they write).
     fn charge(&mut self, bytes: u64) -> Result<()> {
-        self.ctl.reserve(bytes)?;
-        self.reserved += bytes;
+        if self.ahead < bytes {
+            let block = bytes.saturating_add(CHARGE_BLOCK);
+            let more = match self.ctl.reserve(block) {
+                Ok(()) => block,
+                Err(_) => {
+                    self.ctl.reserve(bytes)?;
+                    bytes
+                }
+            };
+            self.reserved += more;
+            self.ahead += more;
+        }
+        self.ahead -= bytes;
         Ok(())
     }
 

@@ -236,14 +236,17 @@ fn run_query(
     let mut opened = Vec::new();
     for (access, (tensor, annotation, fill)) in query.inputs.iter().zip(tensors) {
         // Entries an index build still has to sort (none when it is cached).
-        let unindexed = if tensor.built_indexes().contains(&access.index) {
-            0
+        // Its build is charged the estimate, then the index's own size.
+        let (unindexed, estimate) = if tensor.built_indexes().contains(&access.index) {
+            (0, 0)
         } else {
-            control.reserve(access.index.estimated_bytes(tensor.nnz()))?;
-            tensor.nnz()
+            let estimate = access.index.estimated_bytes(tensor.nnz());
+            control.reserve(estimate)?;
+            (tensor.nnz(), estimate)
         };
         let tree: Arc<FiberTree> =
             within_threads(options.threads, unindexed, || tensor.index(&access.index))?;
+        control.release(estimate.saturating_sub(tree.bytes()));
         let consts: Vec<i64> = access
             .index
             .order
@@ -276,7 +279,7 @@ fn run_query(
     let chunks = Chunks::default();
     let entries = match product::Product::new(&kernel) {
         Some(product) => product.run(&kernel, control, options, &chunks)?,
-        None => Finished::Values(run_general(&kernel, control, options, &chunks)?),
+        None => run_general(&kernel, control, options, &chunks)?,
     };
     let tensor = within_threads(options.threads, entries.len(), || {
         store(query, entries, control)
@@ -419,20 +422,47 @@ impl Chunks {
     }
 }
 
-/// Runs a kernel on the general path.
+/// Runs a kernel on the general path: a `DOUBLE` query's entries as
+/// floats, any other's as [`Value`]s.
 fn run_general(
     kernel: &Kernel<'_>,
     control: &Control<'_>,
     options: &ExecOptions,
     count: &Chunks,
-) -> Result<Entries<Value>> {
+) -> Result<Finished> {
+    Ok(match kernel.query.ty {
+        ValueType::Float64 => {
+            Finished::FloatRuns(run_finished(kernel, control, options, count, |v| {
+                Ok(v.as_f64())
+            })?)
+        }
+        _ => Finished::Values(Entries::concat(
+            kernel.query.output.len(),
+            run_finished(kernel, control, options, count, Ok)?,
+        )),
+    })
+}
+
+/// [`run_general`] with each finished value converted by `typed`, in
+/// runs to be stored one after another. When the chunks write output
+/// coordinates of their own (an in-order output level splits them), each
+/// chunk's entries are finished as it ends, so that only the typed values
+/// are carried on, a run per chunk; otherwise the chunks' slots are
+/// merged into one run first.
+fn run_finished<T: Copy + Send>(
+    kernel: &Kernel<'_>,
+    control: &Control<'_>,
+    options: &ExecOptions,
+    count: &Chunks,
+    typed: impl Fn(Value) -> Result<T> + Sync,
+) -> Result<Vec<Entries<T>>> {
+    let finish_all = |entries: Entries<Slot>| entries.map(|slot| typed(finish(kernel, slot)?));
     let mut root = Worker::new(kernel, control, None)?;
     if !root.feasible() {
-        return Ok(Entries::new(kernel.query.output.len()));
+        return Ok(Vec::new());
     }
     if kernel.vars.is_empty() {
-        let entries = root.run(Cands::List(Vec::new()))?;
-        return finish_all(kernel, entries);
+        return Ok(vec![finish_all(root.run(Cands::List(Vec::new()))?)?]);
     }
     let top = root.candidates(0);
     let weights = top_weights(kernel, &root.pos, &root.present, &top);
@@ -440,26 +470,44 @@ fn run_general(
     count.set(chunks.len());
     let pool = AccumulatorPool::new(kernel.accumulator, kernel.suffix_sizes.clone());
     let run = |from, to| Worker::new(kernel, control, Some(&pool))?.run(top.slice(from, to));
-    let parts = match kernel.budget {
-        // Under a row budget the chunks run in order until it runs out.
-        Some(budget) => {
-            let mut parts = Vec::new();
-            for &(from, to) in &chunks {
-                if budget.used_up() {
-                    break;
-                }
-                budget.chunk();
-                control.check()?;
-                control.tick();
-                parts.push(run(from, to)?);
-            }
-            parts
-        }
-        None => run_chunks(&chunks, options, control, run)?,
-    };
+    if kernel.prefix > 0 {
+        return run_kernel_chunks(kernel, &chunks, control, options, |from, to| {
+            finish_all(run(from, to)?)
+        });
+    }
+    let parts = run_kernel_chunks(kernel, &chunks, control, options, run)?;
     let op = kernel.query.aggregate;
-    let merged = kernel.merge_chunks(parts, control, |a, b| a.merge(b, op))?;
-    finish_all(kernel, merged)
+    Ok(vec![finish_all(kernel.merge_chunks(
+        parts,
+        control,
+        |a, b| a.merge(b, op),
+    )?)?])
+}
+
+/// The results of `run(from, to)` for a kernel's chunks, in chunk order:
+/// under a row budget one after another until it runs out, else by
+/// [`run_chunks`].
+fn run_kernel_chunks<T: Send>(
+    kernel: &Kernel<'_>,
+    chunks: &[(usize, usize)],
+    control: &Control<'_>,
+    options: &ExecOptions,
+    run: impl Fn(usize, usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let Some(budget) = kernel.budget else {
+        return run_chunks(chunks, options, control, run);
+    };
+    let mut parts = Vec::new();
+    for &(from, to) in chunks {
+        if budget.used_up() {
+            break;
+        }
+        budget.chunk();
+        control.check()?;
+        control.tick();
+        parts.push(run(from, to)?);
+    }
+    Ok(parts)
 }
 
 /// Runs `run(from, to)` for every chunk, on the thread pool when there
@@ -600,12 +648,8 @@ pub(crate) fn split_sums(n: usize, before: impl Fn(usize) -> u64) -> Vec<(usize,
     chunks
 }
 
-/// The final value of every entry: the combination of the visited
+/// The final value of an entry: the combination of the visited
 /// assignments and, for the others, the body's fill.
-fn finish_all(kernel: &Kernel<'_>, entries: Entries<Slot>) -> Result<Entries<Value>> {
-    entries.map(|slot| finish(kernel, slot))
-}
-
 fn finish(kernel: &Kernel<'_>, slot: Slot) -> Result<Value> {
     let Some(op) = kernel.query.aggregate else {
         return Ok(slot.acc.unwrap_or(kernel.body_fill));
@@ -636,9 +680,10 @@ fn same_value(a: Value, b: Value) -> bool {
 fn store(query: &PhysicalQuery, entries: Finished, control: &Control<'_>) -> Result<Tensor> {
     match entries {
         Finished::Values(entries) => store_values(query, entries, control),
-        Finished::Float(entries) => store_typed(
+        Finished::Float(entries) => store(query, Finished::FloatRuns(vec![entries]), control),
+        Finished::FloatRuns(runs) => store_typed(
             query,
-            entries,
+            runs,
             control,
             ValueType::Float64,
             Value::Float,
@@ -646,7 +691,7 @@ fn store(query: &PhysicalQuery, entries: Finished, control: &Control<'_>) -> Res
         ),
         Finished::Int(entries) => store_typed(
             query,
-            entries,
+            vec![entries],
             control,
             ValueType::Int64,
             Value::Int,
@@ -662,7 +707,7 @@ fn store(query: &PhysicalQuery, entries: Finished, control: &Control<'_>) -> Res
         }
         Finished::Huge(entries) => store_typed(
             query,
-            entries,
+            vec![entries],
             control,
             ValueType::Int128,
             Value::huge,
@@ -755,10 +800,11 @@ fn increasing_entries(coords: &[&[i64]], values: Vec<f64>) -> Finished {
 }
 
 /// [`store`] for entries in the machine type `ty` is made of (`value`
-/// and `column` convert one entry and the whole value column).
-fn store_typed<T: Copy>(
+/// and `column` convert one entry and the whole value column), in runs
+/// stored one after another.
+fn store_typed<T: Copy + Send + Sync>(
     query: &PhysicalQuery,
-    mut entries: Entries<T>,
+    mut runs: Vec<Entries<T>>,
     control: &Control<'_>,
     ty: ValueType,
     value: fn(T) -> Value,
@@ -768,23 +814,62 @@ fn store_typed<T: Copy>(
     // A `BIGINT` query stores 128-bit entries as `HUGEINT`s (promoted).
     let promoted = ty == ValueType::Int128 && query.ty == ValueType::Int64;
     let direct = (query.ty == ty || promoted) && dims > 0 && query.fill.is_zero();
-    match query.role {
-        Role::Intermediate if direct => entries.retain(|v| !same_value(value(v), query.fill)),
-        Role::Output if direct => entries.retain(|v| !value(v).is_zero()),
-        _ => return store_values(query, entries.map(|v| Ok(value(v)))?, control),
-    }
-    control.reserve(entry_bytes(dims).saturating_mul(entries.len() as u64))?;
-    let coords = if dims == 1 {
-        vec![entries.coords]
-    } else {
-        columns(&entries.coords, dims)
+    let intermediate = match query.role {
+        Role::Intermediate if direct => true,
+        Role::Output if direct => false,
+        _ => {
+            let entries = Entries::concat(dims, runs).map(|v| Ok(value(v)))?;
+            return store_values(query, entries, control);
+        }
     };
-    let values = column(entries.values);
-    if entries.increasing {
+    for run in &mut runs {
+        if intermediate {
+            run.retain(|v| !same_value(value(v), query.fill));
+        } else {
+            run.retain(|v| !value(v).is_zero());
+        }
+    }
+    let total = runs.iter().map(Entries::len).sum::<usize>();
+    let bytes = entry_bytes(dims).saturating_mul(total as u64);
+    charged_as_built(control, bytes, || typed_tensor(query, runs, column))
+}
+
+/// The result tensor of typed entries in runs, one run after another.
+fn typed_tensor<T: Copy + Sync>(
+    query: &PhysicalQuery,
+    mut runs: Vec<Entries<T>>,
+    column: fn(Vec<T>) -> ValueData,
+) -> Result<Tensor> {
+    let increasing = Entries::increasing_together(&runs);
+    let coords = columns(&mut runs, query.output.len());
+    let values = column(match <[_; 1]>::try_from(runs) {
+        Ok([run]) => run.values,
+        Err(runs) => {
+            let total = runs.iter().map(Entries::len).sum::<usize>();
+            let mut values = Vec::with_capacity(total);
+            runs.iter()
+                .for_each(|run| values.extend_from_slice(&run.values));
+            values
+        }
+    });
+    if increasing {
         crate::ir::result_tensor_increasing(dim_specs(query), coords, values)
     } else {
         crate::ir::result_tensor_of(dim_specs(query), coords, values)
     }
+}
+
+/// The tensor `build` makes, charged `bytes` (an upper estimate) while
+/// it is built and its own size from then on.
+fn charged_as_built(
+    control: &Control<'_>,
+    bytes: u64,
+    build: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
+    control.reserve(bytes)?;
+    let tensor = build()?;
+    control.release(bytes.saturating_sub(tensor.memory_bytes()));
+    Ok(tensor)
 }
 
 /// [`store`] for entries with [`Value`]s.
@@ -805,8 +890,8 @@ fn store_values(
         }
         Role::Output => entries = complete(query, entries, control)?,
     }
-    control.reserve(entry_bytes(dims).saturating_mul(entries.len() as u64))?;
-    tensor(query, entries)
+    let bytes = entry_bytes(dims).saturating_mul(entries.len() as u64);
+    charged_as_built(control, bytes, || tensor(query, entries))
 }
 
 /// Every coordinate of the output with its value (the entry's, else the
@@ -857,9 +942,9 @@ fn too_large(query: &PhysicalQuery) -> Error {
 
 /// A tensor named after the output indices, with one value column `v`
 /// (renamed `v_`, ... if an index is called `v`).
-fn tensor(query: &PhysicalQuery, entries: Entries<Value>) -> Result<Tensor> {
+fn tensor(query: &PhysicalQuery, mut entries: Entries<Value>) -> Result<Tensor> {
     let dims = dim_specs(query);
-    let coords = columns(&entries.coords, dims.len());
+    let coords = columns(std::slice::from_mut(&mut entries), dims.len());
     crate::ir::result_tensor(dims, coords, entries.values.iter().copied(), query.ty)
 }
 
@@ -880,11 +965,37 @@ fn dim_specs(query: &PhysicalQuery) -> Vec<DimensionSpec> {
         .collect()
 }
 
-/// The coordinate columns of `n`-dimensional entries stored row by row.
-fn columns(coords: &[i64], n: usize) -> Vec<Vec<i64>> {
-    (0..n)
-        .map(|d| coords.iter().skip(d).step_by(n.max(1)).copied().collect())
-        .collect()
+/// The coordinate columns of runs of `n`-dimensional entries, one run
+/// after another (a single run's coordinates move over when `n` is 1).
+/// The runs are transposed side by side, each into its own stretch of
+/// every column.
+fn columns<T: Copy + Sync>(runs: &mut [Entries<T>], n: usize) -> Vec<Vec<i64>> {
+    if let ([run], 1) = (&mut *runs, n) {
+        return vec![std::mem::take(&mut run.coords)];
+    }
+    let total = runs.iter().map(Entries::len).sum::<usize>();
+    let mut columns: Vec<Vec<i64>> = (0..n).map(|_| vec![0; total]).collect();
+    // Each run's stretch of every column.
+    let mut stretches: Vec<Vec<&mut [i64]>> = runs.iter().map(|_| Vec::new()).collect();
+    for column in &mut columns {
+        let mut rest = column.as_mut_slice();
+        for (run, stretch) in runs.iter().zip(&mut stretches) {
+            let (mine, after) = rest.split_at_mut(run.len());
+            stretch.push(mine);
+            rest = after;
+        }
+    }
+    stretches
+        .into_par_iter()
+        .zip(runs.par_iter())
+        .for_each(|(mut stretch, run)| {
+            for (i, key) in run.coords.chunks_exact(n.max(1)).enumerate() {
+                for (column, &c) in stretch.iter_mut().zip(key) {
+                    column[i] = c;
+                }
+            }
+        });
+    columns
 }
 
 #[cfg(test)]

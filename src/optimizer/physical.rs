@@ -164,6 +164,9 @@ pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
     /// the same table that reads one at its first variable reads it
     /// row-local, not scattered.
     row_sums: Vec<(String, Arc<Tensor>)>,
+    /// The estimated statistics of the nested aggregates planned so far
+    /// (the queries the logical plan does not name, `#1`, ...).
+    nested: Aliases<E::Stats>,
     /// The estimated cost of every query planned so far, in plan order.
     pub costs: Vec<f64>,
     /// The time spent costing loop trees (the `factorize` phase).
@@ -192,6 +195,7 @@ impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
             dense,
             fuse,
             row_sums: Vec::new(),
+            nested: Aliases::new(),
             costs: Vec::new(),
             factorize_time: Duration::ZERO,
             dense_time: Duration::ZERO,
@@ -202,7 +206,11 @@ impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
 impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
     fn choose(&mut self, _: usize, query: &PhysicalQuery, bound: &[usize]) -> Result<QueryChoices> {
         let factorize = self.factorize && query.sums_a_product();
-        let Ok(mut search) = OrderSearch::new(self.estimator, self.stats, query, bound, factorize)
+        let earlier = Earlier {
+            planned: self.stats,
+            nested: &self.nested,
+        };
+        let Ok(mut search) = OrderSearch::new(self.estimator, &earlier, query, bound, factorize)
         else {
             self.costs.push(f64::NAN);
             return Ok(QueryChoices::default());
@@ -226,7 +234,7 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
         let row_sums = if self.fuse { &self.row_sums[..] } else { &[] };
         let entries = |k: usize| match &query.inputs[k].source {
             Source::Table { tensor, .. } => Some(tensor.nnz() as f64),
-            Source::Result(name) => match self.stats.get(name)? {
+            Source::Result(name) => match earlier.get(name)? {
                 AliasSource::Stored(tensor) => Some(tensor.nnz() as f64),
                 AliasSource::Estimated { stats, .. } => Some(self.estimator.estimate(stats)),
             },
@@ -245,6 +253,19 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             .push(driven.map_or(kernel_cost, |(_, driven, _)| driven));
         self.factorize_time += search.tree_time;
         let accumulator = search.accumulator(&order);
+        if !self.stats.contains_key(&query.name)
+            && let Ok(stats) = search.output_stats()
+        {
+            let indices = query
+                .output
+                .iter()
+                .map(|&v| (query.vars[v].name.clone(), query.vars[v].size))
+                .collect();
+            self.nested.insert(
+                query.name.clone(),
+                AliasSource::Estimated { indices, stats },
+            );
+        }
         Ok(QueryChoices {
             loop_order: Some(
                 order
@@ -439,6 +460,20 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     tree_time: Duration,
 }
 
+/// The statistics of the results computed before a query: those the
+/// logical plan estimated, and those of the nested aggregates planned
+/// before it.
+struct Earlier<'s, S> {
+    planned: &'s Aliases<S>,
+    nested: &'s Aliases<S>,
+}
+
+impl<'s, S> Earlier<'s, S> {
+    fn get(&self, name: &str) -> Option<&'s AliasSource<S>> {
+        self.planned.get(name).or_else(|| self.nested.get(name))
+    }
+}
+
 /// A key of the exact search: the variables bound and the inputs
 /// re-indexed so far (bits).
 type OrderKey = (u64, u64);
@@ -451,8 +486,7 @@ struct InputInfo {
     /// The loop variables of each dimension (`None`: a constant).
     dims: Vec<Option<usize>>,
     /// Level orders that are free to read: the stored order and cached
-    /// indexes (none for results computed by the plan, which are always
-    /// indexed afresh).
+    /// indexes (a result computed by the plan: its own order).
     free_orders: Vec<Vec<usize>>,
     /// The cost of building the index another order needs.
     reindex: f64,
@@ -463,7 +497,7 @@ struct InputInfo {
 impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     fn new(
         estimator: &'a E,
-        stats: &Aliases<E::Stats>,
+        stats: &Earlier<'_, E::Stats>,
         query: &'a PhysicalQuery,
         bound: &[usize],
         factorized: bool,
@@ -547,7 +581,17 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                         orders.extend(tensor.built_indexes().into_iter().map(|spec| spec.order));
                         (orders, tensor.nnz() as f64)
                     }
-                    Source::Result(_) => (Vec::new(), 0.0),
+                    // A result is stored sorted in its own order.
+                    Source::Result(name) => {
+                        let nnz = match stats.get(name) {
+                            Some(AliasSource::Stored(tensor)) => tensor.nnz() as f64,
+                            Some(AliasSource::Estimated { stats: own, .. }) => {
+                                estimator.estimate(own)
+                            }
+                            None => 0.0,
+                        };
+                        (vec![(0..dims.len()).collect()], nnz)
+                    }
                 };
                 InputInfo {
                     vars: dims.iter().flatten().fold(0, |acc, &v| acc | 1 << v),
@@ -575,6 +619,18 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             factorized,
             tree_time: Duration::ZERO,
         })
+    }
+
+    /// The estimated statistics of the query's result: its inputs' join
+    /// with the variables outside its output summed out.
+    fn output_stats(&self) -> Result<E::Stats> {
+        let hidden: Vec<String> = self
+            .vars
+            .iter()
+            .filter(|v| !self.query.output.contains(v))
+            .map(|&v| self.query.vars[v].name.clone())
+            .collect();
+        self.estimator.aggregate(&hidden, &self.join)
     }
 
     /// The estimated assignments of the loops over `set`.

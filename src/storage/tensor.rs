@@ -237,6 +237,19 @@ impl ValueData {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The values at positions `rows`, in that order.
+    fn gather(&self, rows: &[usize]) -> ValueData {
+        fn pick<T: Copy>(v: &[T], rows: &[usize]) -> Vec<T> {
+            rows.iter().map(|&r| v[r]).collect()
+        }
+        match self {
+            ValueData::Boolean(v) => ValueData::Boolean(pick(v, rows)),
+            ValueData::Int64(v) => ValueData::Int64(pick(v, rows)),
+            ValueData::Int128(v) => ValueData::Int128(pick(v, rows)),
+            ValueData::Float64(v) => ValueData::Float64(pick(v, rows)),
+        }
+    }
 }
 
 /// The values of one column handed to [`Tensor::from_columns`].
@@ -517,8 +530,16 @@ impl Tensor {
             .map(|(spec, column)| resolve_dimension(spec, column, ends))
             .collect::<Result<Vec<_>>>()?;
 
-        let order = (!increasing).then(|| sorted_order(&coords, &dims, rows));
-        let (coords, values) = combine_duplicates(coords, values, rows, order.as_deref())?;
+        let packed = (!increasing)
+            .then(|| sort_packed(&coords, &dims, &values, rows))
+            .flatten();
+        let (coords, values) = match packed {
+            Some(sorted) => sorted,
+            None => {
+                let order = (!increasing).then(|| sorted_order(&coords, &dims, rows));
+                combine_duplicates(coords, values, rows, order.as_deref())?
+            }
+        };
 
         let (value_columns, column_order) = value_columns_in_order(&dims, &values, column_order)?;
         let coords = coords
@@ -1463,10 +1484,7 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Vec<usi
     let compare = |a: usize, b: usize| compare_rows(coords, a, b);
     // When the coordinates fit in 64 bits together, sort packed keys: much
     // faster than comparing column by column.
-    let bits: Vec<u32> = dims
-        .iter()
-        .map(|d| u64::BITS - d.size.saturating_sub(1).leading_zeros())
-        .collect();
+    let bits = coordinate_bits(dims);
     let parallel = rows >= PARALLEL_ROWS;
     if bits.iter().sum::<u32>() <= 64 {
         let key = |r: usize| {
@@ -1497,6 +1515,100 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Vec<usi
     }
 }
 
+/// The bits a coordinate of each dimension takes (0 for a dimension of
+/// one coordinate).
+fn coordinate_bits(dims: &[Dimension]) -> Vec<u32> {
+    dims.iter()
+        .map(|d| u64::BITS - d.size.saturating_sub(1).leading_zeros())
+        .collect()
+}
+
+/// Entries sorted by their coordinates without a gather through a row
+/// order: each entry's coordinates packed into one 64-bit key (when they
+/// fit together) and sorted together with its one 64-bit value (or its
+/// multiplicity 1 when there is no value column), the coordinate columns
+/// then unpacked from the sorted keys. `None` when the coordinates do not
+/// fit, the values are of another kind, or two entries share coordinates
+/// (their values are added up in row order by [`combine_duplicates`]).
+fn sort_packed(
+    coords: &[Vec<i64>],
+    dims: &[Dimension],
+    values: &NamedValues,
+    rows: usize,
+) -> Option<(Vec<Vec<i64>>, NamedValues)> {
+    let bits = coordinate_bits(dims);
+    if bits.iter().sum::<u32>() > 64 || rows < 2 {
+        return None;
+    }
+    let (name, payload) = match values.as_slice() {
+        [] => (MULTIPLICITY, Payload::Ones),
+        [(name, ValueSource::Data(ValueData::Float64(v)))] => (name.as_str(), Payload::Float(v)),
+        [(name, ValueSource::Data(ValueData::Int64(v)))] => (name.as_str(), Payload::Int(v)),
+        _ => return None,
+    };
+    let entry = |r: usize| {
+        let key = coords.iter().zip(&bits).fold(0u64, |acc, (c, &b)| {
+            (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64
+        });
+        (key, payload.bits(r))
+    };
+    let mut sorted: Vec<(u64, u64)>;
+    if rows >= PARALLEL_ROWS {
+        sorted = (0..rows).into_par_iter().map(entry).collect();
+        sorted.par_sort_unstable();
+    } else {
+        sorted = (0..rows).map(entry).collect();
+        sorted.sort_unstable();
+    }
+    if sorted.windows(2).any(|w| w[0].0 == w[1].0) {
+        return None;
+    }
+    let shifts: Vec<u32> = (0..bits.len())
+        .map(|d| bits[d + 1..].iter().sum())
+        .collect();
+    let coords = bits
+        .par_iter()
+        .zip(shifts)
+        .map(|(&b, shift)| {
+            let mask = 1u64.checked_shl(b).map_or(u64::MAX, |m| m - 1);
+            sorted
+                .iter()
+                .map(|&(key, _)| (key.checked_shr(shift).unwrap_or(0) & mask) as i64)
+                .collect()
+        })
+        .collect();
+    let data = match payload {
+        Payload::Float(_) => {
+            ValueData::Float64(sorted.iter().map(|&(_, v)| f64::from_bits(v)).collect())
+        }
+        Payload::Int(_) | Payload::Ones => {
+            ValueData::Int64(sorted.iter().map(|&(_, v)| v as i64).collect())
+        }
+    };
+    Some((coords, vec![(name.to_string(), ValueSource::Data(data))]))
+}
+
+/// The one value column [`sort_packed`] carries along with the keys.
+#[derive(Clone, Copy)]
+enum Payload<'a> {
+    /// No value column: each entry counts once.
+    Ones,
+    Float(&'a [f64]),
+    Int(&'a [i64]),
+}
+
+impl Payload<'_> {
+    /// The bits of row `r`'s value.
+    #[inline]
+    fn bits(self, r: usize) -> u64 {
+        match self {
+            Payload::Ones => 1,
+            Payload::Float(v) => v[r].to_bits(),
+            Payload::Int(v) => v[r] as u64,
+        }
+    }
+}
+
 /// Value columns with their names, as [`Tensor::from_columns`] takes them.
 type NamedValues = Vec<(String, ValueSource)>;
 
@@ -1519,34 +1631,41 @@ fn combine_duplicates(
     let Some(order) = order else {
         return Ok((coords, values));
     };
-    // Start of each run of equal coordinates, in sorted position.
+    // Start of each run of equal coordinates, in sorted position, and the
+    // end of the last.
     let same = |a: usize, b: usize| coords.iter().all(|c| c[a] == c[b]);
-    let starts: Vec<usize> = (0..order.len())
-        .filter(|&p| p == 0 || !same(order[p - 1], order[p]))
-        .collect();
-    let runs: Vec<&[usize]> = starts
-        .iter()
-        .enumerate()
-        .map(|(k, &s)| &order[s..starts.get(k + 1).copied().unwrap_or(order.len())])
-        .collect();
+    let mut starts = Vec::with_capacity(order.len() + 1);
+    starts.extend((0..order.len()).filter(|&p| p == 0 || !same(order[p - 1], order[p])));
+    if starts.len() == order.len() {
+        // No duplicates: the entries in sorted order.
+        let coords = coords
+            .into_par_iter()
+            .map(|c| order.iter().map(|&r| c[r]).collect())
+            .collect();
+        let values = values
+            .into_iter()
+            .map(|(name, source)| (name, ValueSource::Data(source.into_data().gather(order))))
+            .collect();
+        return Ok((coords, values));
+    }
+    starts.push(order.len());
+    let runs = || starts.windows(2).map(|w| &order[w[0]..w[1]]);
     let coords = coords
         .into_par_iter()
-        .map(|c| runs.iter().map(|run| c[run[0]]).collect())
+        .map(|c| runs().map(|run| c[run[0]]).collect())
         .collect();
     let values = values
         .into_iter()
         .map(|(name, source)| {
             let combined = match source.into_data() {
                 ValueData::Boolean(v) => {
-                    ValueData::Boolean(runs.iter().map(|run| run.iter().any(|&r| v[r])).collect())
+                    ValueData::Boolean(runs().map(|run| run.iter().any(|&r| v[r])).collect())
                 }
-                ValueData::Float64(v) => ValueData::Float64(
-                    runs.iter()
-                        .map(|run| run.iter().map(|&r| v[r]).sum())
-                        .collect(),
-                ),
+                ValueData::Float64(v) => {
+                    ValueData::Float64(runs().map(|run| run.iter().map(|&r| v[r]).sum()).collect())
+                }
                 ValueData::Int64(v) => ValueData::Int64(
-                    runs.iter()
+                    runs()
                         .map(|run| {
                             run.iter()
                                 .try_fold(0i64, |acc, &r| acc.checked_add(v[r]))
@@ -1555,7 +1674,7 @@ fn combine_duplicates(
                         .collect::<Result<_>>()?,
                 ),
                 ValueData::Int128(v) => ValueData::Int128(
-                    runs.iter()
+                    runs()
                         .map(|run| {
                             run.iter()
                                 .try_fold(0i128, |acc, &r| acc.checked_add(v[r]))
@@ -1691,13 +1810,21 @@ mod tests {
 
     proptest! {
         /// Sorting and combining duplicates agrees with a BTreeMap model,
-        /// for integer values and for bags, whatever the packing path.
+        /// for integer values and for bags, whatever the packing path
+        /// (`distinct` keeps the first row of each coordinate only, so
+        /// that the sort that carries the values along can run).
         #[test]
         fn from_coo_matches_a_map_model(
             dims in 0usize..5,
             rows in proptest::collection::vec((proptest::collection::vec(0i64..6, 5), -50i64..50), 0..60),
             wide in any::<bool>(),
+            distinct in any::<bool>(),
         ) {
+            let mut seen = std::collections::HashSet::new();
+            let rows: Vec<_> = rows
+                .into_iter()
+                .filter(|(c, _)| !distinct || seen.insert(c[..dims].to_vec()))
+                .collect();
             // `wide` puts a huge coordinate in, so the keys no longer pack in
             // 64 bits and the comparison sort runs instead.
             let mut coords: Vec<Vec<i64>> = (0..dims)
@@ -1740,6 +1867,43 @@ mod tests {
             // Through to_coo and back, nothing changes.
             let again = Tensor::from_coo(bag.to_coo()).unwrap();
             prop_assert_eq!(entries(&again), entries(&bag));
+        }
+    }
+
+    /// Distinct entries in scrambled order come out sorted, each with its
+    /// own value, floats and integers alike, below and above the
+    /// threshold for sorting in parallel.
+    #[test]
+    fn distinct_entries_sort_with_their_values() {
+        for rows in [5, PARALLEL_ROWS + 7] {
+            // 7919 is prime and divides neither count: a permutation.
+            let scrambled: Vec<i64> = (0..rows).map(|i| ((i * 7919) % rows) as i64).collect();
+            let coords = vec![
+                scrambled.iter().map(|c| c / 100).collect(),
+                scrambled.iter().map(|c| c % 100).collect(),
+            ];
+            let floats =
+                |c: &[i64]| ValueData::Float64(c.iter().map(|&c| c as f64 * 0.5).collect());
+            let ints = |c: &[i64]| ValueData::Int64(c.iter().map(|&c| 3 * c - 1).collect());
+            let sorted: Vec<i64> = (0..rows as i64).collect();
+            let makers: [fn(&[i64]) -> ValueData; 2] = [floats, ints];
+            for values in makers {
+                let tensor = Tensor::from_coo(coo(
+                    2,
+                    coords.clone(),
+                    vec![("v".into(), values(&scrambled))],
+                ))
+                .unwrap();
+                assert_eq!(
+                    tensor.coords(0),
+                    sorted.iter().map(|c| c / 100).collect::<Vec<_>>()
+                );
+                assert_eq!(
+                    tensor.coords(1),
+                    sorted.iter().map(|c| c % 100).collect::<Vec<_>>()
+                );
+                assert_eq!(value_data(&tensor.annotation_columns()[0]), values(&sorted));
+            }
         }
     }
 
