@@ -575,13 +575,19 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                         Term::Const(_) => None,
                     })
                     .collect();
-                let (free_orders, nnz) = match &access.source {
+                let (free_orders, reindex) = match &access.source {
                     Source::Table { tensor, .. } => {
                         let mut orders = vec![(0..dims.len()).collect::<Vec<_>>()];
                         orders.extend(tensor.built_indexes().into_iter().map(|spec| spec.order));
-                        (orders, tensor.nnz() as f64)
+                        let nnz = tensor.nnz() as f64;
+                        (orders, nnz * (nnz + 2.0).log2())
                     }
-                    // A result is stored sorted in its own order.
+                    // A result is stored sorted in its own order; its
+                    // re-index is charged a visit per entry only, since
+                    // the search does not charge the writes an order that
+                    // reads it in place may add (a loop order that sums
+                    // the innermost variable into one output cell writes
+                    // less than one that writes every visit).
                     Source::Result(name) => {
                         let nnz = match stats.get(name) {
                             Some(AliasSource::Stored(tensor)) => tensor.nnz() as f64,
@@ -597,7 +603,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                     vars: dims.iter().flatten().fold(0, |acc, &v| acc | 1 << v),
                     dims,
                     free_orders,
-                    reindex: nnz * (nnz + 2.0).log2(),
+                    reindex,
                 }
             })
             .collect();
