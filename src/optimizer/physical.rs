@@ -75,7 +75,7 @@ use hashbrown::HashMap;
 
 use crate::error::Result;
 use crate::exec::plan::{
-    Contraction, DenseKernel, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery,
+    Contraction, DenseKernel, DrivenOutput, Driver, Node, OutputFormat, PhysicalQuery, Role,
     SPARSE_ROW_FILL, Source, Term,
 };
 use crate::exec::planner::{Choose, QueryChoices};
@@ -253,7 +253,8 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             .push(driven.map_or(kernel_cost, |(_, driven, _)| driven));
         self.factorize_time += search.tree_time;
         let accumulator = search.accumulator(&order);
-        if !self.stats.contains_key(&query.name)
+        if query.role == Role::Intermediate
+            && !self.stats.contains_key(&query.name)
             && let Ok(stats) = search.output_stats()
         {
             let indices = query

@@ -1487,21 +1487,7 @@ fn sorted_order(coords: &[Vec<i64>], dims: &[Dimension], rows: usize) -> Vec<usi
     let bits = coordinate_bits(dims);
     let parallel = rows >= PARALLEL_ROWS;
     if bits.iter().sum::<u32>() <= 64 {
-        let key = |r: usize| {
-            let key = coords.iter().zip(&bits).fold(0u64, |acc, (c, &b)| {
-                (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64
-            });
-            (key, r)
-        };
-        let keyed: Vec<(u64, usize)> = if parallel {
-            let mut keyed: Vec<(u64, usize)> = (0..rows).into_par_iter().map(key).collect();
-            keyed.par_sort_unstable();
-            keyed
-        } else {
-            let mut keyed: Vec<(u64, usize)> = (0..rows).map(key).collect();
-            keyed.sort_unstable();
-            keyed
-        };
+        let keyed = sorted_by_packed_key(coords, &bits, rows, |r| r);
         keyed.into_iter().map(|(_, r)| r).collect()
     } else {
         let mut order: Vec<usize> = (0..rows).collect();
@@ -1521,6 +1507,32 @@ fn coordinate_bits(dims: &[Dimension]) -> Vec<u32> {
     dims.iter()
         .map(|d| u64::BITS - d.size.saturating_sub(1).leading_zeros())
         .collect()
+}
+
+/// `(key, tag(r))` for every row `r`, sorted: the key packs the row's
+/// coordinates, `bits[d]` bits for dimension `d` (they fit in 64
+/// together). In parallel from [`PARALLEL_ROWS`] rows.
+fn sorted_by_packed_key<T: Ord + Send>(
+    coords: &[Vec<i64>],
+    bits: &[u32],
+    rows: usize,
+    tag: impl Fn(usize) -> T + Sync + Send,
+) -> Vec<(u64, T)> {
+    let entry = |r: usize| {
+        let key = coords.iter().zip(bits).fold(0u64, |acc, (c, &b)| {
+            (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64
+        });
+        (key, tag(r))
+    };
+    if rows >= PARALLEL_ROWS {
+        let mut sorted: Vec<(u64, T)> = (0..rows).into_par_iter().map(entry).collect();
+        sorted.par_sort_unstable();
+        sorted
+    } else {
+        let mut sorted: Vec<(u64, T)> = (0..rows).map(entry).collect();
+        sorted.sort_unstable();
+        sorted
+    }
 }
 
 /// Entries sorted by their coordinates without a gather through a row
@@ -1546,20 +1558,7 @@ fn sort_packed(
         [(name, ValueSource::Data(ValueData::Int64(v)))] => (name.as_str(), Payload::Int(v)),
         _ => return None,
     };
-    let entry = |r: usize| {
-        let key = coords.iter().zip(&bits).fold(0u64, |acc, (c, &b)| {
-            (acc.checked_shl(b).unwrap_or(0)) | c[r] as u64
-        });
-        (key, payload.bits(r))
-    };
-    let mut sorted: Vec<(u64, u64)>;
-    if rows >= PARALLEL_ROWS {
-        sorted = (0..rows).into_par_iter().map(entry).collect();
-        sorted.par_sort_unstable();
-    } else {
-        sorted = (0..rows).map(entry).collect();
-        sorted.sort_unstable();
-    }
+    let sorted = sorted_by_packed_key(coords, &bits, rows, |r| payload.bits(r));
     if sorted.windows(2).any(|w| w[0].0 == w[1].0) {
         return None;
     }
