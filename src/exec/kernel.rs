@@ -413,6 +413,30 @@ impl<'a> Kernel<'a> {
         )
     }
 
+    /// Whether a worker's entries come out in the output's order: the
+    /// in-order levels are the output's leading ones, in its order (the
+    /// accumulator drains the rest sorted, in the output's order).
+    pub(crate) fn writes_in_order(&self) -> bool {
+        self.query.output.get(..self.prefix) == self.vars.get(..self.prefix)
+    }
+
+    /// The final value of an entry: the combination of the visited
+    /// assignments and, for the others, the body's fill.
+    pub(crate) fn finish(&self, slot: Slot) -> Result<Value> {
+        let Some(op) = self.query.aggregate else {
+            return Ok(slot.acc.unwrap_or(self.body_fill));
+        };
+        let missing = self.total.saturating_sub(slot.count);
+        if missing == 0 {
+            return Ok(slot.acc.unwrap_or(self.query.fill));
+        }
+        let rest = op.repeat(op.lift(self.body_fill), missing)?;
+        match slot.acc {
+            Some(acc) => op.combine().apply(&[acc, rest]),
+            None => Ok(rest),
+        }
+    }
+
     /// The driver fixed for loop `depth`, if any.
     pub(crate) fn fixed_driver(&self, depth: usize) -> Option<usize> {
         match self.query.loops.get(depth)?.driver {
@@ -499,7 +523,7 @@ pub(crate) struct Worker<'k, 'a> {
     acc: Accumulator<Slot>,
     /// Where the accumulator came from and goes back to.
     pool: Option<&'k AccumulatorPool<Slot>>,
-    out: Entries<Slot>,
+    out: Written,
     steps: usize,
     reserved: u64,
     /// The part of `reserved` charged ahead of the entries that will use
@@ -513,6 +537,19 @@ pub(crate) struct Worker<'k, 'a> {
     /// The bytes charged for the entries in `out`, handed on with them.
     kept: u64,
 }
+
+/// The entries a worker writes: slots, combined later with other chunks'
+/// and finished then; or, when its chunk writes output coordinates of its
+/// own, each finished to a float as its group of in-order levels ends
+/// ([`Worker::run_floats`]), in runs of [`FLOAT_RUN`] entries (allocated
+/// once each: a large result is never copied to grow).
+enum Written {
+    Slots(Entries<Slot>),
+    Floats(Vec<Entries<f64>>),
+}
+
+/// The entries of one run of finished floats.
+const FLOAT_RUN: usize = 1 << 16;
 
 /// The output coordinates of an entry: the bound coordinates of the
 /// in-order levels, `suffix_key` for the others.
@@ -553,6 +590,12 @@ pub fn entry_bytes(dims: usize) -> u64 {
     (dims as u64) * 8 + 64
 }
 
+/// The bytes a finished float entry of `dims` dimensions takes
+/// ([`Worker::run_floats`]).
+fn float_entry_bytes(dims: usize) -> u64 {
+    (dims as u64 + 1) * 8
+}
+
 impl<'k, 'a> Worker<'k, 'a> {
     /// A worker at the root of the loop nest, with an accumulator from
     /// `pool` (else its own).
@@ -578,7 +621,7 @@ impl<'k, 'a> Worker<'k, 'a> {
                 None => Accumulator::new(k.accumulator, k.suffix_sizes.clone()),
             },
             pool,
-            out: Entries::new(k.query.output.len()),
+            out: Written::Slots(Entries::new(k.query.output.len())),
             steps: 0,
             reserved,
             ahead: 0,
@@ -597,15 +640,42 @@ impl<'k, 'a> Worker<'k, 'a> {
     /// there is no loop) and returns the entries written, each with its
     /// output coordinates.
     pub(crate) fn run(mut self, top: Cands) -> Result<Entries<Slot>> {
+        self.walk_top(top)?;
+        match std::mem::replace(&mut self.out, Written::Floats(Vec::new())) {
+            Written::Slots(entries) => Ok(entries),
+            Written::Floats(_) => Err(Error::Internal("a worker wrote floats".into())),
+        }
+    }
+
+    /// [`Worker::run`] for a float query whose chunks write output
+    /// coordinates of their own (`prefix > 0`): each entry is finished
+    /// ([`Kernel::finish`]) as its group of in-order levels ends, so that
+    /// only coordinates and a float per entry are kept.
+    pub(crate) fn run_floats(mut self, top: Cands) -> Result<Vec<Entries<f64>>> {
+        if self.k.prefix == 0 {
+            return Err(Error::Internal(
+                "floats finished before the chunks are combined".into(),
+            ));
+        }
+        self.out = Written::Floats(Vec::new());
+        self.walk_top(top)?;
+        match std::mem::replace(&mut self.out, Written::Floats(Vec::new())) {
+            Written::Floats(runs) => Ok(runs),
+            Written::Slots(_) => Err(Error::Internal("a worker wrote slots".into())),
+        }
+    }
+
+    /// Runs the loop nest over `top` and hands the entries' charges on
+    /// with them (see [`Held`]).
+    fn walk_top(&mut self, top: Cands) -> Result<()> {
         self.top = Some(top);
         self.walk_all()?;
-        // The entries' charges go on with them (see [`Held`]).
         if let Some(held) = self.k.held {
             let kept = self.kept.min(self.reserved);
             held.keep(kept);
             self.reserved -= kept;
         }
-        Ok(self.out.take())
+        Ok(())
     }
 
     /// Runs the whole loop nest (or its chunk), writing the entries.
@@ -961,27 +1031,55 @@ impl<'k, 'a> Worker<'k, 'a> {
     /// coordinates of the in-order levels.
     fn flush(&mut self) -> Result<()> {
         let k = self.k;
-        let before = self.out.len();
+        let counting = k.budget.is_some();
+        let (mut added, mut rows) = (0u64, 0u64);
         let Worker {
             acc, out, coords, ..
         } = self;
-        acc.drain(|suffix_key, slot| {
-            out.push(output_key(k, coords, suffix_key), slot);
-            Ok(())
-        })?;
-        let added = (self.out.len() - before) as u64;
-        let bytes = entry_bytes(k.query.output.len()) * added;
+        let mut count = |slot: &Slot| {
+            added += 1;
+            if counting {
+                rows += rows_of(slot.acc.unwrap_or(k.body_fill));
+            }
+        };
+        let per_entry = match out {
+            Written::Slots(out) => {
+                out.increasing = k.writes_in_order();
+                acc.drain(|suffix_key, slot| {
+                    count(&slot);
+                    out.push(output_key(k, coords, suffix_key), slot);
+                    Ok(())
+                })?;
+                entry_bytes(k.query.output.len())
+            }
+            Written::Floats(runs) => {
+                let dims = k.query.output.len();
+                let increasing = k.writes_in_order();
+                acc.drain(|suffix_key, slot| {
+                    count(&slot);
+                    if runs.last().is_none_or(|run| run.len() >= FLOAT_RUN) {
+                        let mut run = Entries::new(dims);
+                        run.reserve(FLOAT_RUN);
+                        run.increasing = increasing;
+                        runs.push(run);
+                    }
+                    let value = k.finish(slot)?.as_f64();
+                    if let Some(run) = runs.last_mut() {
+                        run.push(output_key(k, coords, suffix_key), value);
+                    }
+                    Ok(())
+                })?;
+                float_entry_bytes(k.query.output.len())
+            }
+        };
+        let bytes = per_entry * added;
         self.charge(bytes)?;
         self.kept += bytes;
-        if let Some(budget) = k.budget {
-            let rows = self.out.values[before..]
-                .iter()
-                .map(|slot| rows_of(slot.acc.unwrap_or(k.body_fill)))
-                .sum();
-            if budget.take(rows) {
-                self.full = true;
-                return Err(Error::Cancelled);
-            }
+        if let Some(budget) = k.budget
+            && budget.take(rows)
+        {
+            self.full = true;
+            return Err(Error::Cancelled);
         }
         Ok(())
     }

@@ -431,6 +431,14 @@ fn run_general(
     count: &Chunks,
 ) -> Result<Finished> {
     Ok(match kernel.query.ty {
+        ValueType::Float64 if kernel.prefix > 0 => Finished::FloatRuns(
+            run_split(kernel, control, options, count, |worker, top| {
+                worker.run_floats(top)
+            })?
+            .into_iter()
+            .flatten()
+            .collect(),
+        ),
         ValueType::Float64 => {
             Finished::FloatRuns(run_finished(kernel, control, options, count, |v| {
                 Ok(v.as_f64())
@@ -456,32 +464,56 @@ fn run_finished<T: Copy + Send>(
     count: &Chunks,
     typed: impl Fn(Value) -> Result<T> + Sync,
 ) -> Result<Vec<Entries<T>>> {
-    let finish_all = |entries: Entries<Slot>| entries.map(|slot| typed(finish(kernel, slot)?));
-    let mut root = Worker::new(kernel, control, None)?;
-    if !root.feasible() {
-        return Ok(Vec::new());
-    }
-    if kernel.vars.is_empty() {
-        return Ok(vec![finish_all(root.run(Cands::List(Vec::new()))?)?]);
-    }
-    let top = root.candidates(0);
-    let weights = top_weights(kernel, &root.pos, &root.present, &top);
-    let chunks = split(&weights, top.len());
-    count.set(chunks.len());
-    let pool = AccumulatorPool::new(kernel.accumulator, kernel.suffix_sizes.clone());
-    let run = |from, to| Worker::new(kernel, control, Some(&pool))?.run(top.slice(from, to));
+    let finish_all = |entries: Entries<Slot>| entries.map(|slot| typed(kernel.finish(slot)?));
     if kernel.prefix > 0 {
-        return run_kernel_chunks(kernel, &chunks, control, options, |from, to| {
-            finish_all(run(from, to)?)
+        return run_split(kernel, control, options, count, |worker, top| {
+            finish_all(worker.run(top)?)
         });
     }
-    let parts = run_kernel_chunks(kernel, &chunks, control, options, run)?;
+    let parts = run_split(kernel, control, options, count, |worker, top| {
+        worker.run(top)
+    })?;
+    if parts.is_empty() {
+        return Ok(Vec::new());
+    }
     let op = kernel.query.aggregate;
     Ok(vec![finish_all(kernel.merge_chunks(
         parts,
         control,
         |a, b| a.merge(b, op),
     )?)?])
+}
+
+/// `run(worker, candidates)` for each chunk of the outermost loop's
+/// candidates (balanced by [`top_weights`]), each with a worker of its
+/// own, in chunk order; one run over no candidates for a loop nest
+/// without loops, none when the expression is its fill everywhere.
+fn run_split<R: Send>(
+    kernel: &Kernel<'_>,
+    control: &Control<'_>,
+    options: &ExecOptions,
+    count: &Chunks,
+    run: impl Fn(Worker<'_, '_>, Cands) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let mut root = Worker::new(kernel, control, None)?;
+    if !root.feasible() {
+        return Ok(Vec::new());
+    }
+    if kernel.vars.is_empty() {
+        return Ok(vec![run(root, Cands::List(Vec::new()))?]);
+    }
+    let top = root.candidates(0);
+    let weights = top_weights(kernel, &root.pos, &root.present, &top);
+    drop(root);
+    let chunks = split(&weights, top.len());
+    count.set(chunks.len());
+    let pool = AccumulatorPool::new(kernel.accumulator, kernel.suffix_sizes.clone());
+    run_kernel_chunks(kernel, &chunks, control, options, |from, to| {
+        run(
+            Worker::new(kernel, control, Some(&pool))?,
+            top.slice(from, to),
+        )
+    })
 }
 
 /// The results of `run(from, to)` for a kernel's chunks, in chunk order:
@@ -646,23 +678,6 @@ pub(crate) fn split_sums(n: usize, before: impl Fn(usize) -> u64) -> Vec<(usize,
         chunks.push((0, n));
     }
     chunks
-}
-
-/// The final value of an entry: the combination of the visited
-/// assignments and, for the others, the body's fill.
-fn finish(kernel: &Kernel<'_>, slot: Slot) -> Result<Value> {
-    let Some(op) = kernel.query.aggregate else {
-        return Ok(slot.acc.unwrap_or(kernel.body_fill));
-    };
-    let missing = kernel.total.saturating_sub(slot.count);
-    if missing == 0 {
-        return Ok(slot.acc.unwrap_or(kernel.query.fill));
-    }
-    let rest = op.repeat(op.lift(kernel.body_fill), missing)?;
-    match slot.acc {
-        Some(acc) => op.combine().apply(&[acc, rest]),
-        None => Ok(rest),
-    }
 }
 
 /// Equality for dropping entries equal to the fill: numeric, with NaN

@@ -475,9 +475,10 @@ impl<'s, S> Earlier<'s, S> {
     }
 }
 
-/// A key of the exact search: the variables bound and the inputs
-/// re-indexed so far (bits).
-type OrderKey = (u64, u64);
+/// A state of the exact search: the variables bound (bits), the inputs
+/// re-indexed (bits), and while only output variables are bound, how
+/// many of them lead in the output's own order ([`OrderSearch::sorted_run`]).
+type OrderKey = (u64, u64, usize);
 
 /// The cheapest order found for one key, with its cost.
 type Partial = (f64, Vec<usize>);
@@ -714,7 +715,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         } else {
             set
         };
-        let mut cost = self.visits(enclosing | 1 << v);
+        let mut cost = self.visits(enclosing | 1 << v) + self.sort_cost(order, set, v);
         let mut now = reindexed;
         for k in 0..self.inputs.len() {
             let bit = u32::try_from(k)
@@ -731,6 +732,51 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             }
         }
         (cost, now)
+    }
+
+    /// How many of the loops `order` and then `v` lead with the output's
+    /// variables in the output's own order (its stored level order).
+    fn sorted_run(&self, order: &[usize], v: usize) -> usize {
+        order
+            .iter()
+            .chain([&v])
+            .zip(&self.query.output)
+            .take_while(|&(&u, &w)| self.vars[u] == w)
+            .count()
+    }
+
+    /// The cost of sorting the output into its own order that binding `v`
+    /// after `order` (whose set is `set`) settles: when `v` ends the
+    /// leading loops over output variables (the levels written in loop
+    /// order, [`PhysicalQuery::sorted_prefix`]), the entries arrive
+    /// sorted within each group of those loops (an accumulator drains
+    /// each group sorted) but must end sorted within each group of the
+    /// leading loops that follow the output's order: `E · log₂(groups
+    /// written / groups sorted)` for `E` estimated entries. A loop order
+    /// that writes the output in its own order pays nothing; one that
+    /// writes it transposed pays a sort of every entry.
+    fn sort_cost(&mut self, order: &[usize], set: u64, v: usize) -> f64 {
+        let output = self.output_bits();
+        let bound = set | 1 << v;
+        let closes = set & !output == 0 && (output >> v & 1 == 0 || bound == output);
+        if output == 0 || !closes {
+            return 0.0;
+        }
+        let sorted_bits = order
+            .iter()
+            .chain([&v])
+            .take(self.sorted_run(order, v))
+            .fold(0, |acc, &u| acc | 1 << u);
+        if sorted_bits == output {
+            return 0.0;
+        }
+        let groups = if sorted_bits == 0 {
+            1.0
+        } else {
+            self.visits(sorted_bits)
+        };
+        let entries = self.visits(output);
+        entries * (entries / groups).max(1.0).log2()
     }
 
     /// The variables (bits) of the loops that will enclose a loop over
@@ -787,17 +833,24 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         if self.inputs.len() > 64 {
             return None;
         }
-        let mut level: Vec<(OrderKey, Partial)> = vec![((0, 0), (0.0, Vec::new()))];
+        let mut level: Vec<(OrderKey, Partial)> = vec![((0, 0, 0), (0.0, Vec::new()))];
+        let output = self.output_bits();
         for _ in 0..n {
             let mut next: HashMap<OrderKey, Partial> = HashMap::new();
-            for ((set, reindexed), (cost, order)) in &level {
+            for ((set, reindexed, _), (cost, order)) in &level {
                 for v in bits(self.next_vars(*set)) {
                     if self.estimates > ESTIMATE_BUDGET {
                         return None;
                     }
                     let (step, now) = self.step(order, *set, *reindexed, v);
                     let total = cost + step;
-                    let key = (set | 1 << v, now);
+                    let bound = set | 1 << v;
+                    let run = if bound & !output == 0 {
+                        self.sorted_run(order, v)
+                    } else {
+                        0
+                    };
+                    let key = (bound, now, run);
                     if next.get(&key).is_none_or(|(c, _)| total < *c) {
                         let mut extended = Vec::with_capacity(order.len() + 1);
                         extended.extend_from_slice(order);
