@@ -351,6 +351,7 @@ impl Planner<'_> {
             vars: Vec::new(),
             inputs: Vec::new(),
             domains,
+            output,
         };
         let output_ids = output
             .iter()
@@ -596,7 +597,18 @@ impl Planner<'_> {
                         break name;
                     }
                 };
-                let free = expr.free_indices();
+                // The enclosing query's output indices first, in its
+                // order, then the others as they appear: a loop order
+                // that writes the enclosing output in order then reads
+                // the nested result in its stored order.
+                let mut free = expr.free_indices();
+                free.sort_by_key(|v| {
+                    builder
+                        .output
+                        .iter()
+                        .position(|o| o == v)
+                        .unwrap_or(usize::MAX)
+                });
                 self.kernel(
                     name.clone(),
                     Role::Intermediate,
@@ -625,6 +637,8 @@ struct Builder<'a> {
     vars: Vec<Variable>,
     inputs: Vec<Access>,
     domains: &'a Domains,
+    /// The query's output indices.
+    output: &'a [String],
 }
 
 impl Builder<'_> {

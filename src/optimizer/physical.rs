@@ -446,6 +446,8 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     vars: Vec<usize>,
     /// The join of the required inputs, over the loop variables.
     join: E::Stats,
+    /// Where the body differs from its fill (what a loop iterates).
+    support: Support,
     /// Per input: its loop variables (bits) and the orders of its cached
     /// indexes, with the cost of re-indexing it.
     inputs: Vec<InputInfo>,
@@ -506,7 +508,8 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     ) -> Result<Self> {
         let vars = bound.to_vec();
         let name_of = |v: usize| query.vars[v].name.clone();
-        let (required, _) = required(&query.body, query);
+        let (support, _) = Support::of(&query.body, query);
+        let required = support.required();
         let mut joined = Vec::new();
         for &k in &required {
             let access = &query.inputs[k];
@@ -620,6 +623,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             query,
             vars,
             join,
+            support,
             inputs,
             table,
             visits: HashMap::new(),
@@ -715,7 +719,21 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         } else {
             set
         };
-        let mut cost = self.visits(enclosing | 1 << v) + self.sort_cost(order, set, v);
+        let outer = |search: &mut Self| {
+            if enclosing == 0 {
+                1.0
+            } else {
+                search.visits(enclosing)
+            }
+        };
+        let loop_visits = match self.support.restriction(&self.inputs, v, enclosing) {
+            Restriction::Fiber => self.visits(enclosing | 1 << v),
+            // Every coordinate of the level for each outer assignment,
+            // though fewer may go on to the loops inside.
+            Restriction::Top => outer(self) * self.visits(1 << v),
+            Restriction::Dimension => outer(self) * self.query.vars[self.vars[v]].size as f64,
+        };
+        let mut cost = loop_visits + self.sort_cost(order, set, v);
         let mut now = reindexed;
         for k in 0..self.inputs.len() {
             let bit = u32::try_from(k)
@@ -955,52 +973,128 @@ fn accumulator_format(space: f64, entries: f64) -> OutputFormat {
     }
 }
 
-/// The inputs without which `node` is its fill value, and that fill
-/// (`None` when unknown).
-fn required(node: &Node, query: &PhysicalQuery) -> (Vec<usize>, Option<Value>) {
-    match node {
-        Node::Input(k) => {
-            let fill = query.inputs.get(*k).map(|a| a.fill);
-            let needed = if fill.is_some_and(|f| f.is_zero()) {
-                vec![*k]
-            } else {
-                Vec::new()
-            };
-            (needed, fill)
-        }
-        Node::Literal(v) => (Vec::new(), Some(*v)),
-        Node::Coord(_) => (Vec::new(), None),
-        Node::Map(op, args) => {
-            let parts: Vec<(Vec<usize>, Option<Value>)> =
-                args.iter().map(|a| required(a, query)).collect();
-            let fills: Option<Vec<Value>> = parts.iter().map(|p| p.1).collect();
-            let fill = fills.and_then(|f| op.apply(&f).ok());
-            let annihilating: Vec<&Vec<usize>> = match op.algebra().annihilator {
-                Some(a) => parts
+/// Where the query's body can differ from its fill, as the kernel's
+/// loops find it: the fibers of inputs with a zero fill, intersected under
+/// an annihilating map and united under any other.
+enum Support {
+    /// Input `k`'s entries.
+    Input(usize),
+    /// Where every part has entries.
+    Meet(Vec<Support>),
+    /// Where any part has entries.
+    Join(Vec<Support>),
+    /// Anywhere (a non-zero fill, a literal, a coordinate).
+    Everywhere,
+}
+
+/// How the loop over a variable finds its coordinates, given the loops
+/// outside it: in fibers under their coordinates, at the top level of an
+/// input (every coordinate it has, whatever the outer loops bound), or
+/// over the whole dimension. Ordered from the fewest coordinates.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Restriction {
+    Fiber,
+    Top,
+    Dimension,
+}
+
+impl Support {
+    /// The support of `node` and its fill (`None` when unknown).
+    fn of(node: &Node, query: &PhysicalQuery) -> (Support, Option<Value>) {
+        match node {
+            Node::Input(k) => {
+                let fill = query.inputs.get(*k).map(|a| a.fill);
+                let support = if fill.is_some_and(|f| f.is_zero()) {
+                    Support::Input(*k)
+                } else {
+                    Support::Everywhere
+                };
+                (support, fill)
+            }
+            Node::Literal(v) => (Support::Everywhere, Some(*v)),
+            Node::Coord(_) => (Support::Everywhere, None),
+            Node::Map(op, args) => {
+                let parts: Vec<(Support, Option<Value>)> =
+                    args.iter().map(|a| Support::of(a, query)).collect();
+                let fills: Option<Vec<Value>> = parts.iter().map(|p| p.1).collect();
+                let fill = fills.and_then(|f| op.apply(&f).ok());
+                let annihilator = op.algebra().annihilator;
+                let annihilates = |k: usize, fill: Option<Value>| {
+                    annihilator.is_some_and(|a| {
+                        (k == 0 || !a.only_first) && fill.is_some_and(|f| f.same(a.value))
+                    })
+                };
+                let meet = parts
                     .iter()
                     .enumerate()
-                    .filter(|(k, p)| {
-                        (*k == 0 || !a.only_first) && p.1.is_some_and(|f| f.same(a.value))
-                    })
-                    .map(|(_, p)| &p.0)
-                    .collect(),
-                None => Vec::new(),
-            };
-            let needed = if annihilating.is_empty() {
-                // Entries come from any argument: only what every argument
-                // needs is needed.
-                let mut common = parts.first().map(|p| p.0.clone()).unwrap_or_default();
-                for part in &parts[1.min(parts.len())..] {
-                    common.retain(|k| part.0.contains(k));
-                }
-                common
-            } else {
-                let mut all: Vec<usize> = annihilating.into_iter().flatten().copied().collect();
+                    .any(|(k, p)| annihilates(k, p.1));
+                let support = if meet {
+                    Support::Meet(
+                        parts
+                            .into_iter()
+                            .enumerate()
+                            .filter(|(k, p)| annihilates(*k, p.1))
+                            .map(|(_, p)| p.0)
+                            .collect(),
+                    )
+                } else {
+                    Support::Join(parts.into_iter().map(|p| p.0).collect())
+                };
+                (support, fill)
+            }
+        }
+    }
+
+    /// The inputs without which the body is its fill.
+    fn required(&self) -> Vec<usize> {
+        match self {
+            Support::Input(k) => vec![*k],
+            Support::Everywhere => Vec::new(),
+            Support::Meet(parts) => {
+                let mut all: Vec<usize> = parts.iter().flat_map(Support::required).collect();
                 all.sort_unstable();
                 all.dedup();
                 all
-            };
-            (needed, fill)
+            }
+            // Entries come from any part: only what every part needs is
+            // needed.
+            Support::Join(parts) => {
+                let mut parts = parts.iter().map(Support::required);
+                let mut common = parts.next().unwrap_or_default();
+                for part in parts {
+                    common.retain(|k| part.contains(k));
+                }
+                common
+            }
+        }
+    }
+
+    /// How a loop over `v` finds its coordinates inside loops over
+    /// `bound` (bits over the search's variables; `vars` gives each
+    /// input's).
+    fn restriction(&self, vars: &[InputInfo], v: usize, bound: u64) -> Restriction {
+        match self {
+            Support::Input(k) => match vars.get(*k) {
+                Some(info) if info.vars >> v & 1 == 1 => {
+                    if info.vars & bound != 0 {
+                        Restriction::Fiber
+                    } else {
+                        Restriction::Top
+                    }
+                }
+                _ => Restriction::Dimension,
+            },
+            Support::Everywhere => Restriction::Dimension,
+            Support::Meet(parts) => parts
+                .iter()
+                .map(|p| p.restriction(vars, v, bound))
+                .min()
+                .unwrap_or(Restriction::Dimension),
+            Support::Join(parts) => parts
+                .iter()
+                .map(|p| p.restriction(vars, v, bound))
+                .max()
+                .unwrap_or(Restriction::Dimension),
         }
     }
 }
