@@ -9,11 +9,19 @@
 //!   expression its fill, as the factors of a product); the estimator
 //!   bounds that projection (for the exact search, every projection at
 //!   once when the estimator can: the chain bound searches its lattice
-//!   once, see [`SparsityEstimator::projections`]). The key also holds
+//!   once, see [`SparsityEstimator::projections`]). That holds for a
+//!   loop that some input intersects under the outer loops; a loop that
+//!   only reads an input's top level visits all of it per outer
+//!   assignment, and one that no input restricts the whole dimension
+//!   ([`Support`]: which inputs restrict a loop, as the kernel finds
+//!   it). The key also holds
 //!   the inputs that must be re-indexed because the order so far reads them against their stored
 //!   order and against every index cached with the tensor: a re-index
 //!   costs `nnz · log₂ nnz` (an index that [`Tensor::index`] built before
-//!   is free). Only variables sharing an input with the outer loops extend
+//!   is free), and how many output variables lead in the output's own
+//!   order while only output variables are bound: when they end, the
+//!   sort that puts a statement's output back in its order is charged
+//!   ([`OrderSearch::sort_cost`]). Only variables sharing an input with the outer loops extend
 //!   an order while there are any, so joins stay connected. Queries with
 //!   more than [`EXACT_VARIABLES`] loop variables, or whose search exceeds
 //!   [`ESTIMATE_BUDGET`] estimates, take the greedy order: each next
@@ -769,15 +777,19 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     /// order, [`PhysicalQuery::sorted_prefix`]), the entries arrive
     /// sorted within each group of those loops (an accumulator drains
     /// each group sorted) but must end sorted within each group of the
-    /// leading loops that follow the output's order: `E · log₂(groups
-    /// written / groups sorted)` for `E` estimated entries. A loop order
+    /// leading loops that follow the output's order: `E · log₂(E /
+    /// groups sorted)` for `E` estimated entries. A loop order
     /// that writes the output in its own order pays nothing; one that
-    /// writes it transposed pays a sort of every entry.
+    /// writes it transposed pays a sort of every entry. Only a
+    /// statement's output is charged: intermediates' estimates are the
+    /// least trustworthy of a plan (on yeast's lite queries, charging them
+    /// moved 51 of 120 plans and slowed the slowest 1.5x; see
+    /// `docs/optimizer.md`).
     fn sort_cost(&mut self, order: &[usize], set: u64, v: usize) -> f64 {
         let output = self.output_bits();
         let bound = set | 1 << v;
         let closes = set & !output == 0 && (output >> v & 1 == 0 || bound == output);
-        if output == 0 || !closes {
+        if output == 0 || !closes || self.query.role != Role::Output {
             return 0.0;
         }
         let sorted_bits = order
@@ -1024,10 +1036,7 @@ impl Support {
                         (k == 0 || !a.only_first) && fill.is_some_and(|f| f.same(a.value))
                     })
                 };
-                let meet = parts
-                    .iter()
-                    .enumerate()
-                    .any(|(k, p)| annihilates(k, p.1));
+                let meet = parts.iter().enumerate().any(|(k, p)| annihilates(k, p.1));
                 let support = if meet {
                     Support::Meet(
                         parts
