@@ -264,6 +264,10 @@ pub(crate) struct Kernel<'a> {
     pub sizes: Vec<u64>,
     /// The loops that bind output variables first (written in order).
     pub prefix: usize,
+    /// Whether a worker's entries come out in the output's order: the
+    /// in-order levels are the output's leading ones, in its order (the
+    /// accumulator drains the rest sorted, in the output's order).
+    pub in_order: bool,
     /// The depth from which every output variable is bound.
     pub group: usize,
     /// How many assignments each visited one stands for (aggregated
@@ -362,6 +366,7 @@ impl<'a> Kernel<'a> {
             .zip(&query.formats)
             .find(|(v, _)| suffix.contains(v))
             .map_or(OutputFormat::Hashed, |(_, f)| *f);
+        let in_order = query.output.get(..prefix) == vars.get(..prefix);
         Ok(Kernel {
             query,
             inputs,
@@ -373,6 +378,7 @@ impl<'a> Kernel<'a> {
             vars,
             sizes,
             prefix,
+            in_order,
             group,
             copies,
             total,
@@ -411,13 +417,6 @@ impl<'a> Kernel<'a> {
             control,
             combine,
         )
-    }
-
-    /// Whether a worker's entries come out in the output's order: the
-    /// in-order levels are the output's leading ones, in its order (the
-    /// accumulator drains the rest sorted, in the output's order).
-    pub(crate) fn writes_in_order(&self) -> bool {
-        self.query.output.get(..self.prefix) == self.vars.get(..self.prefix)
     }
 
     /// The final value of an entry: the combination of the visited
@@ -621,7 +620,10 @@ impl<'k, 'a> Worker<'k, 'a> {
                 None => Accumulator::new(k.accumulator, k.suffix_sizes.clone()),
             },
             pool,
-            out: Written::Slots(Entries::new(k.query.output.len())),
+            out: Written::Slots(Entries {
+                increasing: k.in_order,
+                ..Entries::new(k.query.output.len())
+            }),
             steps: 0,
             reserved,
             ahead: 0,
@@ -1044,7 +1046,6 @@ impl<'k, 'a> Worker<'k, 'a> {
         };
         let per_entry = match out {
             Written::Slots(out) => {
-                out.increasing = k.writes_in_order();
                 acc.drain(|suffix_key, slot| {
                     count(&slot);
                     out.push(output_key(k, coords, suffix_key), slot);
@@ -1054,13 +1055,12 @@ impl<'k, 'a> Worker<'k, 'a> {
             }
             Written::Floats(runs) => {
                 let dims = k.query.output.len();
-                let increasing = k.writes_in_order();
                 acc.drain(|suffix_key, slot| {
                     count(&slot);
                     if runs.last().is_none_or(|run| run.len() >= FLOAT_RUN) {
                         let mut run = Entries::new(dims);
                         run.reserve(FLOAT_RUN);
-                        run.increasing = increasing;
+                        run.increasing = k.in_order;
                         runs.push(run);
                     }
                     let value = k.finish(slot)?.as_f64();

@@ -456,6 +456,8 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     join: E::Stats,
     /// Where the body differs from its fill (what a loop iterates).
     support: Support,
+    /// The output variables (bits over the loop variables).
+    output: u64,
     /// Per input: its loop variables (bits) and the orders of its cached
     /// indexes, with the cost of re-indexing it.
     inputs: Vec<InputInfo>,
@@ -620,6 +622,11 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                 }
             })
             .collect();
+        let output = query
+            .output
+            .iter()
+            .filter_map(|v| vars.iter().position(|w| w == v))
+            .fold(0, |acc, k| acc | 1 << k);
         let table = if vars.len() <= EXACT_VARIABLES {
             let names: Vec<String> = vars.iter().map(|&v| name_of(v)).collect();
             estimator.projections(&join, &names)
@@ -632,6 +639,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             vars,
             join,
             support,
+            output,
             inputs,
             table,
             visits: HashMap::new(),
@@ -786,10 +794,10 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     /// moved 51 of 120 plans and slowed the slowest 1.5x; see
     /// `docs/optimizer.md`).
     fn sort_cost(&mut self, order: &[usize], set: u64, v: usize) -> f64 {
-        let output = self.output_bits();
+        let output = self.output;
         let bound = set | 1 << v;
         let closes = set & !output == 0 && (output >> v & 1 == 0 || bound == output);
-        if output == 0 || !closes || self.query.role != Role::Output {
+        if self.query.role != Role::Output || output == 0 || !closes {
             return 0.0;
         }
         let sorted_bits = order
@@ -816,7 +824,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     /// `v` only when some chain of inputs joins `u` to `v` through
     /// variables bound after `u` (the loop tree's ancestors).
     fn enclosing(&self, order: &[usize], set: u64, v: usize) -> u64 {
-        let output = self.output_bits();
+        let output = self.output;
         if output & !set != 0 {
             return set;
         }
@@ -864,7 +872,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             return None;
         }
         let mut level: Vec<(OrderKey, Partial)> = vec![((0, 0, 0), (0.0, Vec::new()))];
-        let output = self.output_bits();
+        let output = self.output;
         for _ in 0..n {
             let mut next: HashMap<OrderKey, Partial> = HashMap::new();
             for ((set, reindexed, _), (cost, order)) in &level {
@@ -929,7 +937,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     /// The estimated entries of the output when it is written out of loop
     /// order (0 when written in order).
     fn output_cost(&mut self, order: &[usize]) -> f64 {
-        let output = self.output_bits();
+        let output = self.output;
         let prefix = order.iter().take_while(|&&v| output >> v & 1 == 1).count();
         if prefix == output.count_ones() as usize {
             0.0
@@ -938,19 +946,10 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         }
     }
 
-    /// The output variables (bits over the loop variables).
-    fn output_bits(&self) -> u64 {
-        self.query
-            .output
-            .iter()
-            .filter_map(|v| self.vars.iter().position(|w| w == v))
-            .fold(0, |acc, k| acc | 1 << k)
-    }
-
     /// The accumulator for the output levels that `order` does not write in
     /// order (see the module documentation).
     fn accumulator(&mut self, order: &[usize]) -> OutputFormat {
-        let output = self.output_bits();
+        let output = self.output;
         let prefix: Vec<usize> = order
             .iter()
             .copied()
