@@ -105,6 +105,29 @@ impl<S: Copy> Entries<S> {
         merged
     }
 
+    /// The run of `runs` to write the next entry into: the last one, or,
+    /// when it holds [`RUN`] entries or there is none, a new one with room
+    /// for `RUN`, marked `increasing` (over `dims` dimensions).
+    pub(crate) fn next_run(
+        runs: &mut Vec<Entries<S>>,
+        dims: usize,
+        increasing: bool,
+    ) -> &mut Entries<S> {
+        if runs.last().is_none_or(|run| run.len() >= RUN) {
+            let mut run = Entries::new(dims);
+            run.reserve(RUN);
+            run.increasing = increasing;
+            runs.push(run);
+        }
+        let last = runs.len() - 1;
+        &mut runs[last]
+    }
+
+    /// The number of entries in `runs`.
+    pub(crate) fn total(runs: &[Entries<S>]) -> usize {
+        runs.iter().map(Entries::len).sum()
+    }
+
     /// Whether the entries of `runs`, one run after another, are known
     /// to be strictly increasing.
     pub(crate) fn increasing_together(runs: &[Entries<S>]) -> bool {
@@ -118,10 +141,11 @@ impl<S: Copy> Entries<S> {
         true
     }
 
-    /// The entries of a kernel run's chunks as one list. When each chunk
-    /// wrote output coordinates of its own (`disjoint`: the chunks split
-    /// an in-order output level) they are concatenated in chunk order.
-    /// Otherwise each chunk's entries are strictly increasing (its
+    /// The entries of a kernel run's chunks as runs to be stored one after
+    /// another. When each chunk wrote output coordinates of its own
+    /// (`disjoint`: the chunks split an in-order output level) they are
+    /// the chunks' entries, in chunk order, as they are. Otherwise (one
+    /// run) each chunk's entries are strictly increasing (its
     /// accumulator drained once) and the values at one coordinate are
     /// combined in chunk order, whatever the number of threads, into
     /// strictly increasing entries: for the output's levels of `sizes`
@@ -135,11 +159,11 @@ impl<S: Copy> Entries<S> {
         (format, sizes): (OutputFormat, &[u64]),
         control: &Control<'_>,
         mut combine: impl FnMut(&mut S, S) -> Result<()>,
-    ) -> Result<Entries<S>> {
+    ) -> Result<Vec<Entries<S>>> {
         let dims = sizes.len();
-        let total = parts.iter().map(Entries::len).sum::<usize>();
+        let total = Entries::total(&parts);
         if disjoint || parts.len() <= 1 {
-            return Ok(Entries::concat(dims, parts));
+            return Ok(parts);
         }
         let mut merged = Entries::new(dims);
         if matches!(format, OutputFormat::Dense | OutputFormat::Bytemap) {
@@ -163,7 +187,7 @@ impl<S: Copy> Entries<S> {
             control.release(bytes);
             done?;
             merged.increasing = true;
-            return Ok(merged);
+            return Ok(vec![merged]);
         }
         if !parts.iter().all(Entries::strictly_increasing) {
             return Err(Error::Internal(
@@ -193,7 +217,7 @@ impl<S: Copy> Entries<S> {
             }
         }
         merged.increasing = true;
-        Ok(merged)
+        Ok(vec![merged])
     }
 
     /// Whether every entry's coordinates come after the previous entry's.
@@ -243,16 +267,16 @@ impl<S: Copy> Entries<S> {
 
 /// A kernel's entries with their final values: as [`Value`]s, or in the
 /// machine type the fast path computed them in (no conversion per entry).
-/// `Huge` entries of a `BIGINT` query are stored as `BIGINT` when they all
-/// fit in 64 bits, else as `HUGEINT`.
+/// Machine-typed entries come in runs, stored one after another (the
+/// chunks of a loop nest that each write output coordinates of their own,
+/// in runs of about [`RUN`] entries: a large result is never copied into
+/// one list before it is stored). `Huge` entries of a `BIGINT` query are
+/// stored as `BIGINT` when they all fit in 64 bits, else as `HUGEINT`.
 pub(crate) enum Finished {
     Values(Entries<Value>),
-    Float(Entries<f64>),
-    /// Float entries in runs (the chunks of a loop nest, each writing
-    /// output coordinates of its own), one after another when stored.
-    FloatRuns(Vec<Entries<f64>>),
-    Int(Entries<i64>),
-    Huge(Entries<i128>),
+    Float(Vec<Entries<f64>>),
+    Int(Vec<Entries<i64>>),
+    Huge(Vec<Entries<i128>>),
 }
 
 impl Finished {
@@ -260,13 +284,17 @@ impl Finished {
     pub(crate) fn len(&self) -> usize {
         match self {
             Finished::Values(e) => e.len(),
-            Finished::Float(e) => e.len(),
-            Finished::FloatRuns(runs) => runs.iter().map(Entries::len).sum(),
-            Finished::Int(e) => e.len(),
-            Finished::Huge(e) => e.len(),
+            Finished::Float(runs) => Entries::total(runs),
+            Finished::Int(runs) => Entries::total(runs),
+            Finished::Huge(runs) => Entries::total(runs),
         }
     }
 }
+
+/// The entries a worker writes into one run before it starts the next
+/// (each run allocated once, at this size: growing one list for a whole
+/// chunk would copy it into fresh memory at every doubling).
+pub(crate) const RUN: usize = 1 << 16;
 
 /// The aggregate of the assignments visited for one output coordinate: the
 /// combination of their (lifted) values and how many assignments they
@@ -660,6 +688,7 @@ mod tests {
             let control = Control::new(&NoProgress, 1 << 20);
             let merged =
                 Entries::merge_chunks(chunks(), false, (format, &[3, 4]), &control, sum).unwrap();
+            let [merged] = <[_; 1]>::try_from(merged).expect("one run");
             let got: Vec<(Vec<i64>, i64)> = (0..merged.len())
                 .map(|n| (merged.key(n).to_vec(), merged.values[n]))
                 .collect();
@@ -679,7 +708,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(error, Error::OutOfMemory(_)), "{error}");
-        // Chunks of their own coordinates are concatenated.
+        // Chunks of their own coordinates are runs, as they are.
         let control = Control::new(&NoProgress, 0);
         let mut disjoint = chunks();
         disjoint.truncate(1);
@@ -692,7 +721,8 @@ mod tests {
             sum,
         )
         .unwrap();
-        assert_eq!(merged.coords, vec![0, 3, 2, 1]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(Entries::concat(2, merged).coords, vec![0, 3, 2, 1]);
     }
 
     #[test]

@@ -199,7 +199,7 @@ fn multiply(
         })?;
     }
     control.check()?;
-    Ok(Finished::Float(entries(query, product, &c, m, n)))
+    Ok(Finished::Float(vec![entries(query, product, &c, m, n)]))
 }
 
 /// `c = a · b` for row-major `a` (`c.len() / n` rows of `k`), `b` (`k ×

@@ -1591,12 +1591,12 @@ impl Pass<'_, '_> {
     fn list(&self, array: &ArrayOut, rows: RowKeys<'_>, out: Vec<f64>) -> Outcome {
         let query = self.query;
         if query.ty == ValueType::Int64 {
-            return Outcome::Entries(Finished::Int(counts(query, array, &out)));
+            return Outcome::Entries(Finished::Int(vec![counts(query, array, &out)]));
         }
         if query.output.is_empty() {
             let mut entries = Entries::new(0);
             entries.push([], out.first().copied().unwrap_or(0.0));
-            return Outcome::Entries(Finished::Float(entries));
+            return Outcome::Entries(Finished::Float(vec![entries]));
         }
         // Row by row along the last output variable: the leading
         // coordinates are divided out once per row, not per cell.
@@ -2363,9 +2363,9 @@ impl Fused<'_, '_> {
 /// as integers, whole numbers below 2^53 and so exact in doubles.
 fn finished(query: &PhysicalQuery, entries: Entries<f64>) -> Result<Finished> {
     Ok(if query.ty == ValueType::Int64 {
-        Finished::Int(entries.map(|value| Ok(value as i64))?)
+        Finished::Int(vec![entries.map(|value| Ok(value as i64))?])
     } else {
-        Finished::Float(entries)
+        Finished::Float(vec![entries])
     })
 }
 

@@ -400,16 +400,17 @@ impl<'a> Kernel<'a> {
         self.inputs.get(k)?.fiber(part.level, parent)
     }
 
-    /// The chunks' entries of one run as one list ([`Entries::merge_chunks`]):
-    /// concatenated when the outermost loop writes the output in order
-    /// (the chunks' coordinates are disjoint), else combined coordinate by
-    /// coordinate in chunk order with `combine`.
+    /// The chunks' entries of one run as runs to be stored one after
+    /// another ([`Entries::merge_chunks`]): the chunks' own when the
+    /// outermost loop writes the output in order (the chunks' coordinates
+    /// are disjoint), else one, combined coordinate by coordinate in chunk
+    /// order with `combine`.
     pub(crate) fn merge_chunks<S: Copy>(
         &self,
         parts: Vec<Entries<S>>,
         control: &Control<'_>,
         combine: impl FnMut(&mut S, S) -> Result<()>,
-    ) -> Result<Entries<S>> {
+    ) -> Result<Vec<Entries<S>>> {
         Entries::merge_chunks(
             parts,
             self.prefix > 0,
@@ -540,15 +541,12 @@ pub(crate) struct Worker<'k, 'a> {
 /// The entries a worker writes: slots, combined later with other chunks'
 /// and finished then; or, when its chunk writes output coordinates of its
 /// own, each finished to a float as its group of in-order levels ends
-/// ([`Worker::run_floats`]), in runs of [`FLOAT_RUN`] entries (allocated
-/// once each: a large result is never copied to grow).
+/// ([`Worker::run_floats`]), in runs of [`super::accumulate::RUN`] entries (allocated once
+/// each: a large result is never copied to grow).
 enum Written {
     Slots(Entries<Slot>),
     Floats(Vec<Entries<f64>>),
 }
-
-/// The entries of one run of finished floats.
-const FLOAT_RUN: usize = 1 << 16;
 
 /// The output coordinates of an entry: the bound coordinates of the
 /// in-order levels, `suffix_key` for the others.
@@ -1057,16 +1055,9 @@ impl<'k, 'a> Worker<'k, 'a> {
                 let dims = k.query.output.len();
                 acc.drain(|suffix_key, slot| {
                     count(&slot);
-                    if runs.last().is_none_or(|run| run.len() >= FLOAT_RUN) {
-                        let mut run = Entries::new(dims);
-                        run.reserve(FLOAT_RUN);
-                        run.increasing = k.in_order;
-                        runs.push(run);
-                    }
                     let value = k.finish(slot)?.as_f64();
-                    if let Some(run) = runs.last_mut() {
-                        run.push(output_key(k, coords, suffix_key), value);
-                    }
+                    Entries::next_run(runs, dims, k.in_order)
+                        .push(output_key(k, coords, suffix_key), value);
                     Ok(())
                 })?;
                 float_entry_bytes(k.query.output.len())

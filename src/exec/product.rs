@@ -31,7 +31,7 @@ use crate::storage::ValueType;
 use crate::storage::fibertree::{Cursor, Fiber, Level, LevelFormat};
 
 use super::ExecOptions;
-use super::accumulate::{Accumulate, Accumulator, AccumulatorPool, Entries, Finished};
+use super::accumulate::{Accumulate, Accumulator, AccumulatorPool, Entries, Finished, RUN};
 use super::control::{CHECK_EVERY, Control, rows_of};
 use super::kernel::{Cands, Kernel, Vals, Worker, entry_bytes, output_key};
 use super::plan::Node;
@@ -48,8 +48,9 @@ trait Num: Accumulate + PartialEq + Send + Sync + 'static {
     fn typed(values: Vals<'_>) -> Result<Typed<'_, Self>>;
     /// `n` copies summed.
     fn repeat(self, n: u128) -> Result<Self>;
-    /// Entries in this type, as the run's result.
-    fn finished(entries: Entries<Self>) -> Finished;
+    /// Entries in this type, in runs stored one after another, as the
+    /// run's result.
+    fn finished(runs: Vec<Entries<Self>>) -> Finished;
     /// The rows an entry of this value stands for in a row budget.
     fn rows(self) -> u64;
     /// Pushes the entries of rows `first..end` of `rows` (their sums
@@ -95,8 +96,8 @@ impl Num for i64 {
         })
     }
 
-    fn finished(entries: Entries<i64>) -> Finished {
-        Finished::Int(entries)
+    fn finished(runs: Vec<Entries<i64>>) -> Finished {
+        Finished::Int(runs)
     }
 
     fn rows(self) -> u64 {
@@ -143,8 +144,8 @@ impl Num for i128 {
         })
     }
 
-    fn finished(entries: Entries<i128>) -> Finished {
-        Finished::Huge(entries)
+    fn finished(runs: Vec<Entries<i128>>) -> Finished {
+        Finished::Huge(runs)
     }
 
     fn rows(self) -> u64 {
@@ -192,8 +193,8 @@ impl Num for f64 {
         })
     }
 
-    fn finished(entries: Entries<f64>) -> Finished {
-        Finished::Float(entries)
+    fn finished(runs: Vec<Entries<f64>>) -> Finished {
+        Finished::Float(runs)
     }
 
     fn rows(self) -> u64 {
@@ -430,7 +431,7 @@ impl Product {
         options: &ExecOptions,
         count: &Chunks,
     ) -> Result<Finished> {
-        let empty = || Ok(T::finished(Entries::new(kernel.query.output.len())));
+        let empty = || Ok(T::finished(vec![Entries::new(kernel.query.output.len())]));
         let values: Vec<Typed<'_, T>> = kernel
             .inputs
             .iter()
@@ -459,12 +460,8 @@ impl Product {
             accumulators: AccumulatorPool::new(kernel.accumulator, kernel.suffix_sizes.clone()),
         };
         let dims = kernel.query.output.len();
-        let parts: Vec<Entries<T>> = if kernel.vars.is_empty() {
-            vec![
-                shared
-                    .worker(&root.pos, None, Entries::new(dims))?
-                    .run(scale)?,
-            ]
+        let parts: Vec<Vec<Entries<T>>> = if kernel.vars.is_empty() {
+            vec![shared.worker(&root.pos, None, Vec::new())?.run(scale)?]
         } else {
             let mut root = root;
             let (top, sequential) = sequential_top(kernel, &mut root);
@@ -484,13 +481,14 @@ impl Product {
             };
             if (options.threads <= 1 || kernel.budget.is_some()) && kernel.prefix > 0 {
                 // The chunks' entries are concatenated in chunk order:
-                // on one thread, each chunk appends to the entries of
-                // the ones before (no copy to merge them). Under a row
-                // budget the chunks run so, until the budget runs out.
+                // on one thread, each chunk appends to the runs of the
+                // ones before. Under a row budget the chunks run so,
+                // until the budget runs out.
                 let mut out = Entries::new(dims);
                 if kernel.budget.is_none() {
                     out.reserve(chunks.last().map_or(0, |&(_, to)| to));
                 }
+                let mut out = vec![out];
                 for &(from, to) in &chunks {
                     if let Some(budget) = kernel.budget {
                         if budget.used_up() {
@@ -507,15 +505,29 @@ impl Product {
                 vec![out]
             } else {
                 run_chunks(&chunks, options, control, |from, to| {
-                    let out = Entries::new(dims);
-                    shared.worker(&pos, Some(chunk(from, to)), out)?.run(scale)
+                    shared
+                        .worker(&pos, Some(chunk(from, to)), Vec::new())?
+                        .run(scale)
                 })?
             }
+        };
+        // Chunks that write output coordinates of their own are their
+        // runs; the others' entries are combined.
+        let parts = if kernel.prefix > 0 {
+            parts.into_iter().flatten().collect()
+        } else {
+            parts
+                .into_iter()
+                .map(|runs| Entries::concat(dims, runs))
+                .collect()
         };
         let merged = kernel.merge_chunks(parts, control, |a, b| a.add(b))?;
         Ok(T::finished(match kernel.copies {
             1 => merged,
-            copies => merged.map(|v| v.repeat(copies))?,
+            copies => merged
+                .into_iter()
+                .map(|run| run.map(|v| v.repeat(copies)))
+                .collect::<Result<_>>()?,
         }))
     }
 }
@@ -627,17 +639,21 @@ impl<'s, 'a, T: Num> LeafReads<'s, 'a, T> {
 }
 
 impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
-    /// A worker over the chunk `top` that appends its entries to `out`.
+    /// A worker over the chunk `top` that appends its entries to the runs
+    /// `runs` (to the last one while it has room).
     fn worker(
         &self,
         pos: &[usize],
         top: Option<Top>,
-        mut out: Entries<T>,
+        mut runs: Vec<Entries<T>>,
     ) -> Result<ProductWorker<'_, 's, 'a, T>> {
         let kernel = self.kernel;
         let upfront = Accumulator::<T>::upfront_bytes(kernel.accumulator, &kernel.suffix_sizes);
         let reserved = u64::try_from(upfront).unwrap_or(u64::MAX);
         self.control.reserve(reserved)?;
+        let mut out = runs
+            .pop()
+            .unwrap_or_else(|| Entries::new(kernel.query.output.len()));
         if kernel.prefix > 0
             && let Some(top) = &top
         {
@@ -652,6 +668,7 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
             top,
             acc: self.accumulators.take(),
             out,
+            full_runs: runs,
             steps: 0,
             scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
             marks: Marks::default(),
@@ -673,7 +690,10 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     coords: Vec<i64>,
     top: Option<Top>,
     acc: Accumulator<T>,
+    /// The run the entries are written into.
     out: Entries<T>,
+    /// The runs before it, each of at least [`RUN`] entries.
+    full_runs: Vec<Entries<T>>,
     steps: usize,
     reserved: u64,
     /// Bytes written but not yet charged (less than [`CHARGE_BATCH`]).
@@ -726,7 +746,7 @@ impl Probe<'_> {
 }
 
 impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
-    fn run(mut self, scale: T) -> Result<Entries<T>> {
+    fn run(mut self, scale: T) -> Result<Vec<Entries<T>>> {
         self.walk_all(scale)?;
         // The entries' charges go on with them (see [`Held`]).
         if let Some(held) = self.shared.kernel.held {
@@ -737,7 +757,23 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             held.keep(kept);
             self.reserved -= kept;
         }
-        Ok(self.out.take())
+        let mut runs = std::mem::take(&mut self.full_runs);
+        runs.push(self.out.take());
+        Ok(runs)
+    }
+
+    /// Makes room for `n` more entries: in the current run when it has
+    /// it (or holds fewer than [`RUN`]), else in a new run, so that a run
+    /// is never copied to grow.
+    fn make_room(&mut self, n: usize) {
+        let (len, capacity) = (self.out.len(), self.out.values.capacity());
+        if len > 0 && len + n > capacity.max(RUN) {
+            let mut next = Entries::new(self.out.dims);
+            next.reserve(RUN.max(n));
+            self.full_runs.push(std::mem::replace(&mut self.out, next));
+        } else {
+            self.out.reserve(n);
+        }
     }
 
     /// Runs the whole loop nest (or its chunk), writing the entries.
@@ -1265,6 +1301,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         if kernel.suffix.is_empty() {
             // Every output level is written in loop order: each output
             // coordinate is reached once, so its value is final.
+            self.make_room(1);
             let coords = &self.coords;
             self.out
                 .push(kernel.query.output.iter().map(|&v| coords[v]), value);
@@ -1306,12 +1343,11 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         if kernel.suffix.is_empty() {
             return Ok(());
         }
+        self.make_room(self.acc.written());
         let before = self.out.len();
         let ProductWorker {
             acc, out, coords, ..
         } = self;
-        // Sized once: growing a large list copies it into fresh memory.
-        out.reserve(acc.written());
         acc.drain(|suffix_key, v| {
             out.push(output_key(kernel, coords, suffix_key), v);
             Ok(())

@@ -227,7 +227,7 @@ fn run_query(
             aligned::Aligned::Total(sum) => {
                 let mut entries = Entries::new(0);
                 entries.push([], sum);
-                store(query, Finished::Float(entries), control)?
+                store(query, Finished::Float(vec![entries]), control)?
             }
             aligned::Aligned::AtEntries(values) => store_at(query, inputs[0].0, values, control)?,
         };
@@ -431,7 +431,7 @@ fn run_general(
     count: &Chunks,
 ) -> Result<Finished> {
     Ok(match kernel.query.ty {
-        ValueType::Float64 if kernel.prefix > 0 => Finished::FloatRuns(
+        ValueType::Float64 if kernel.prefix > 0 => Finished::Float(
             run_split(kernel, control, options, count, |worker, top| {
                 worker.run_floats(top)
             })?
@@ -440,7 +440,7 @@ fn run_general(
             .collect(),
         ),
         ValueType::Float64 => {
-            Finished::FloatRuns(run_finished(kernel, control, options, count, |v| {
+            Finished::Float(run_finished(kernel, control, options, count, |v| {
                 Ok(v.as_f64())
             })?)
         }
@@ -477,11 +477,11 @@ fn run_finished<T: Copy + Send>(
         return Ok(Vec::new());
     }
     let op = kernel.query.aggregate;
-    Ok(vec![finish_all(kernel.merge_chunks(
-        parts,
-        control,
-        |a, b| a.merge(b, op),
-    )?)?])
+    kernel
+        .merge_chunks(parts, control, |a, b| a.merge(b, op))?
+        .into_iter()
+        .map(finish_all)
+        .collect()
 }
 
 /// `run(worker, candidates)` for each chunk of the outermost loop's
@@ -695,8 +695,7 @@ fn same_value(a: Value, b: Value) -> bool {
 fn store(query: &PhysicalQuery, entries: Finished, control: &Control<'_>) -> Result<Tensor> {
     match entries {
         Finished::Values(entries) => store_values(query, entries, control),
-        Finished::Float(entries) => store(query, Finished::FloatRuns(vec![entries]), control),
-        Finished::FloatRuns(runs) => store_typed(
+        Finished::Float(runs) => store_typed(
             query,
             runs,
             control,
@@ -704,25 +703,30 @@ fn store(query: &PhysicalQuery, entries: Finished, control: &Control<'_>) -> Res
             Value::Float,
             ValueData::Float64,
         ),
-        Finished::Int(entries) => store_typed(
+        Finished::Int(runs) => store_typed(
             query,
-            vec![entries],
+            runs,
             control,
             ValueType::Int64,
             Value::Int,
             ValueData::Int64,
         ),
         // A `BIGINT` query's 128-bit entries that all fit are `BIGINT`s.
-        Finished::Huge(entries)
+        Finished::Huge(runs)
             if query.ty == ValueType::Int64
-                && entries.values.iter().all(|&v| i64::try_from(v).is_ok()) =>
+                && runs
+                    .iter()
+                    .all(|run| run.values.iter().all(|&v| i64::try_from(v).is_ok())) =>
         {
-            let narrow = entries.map(|v| Ok(v as i64))?;
+            let narrow = runs
+                .into_iter()
+                .map(|run| run.map(|v| Ok(v as i64)))
+                .collect::<Result<_>>()?;
             store(query, Finished::Int(narrow), control)
         }
-        Finished::Huge(entries) => store_typed(
+        Finished::Huge(runs) => store_typed(
             query,
-            vec![entries],
+            runs,
             control,
             ValueType::Int128,
             Value::huge,
@@ -811,7 +815,7 @@ fn increasing_entries(coords: &[&[i64]], values: Vec<f64>) -> Finished {
         entries.push(coords.iter().map(|c| c[e]), value);
     }
     entries.increasing = true;
-    Finished::Float(entries)
+    Finished::Float(vec![entries])
 }
 
 /// [`store`] for entries in the machine type `ty` is made of (`value`
@@ -844,7 +848,7 @@ fn store_typed<T: Copy + Send + Sync>(
             run.retain(|v| !value(v).is_zero());
         }
     }
-    let total = runs.iter().map(Entries::len).sum::<usize>();
+    let total = Entries::total(&runs);
     let bytes = entry_bytes(dims).saturating_mul(total as u64);
     charged_as_built(control, bytes, || typed_tensor(query, runs, column))
 }
@@ -860,7 +864,7 @@ fn typed_tensor<T: Copy + Sync>(
     let values = column(match <[_; 1]>::try_from(runs) {
         Ok([run]) => run.values,
         Err(runs) => {
-            let total = runs.iter().map(Entries::len).sum::<usize>();
+            let total = Entries::total(&runs);
             let mut values = Vec::with_capacity(total);
             runs.iter()
                 .for_each(|run| values.extend_from_slice(&run.values));
@@ -988,7 +992,7 @@ fn columns<T: Copy + Sync>(runs: &mut [Entries<T>], n: usize) -> Vec<Vec<i64>> {
     if let ([run], 1) = (&mut *runs, n) {
         return vec![std::mem::take(&mut run.coords)];
     }
-    let total = runs.iter().map(Entries::len).sum::<usize>();
+    let total = Entries::total(runs);
     let mut columns: Vec<Vec<i64>> = (0..n).map(|_| vec![0; total]).collect();
     // Each run's stretch of every column.
     let mut stretches: Vec<Vec<&mut [i64]>> = runs.iter().map(|_| Vec::new()).collect();

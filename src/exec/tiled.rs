@@ -301,7 +301,9 @@ fn multiply(
         })?;
     }
     control.check()?;
-    Ok(Finished::Float(dense::entries(query, product, &c, m, n)))
+    Ok(Finished::Float(vec![dense::entries(
+        query, product, &c, m, n,
+    )]))
 }
 
 /// Whether a block of `B` starts past `C`'s `n` columns.
