@@ -17,6 +17,15 @@
 //! variable is bound, the remaining (aggregated) loops are *grouped*: their
 //! values are combined into one [`Slot`] per depth before returning to the
 //! outer loop, which adds it to the output accumulator.
+//!
+//! The expression is evaluated at every innermost assignment, except its
+//! largest sub-expressions that read only inputs and coordinates an outer
+//! loop fixes ([`Body::Hoisted`]): each of those is evaluated once per
+//! visit of that loop, when first needed there, and its value reused by
+//! the assignments below (`L[o,n,s,p] * (A[o,n,p] + B[s] * C[o,n,p])`
+//! looping `o, n, p, s, ...` evaluates the sum once per `s`).
+
+use std::cell::Cell;
 
 use arrow::buffer::BooleanBuffer;
 
@@ -247,10 +256,72 @@ impl Sup {
     }
 }
 
+/// The expression as a worker evaluates it: the plan's [`Node`]s, with
+/// each largest sub-expression that is fixed by a loop outside the
+/// innermost one replaced by a reference to it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Body {
+    Input(usize),
+    Literal(Value),
+    Coord(usize),
+    Map(ScalarOp, Vec<Body>),
+    /// The value of [`Kernel::hoisted`]`[h]`, computed once per visit of
+    /// its loop.
+    Hoisted(usize),
+}
+
+/// A sub-expression whose inputs and coordinates are all fixed once loop
+/// `depth` is bound.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Hoisted {
+    pub depth: usize,
+    pub body: Body,
+}
+
+impl Body {
+    /// `node` as a body, its fixed sub-expressions moved to `hoisted`,
+    /// with the loop that fixes it (`None`: none, a constant). `fixed_at`
+    /// gives the loop that fixes an input's or a coordinate's value;
+    /// sub-expressions fixed only at `innermost` stay.
+    fn of(
+        node: &Node,
+        fixed_at: &impl Fn(&Node) -> Option<usize>,
+        innermost: usize,
+        hoisted: &mut Vec<Hoisted>,
+    ) -> (Body, Option<usize>) {
+        match node {
+            Node::Input(k) => (Body::Input(*k), fixed_at(node)),
+            Node::Literal(v) => (Body::Literal(*v), None),
+            Node::Coord(v) => (Body::Coord(*v), fixed_at(node)),
+            Node::Map(op, args) => {
+                let args: Vec<(Body, Option<usize>)> = args
+                    .iter()
+                    .map(|a| Body::of(a, fixed_at, innermost, hoisted))
+                    .collect();
+                let depth = args.iter().filter_map(|a| a.1).max();
+                let args = args
+                    .into_iter()
+                    .map(|(body, fixed)| match (body, fixed) {
+                        (body @ Body::Map(..), Some(d)) if Some(d) < depth && d < innermost => {
+                            hoisted.push(Hoisted { depth: d, body });
+                            Body::Hoisted(hoisted.len() - 1)
+                        }
+                        (body, _) => body,
+                    })
+                    .collect();
+                (Body::Map(*op, args), depth)
+            }
+        }
+    }
+}
+
 /// A physical query ready to run: its inputs opened, its loops resolved.
 pub(crate) struct Kernel<'a> {
     pub query: &'a PhysicalQuery,
     pub inputs: Vec<InputRt<'a>>,
+    /// The expression, and its sub-expressions fixed by an outer loop.
+    pub body: Body,
+    pub hoisted: Vec<Hoisted>,
     /// Per loop, the inputs read there.
     pub parts: Vec<Vec<Part>>,
     /// Per loop and input, its position in `parts` (if read there).
@@ -333,6 +404,28 @@ impl<'a> Kernel<'a> {
             .collect();
         let fills: Vec<Value> = inputs.iter().map(|i| i.fill).collect();
         let (sup, body_fill) = Sup::of(&query.body, &fills)?;
+        // An input's value is fixed at its last loop; one read at no loop
+        // (a scalar) at the first. A coordinate without a loop is never
+        // treated as fixed.
+        let innermost = query.loops.len().saturating_sub(1);
+        let fixed_at = |node: &Node| match node {
+            Node::Input(k) => Some(
+                parts
+                    .iter()
+                    .rposition(|ps: &Vec<Part>| ps.iter().any(|p| p.input == *k))
+                    .unwrap_or(0),
+            ),
+            Node::Coord(v) => Some(depth_of(*v).unwrap_or(innermost)),
+            _ => None,
+        };
+        let mut hoisted = Vec::new();
+        let body = match Body::of(&query.body, &fixed_at, innermost, &mut hoisted) {
+            (body @ Body::Map(..), Some(d)) if d < innermost => {
+                hoisted.push(Hoisted { depth: d, body });
+                Body::Hoisted(hoisted.len() - 1)
+            }
+            (body, _) => body,
+        };
         let vars: Vec<usize> = query.loops.iter().map(|l| l.var).collect();
         let ends = query.loops.iter().map(|l| l.end).collect();
         let size = |v: usize| query.vars.get(v).map_or(0, |var| var.size);
@@ -370,6 +463,8 @@ impl<'a> Kernel<'a> {
         Ok(Kernel {
             query,
             inputs,
+            body,
+            hoisted,
             parts,
             part_of,
             sup,
@@ -480,6 +575,41 @@ impl Cands {
     }
 }
 
+/// The coordinates one visit of a loop goes through.
+enum Visits<'a> {
+    Cands(Cands),
+    /// The children of `input`'s fiber: coordinates `coords`, the `i`-th
+    /// at child position `first + i`.
+    Children {
+        input: usize,
+        coords: &'a [i64],
+        first: usize,
+    },
+}
+
+impl Visits<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Visits::Cands(cands) => cands.len(),
+            Visits::Children { coords, .. } => coords.len(),
+        }
+    }
+
+    /// The `i`-th coordinate, with the input and child position it is
+    /// known at.
+    #[inline]
+    fn get(&self, i: usize) -> (i64, Option<(usize, usize)>) {
+        match self {
+            Visits::Cands(cands) => (cands.get(i), None),
+            Visits::Children {
+                input,
+                coords,
+                first,
+            } => (coords[i], Some((*input, first + i))),
+        }
+    }
+}
+
 /// A set of coordinates under construction.
 enum Set<'a> {
     Empty,
@@ -536,6 +666,11 @@ pub(crate) struct Worker<'k, 'a> {
     full: bool,
     /// The bytes charged for the entries in `out`, handed on with them.
     kept: u64,
+    /// Per loop, how many times it was entered (a visit's number).
+    visits: Vec<u64>,
+    /// Per hoisted sub-expression, its value and the visit of its loop it
+    /// was computed at.
+    cache: Vec<Cell<(u64, Value)>>,
 }
 
 /// The entries a worker writes: slots, combined later with other chunks'
@@ -628,6 +763,8 @@ impl<'k, 'a> Worker<'k, 'a> {
             acc_charged: 0,
             full: false,
             kept: 0,
+            visits: vec![0; k.vars.len()],
+            cache: vec![Cell::new((u64::MAX, Value::Int(0))); k.hoisted.len()],
         })
     }
 
@@ -706,10 +843,15 @@ impl<'k, 'a> Worker<'k, 'a> {
         {
             return top.clone();
         }
+        let set = self.set(&self.k.sup, depth);
+        self.cands_of(set, depth)
+    }
+
+    /// The coordinates of `set` at loop `depth`.
+    fn cands_of(&self, set: Set<'a>, depth: usize) -> Cands {
         let size = self.k.sizes.get(depth).copied().unwrap_or(0);
-        let all = Cands::Range(0, i64::try_from(size).unwrap_or(i64::MAX));
-        match self.set(&self.k.sup, depth) {
-            Set::All => all,
+        match set {
+            Set::All => Cands::Range(0, i64::try_from(size).unwrap_or(i64::MAX)),
             Set::Empty => Cands::List(Vec::new()),
             set => {
                 let mut out = Vec::new();
@@ -717,6 +859,30 @@ impl<'k, 'a> Worker<'k, 'a> {
                 Cands::List(out)
             }
         }
+    }
+
+    /// What loop `depth` visits: the children of the one input's fiber
+    /// that drives it, read in place, when that fiber lists them at
+    /// consecutive positions and is the input's only level at this loop;
+    /// else [`Worker::candidates`].
+    fn visits(&mut self, depth: usize) -> Visits<'a> {
+        if depth == 0 && self.top.is_some() {
+            return Visits::Cands(self.candidates(depth));
+        }
+        let k = self.k;
+        let set = self.set(&k.sup, depth);
+        if let Set::Fiber(input, fiber) = &set
+            && let Some(part) = k.part_of[depth][*input].map(|j| &k.parts[depth][j])
+            && part.count == 1
+            && let Some((coords, first)) = fiber.consecutive()
+        {
+            return Visits::Children {
+                input: *input,
+                coords,
+                first,
+            };
+        }
+        Visits::Cands(self.cands_of(set, depth))
     }
 
     /// The input whose fiber [`Worker::candidates`] would copy for loop
@@ -834,9 +1000,11 @@ impl<'k, 'a> Worker<'k, 'a> {
     }
 
     /// Binds loop `depth` to `coord` and looks it up in the inputs read
-    /// there; `false` (with the state restored) if the support cannot hold.
+    /// there, except under the one whose child position is `known` (the
+    /// input and the position); `false` (with the state restored) if the
+    /// support cannot hold.
     #[inline]
-    pub(crate) fn enter(&mut self, depth: usize, coord: i64) -> bool {
+    fn enter(&mut self, depth: usize, coord: i64, known: Option<(usize, usize)>) -> bool {
         let k = self.k;
         if let Some(&v) = k.vars.get(depth) {
             self.coords[v] = coord;
@@ -844,14 +1012,21 @@ impl<'k, 'a> Worker<'k, 'a> {
         for part in &k.parts[depth] {
             let i = part.input;
             self.saved.push((self.pos[i], self.present[i]));
-            if self.present[i] {
-                match k.inputs[i].descend(self.pos[i], part.level, part.count, coord) {
+            if !self.present[i] {
+                continue;
+            }
+            match known {
+                Some((input, p)) if input == i => self.pos[i] = p,
+                _ => match k.inputs[i].descend(self.pos[i], part.level, part.count, coord) {
                     Some(p) => self.pos[i] = p,
                     None => self.present[i] = false,
-                }
+                },
             }
         }
         if k.sup.feasible(&self.present) {
+            if let Some(visit) = self.visits.get_mut(depth) {
+                *visit += 1;
+            }
             true
         } else {
             self.leave(depth);
@@ -861,7 +1036,7 @@ impl<'k, 'a> Worker<'k, 'a> {
 
     /// Undoes [`Worker::enter`].
     #[inline]
-    pub(crate) fn leave(&mut self, depth: usize) {
+    fn leave(&mut self, depth: usize) {
         for part in self.k.parts[depth].iter().rev() {
             if let Some((p, present)) = self.saved.pop() {
                 self.pos[part.input] = p;
@@ -872,12 +1047,13 @@ impl<'k, 'a> Worker<'k, 'a> {
 
     fn walk(&mut self, depth: usize) -> Result<()> {
         let k = self.k;
-        let cands = self.candidates(depth);
-        for i in 0..cands.len() {
+        let visits = self.visits(depth);
+        for i in 0..visits.len() {
             if depth == 0 {
                 self.ctl.check()?;
             }
-            if !self.enter(depth, cands.get(i)) {
+            let (coord, known) = visits.get(i);
+            if !self.enter(depth, coord, known) {
                 continue;
             }
             let result = self.walk_inside(depth);
@@ -907,13 +1083,14 @@ impl<'k, 'a> Worker<'k, 'a> {
         if depth == k.vars.len() {
             return self.leaf();
         }
-        let cands = self.candidates(depth);
+        let visits = self.visits(depth);
         let mut slot = Slot::EMPTY;
-        for i in 0..cands.len() {
+        for i in 0..visits.len() {
             if depth == 0 {
                 self.ctl.check()?;
             }
-            if !self.enter(depth, cands.get(i)) {
+            let (coord, known) = visits.get(i);
+            if !self.enter(depth, coord, known) {
                 continue;
             }
             let inner = self.group(depth + 1);
@@ -929,7 +1106,7 @@ impl<'k, 'a> Worker<'k, 'a> {
             self.ctl.check()?;
         }
         let k = self.k;
-        let value = self.eval(&k.query.body)?;
+        let value = self.eval(&k.body)?;
         Ok(match k.query.aggregate {
             Some(op) => Slot {
                 acc: Some(op.repeat(op.lift(value), k.copies)?),
@@ -942,16 +1119,30 @@ impl<'k, 'a> Worker<'k, 'a> {
         })
     }
 
-    fn eval(&self, node: &Node) -> Result<Value> {
-        match node {
-            Node::Input(k) => Ok(if self.present[*k] {
+    fn eval(&self, body: &Body) -> Result<Value> {
+        match body {
+            Body::Input(k) => Ok(if self.present[*k] {
                 self.k.inputs[*k].values.get(self.pos[*k])
             } else {
                 self.k.inputs[*k].fill
             }),
-            Node::Literal(v) => Ok(*v),
-            Node::Coord(v) => Ok(Value::Int(self.coords[*v])),
-            Node::Map(op, args) => {
+            Body::Literal(v) => Ok(*v),
+            Body::Coord(v) => Ok(Value::Int(self.coords[*v])),
+            Body::Hoisted(h) => {
+                let (Some(hoisted), Some(cache)) = (self.k.hoisted.get(*h), self.cache.get(*h))
+                else {
+                    return Err(Error::Internal("a hoisted expression out of range".into()));
+                };
+                let visit = self.visits.get(hoisted.depth).copied().unwrap_or(0);
+                let (at, value) = cache.get();
+                if at == visit {
+                    return Ok(value);
+                }
+                let value = self.eval(&hoisted.body)?;
+                cache.set((visit, value));
+                Ok(value)
+            }
+            Body::Map(op, args) => {
                 if let [a, b] = args.as_slice()
                     && let Some(v) = self.binary(*op, a, b)?
                 {
@@ -977,7 +1168,7 @@ impl<'k, 'a> Worker<'k, 'a> {
     /// `a * b` and `a + b` of two floats or two integers without the
     /// general operator dispatch; `None` for other cases.
     #[inline]
-    fn binary(&self, op: ScalarOp, a: &Node, b: &Node) -> Result<Option<Value>> {
+    fn binary(&self, op: ScalarOp, a: &Body, b: &Body) -> Result<Option<Value>> {
         if !matches!(op, ScalarOp::Mul | ScalarOp::Add) {
             return Ok(None);
         }
@@ -1073,5 +1264,58 @@ impl<'k, 'a> Worker<'k, 'a> {
             return Err(Error::Cancelled);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `L * (A + B * C)` looping over 5 variables: `L` is fixed at the
+    /// innermost loop (4), `A` and `C` at loop 2, `B` at loop 3. The sum
+    /// is hoisted whole to loop 3 (its product `B * C` with it, not apart),
+    /// the product with `L` stays.
+    #[test]
+    fn the_largest_sub_expressions_fixed_outside_the_innermost_loop_are_hoisted() {
+        let input = |k| Node::Input(k);
+        let body = Node::Map(
+            ScalarOp::Mul,
+            vec![
+                input(0),
+                Node::Map(
+                    ScalarOp::Add,
+                    vec![input(1), Node::Map(ScalarOp::Mul, vec![input(2), input(3)])],
+                ),
+            ],
+        );
+        let fixed_at = |node: &Node| match node {
+            Node::Input(k) => [4, 2, 3, 2].get(*k).copied(),
+            _ => None,
+        };
+        let mut hoisted = Vec::new();
+        let (compiled, depth) = Body::of(&body, &fixed_at, 4, &mut hoisted);
+        assert_eq!(depth, Some(4));
+        assert_eq!(
+            compiled,
+            Body::Map(ScalarOp::Mul, vec![Body::Input(0), Body::Hoisted(0)])
+        );
+        assert_eq!(
+            hoisted,
+            vec![Hoisted {
+                depth: 3,
+                body: Body::Map(
+                    ScalarOp::Add,
+                    vec![
+                        Body::Input(1),
+                        Body::Map(ScalarOp::Mul, vec![Body::Input(2), Body::Input(3)])
+                    ],
+                ),
+            }]
+        );
+        // Nothing is fixed outside the innermost loop of a one-loop nest.
+        let mut none = Vec::new();
+        let (same, _) = Body::of(&body, &|_: &Node| Some(0), 0, &mut none);
+        assert!(none.is_empty());
+        assert!(matches!(same, Body::Map(ScalarOp::Mul, _)));
     }
 }
