@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::lines;
+use common::{lines, under_plans_and_threads};
 use einsql::Database;
 
 /// Items `0..ITEMS`, each in one of `GROUPS` groups.
@@ -54,47 +54,41 @@ fn results_of_many_runs_equal_a_direct_computation() {
     let products = pairs(|a, b| ((a + 1) * (b + 1)) as f64);
     let general = pairs(|a, b| (a + 1) as f64 * (b + 1) as f64 * ((b + 1) as f64 + 0.5));
     assert!(products.len() > 5 * 65_536);
-    for setting in ["", "physical"] {
-        for threads in [1, 2] {
-            db.set_threads(threads);
-            db.execute(&format!("SET disabled_optimizers = '{setting}'"))
-                .expect("sets");
-            db.execute_all(
-                "m[a,b] = SUM(g) p[a,g] * p[b,g];
-                 f[a,b] = SUM(g) q[a,g] * q[b,g] * (q[b,g] + 0.5);
-                 r[b] = SUM(a) m[a,b];",
-            )
-            .expect("runs");
-            let case = format!("'{setting}', {threads} threads");
-            for (table, want) in [("m", &products), ("f", &general)] {
-                let got = lines(
-                    &db.execute(&format!(
-                        "SELECT COUNT(*), SUM(v), SUM(v * (3 * a + b)) FROM {table}"
-                    ))
-                    .expect("reads"),
-                );
-                let cells: Vec<f64> = got[0]
-                    .split('|')
-                    .map(|c| c.parse().expect("a number"))
-                    .collect();
-                let sum: f64 = want.iter().map(|&(_, _, v)| v).sum();
-                let weighted: f64 = want.iter().map(|&(a, b, v)| v * (3 * a + b) as f64).sum();
-                assert_eq!(cells[0], want.len() as f64, "{table}, {case}");
-                assert!(close(cells[1], sum), "{table}, {case}: {}", cells[1]);
-                assert!(close(cells[2], weighted), "{table}, {case}: {}", cells[2]);
-            }
-            // The column sums of `m`, read through its stored index.
-            let mut columns = vec![0i64; ITEMS as usize];
-            for &(a, b, _) in &products {
-                columns[b as usize] += (a + 1) * (b + 1);
-            }
-            let want: Vec<String> = columns
-                .iter()
-                .enumerate()
-                .map(|(b, v)| format!("{b}|{v}"))
-                .collect();
-            let got = lines(&db.execute("SELECT b, v FROM r ORDER BY b").expect("reads"));
-            assert_eq!(got, want, "{case}");
-        }
+    let mut columns = vec![0i64; ITEMS as usize];
+    for &(a, b, _) in &products {
+        columns[b as usize] += (a + 1) * (b + 1);
     }
+    let column_sums: Vec<String> = columns
+        .iter()
+        .enumerate()
+        .map(|(b, v)| format!("{b}|{v}"))
+        .collect();
+    under_plans_and_threads(&db, |case| {
+        db.execute_all(
+            "m[a,b] = SUM(g) p[a,g] * p[b,g];
+             f[a,b] = SUM(g) q[a,g] * q[b,g] * (q[b,g] + 0.5);
+             r[b] = SUM(a) m[a,b];",
+        )
+        .expect("runs");
+        for (table, want) in [("m", &products), ("f", &general)] {
+            let got = lines(
+                &db.execute(&format!(
+                    "SELECT COUNT(*), SUM(v), SUM(v * (3 * a + b)) FROM {table}"
+                ))
+                .expect("reads"),
+            );
+            let cells: Vec<f64> = got[0]
+                .split('|')
+                .map(|c| c.parse().expect("a number"))
+                .collect();
+            let sum: f64 = want.iter().map(|&(_, _, v)| v).sum();
+            let weighted: f64 = want.iter().map(|&(a, b, v)| v * (3 * a + b) as f64).sum();
+            assert_eq!(cells[0], want.len() as f64, "{table}, {case}");
+            assert!(close(cells[1], sum), "{table}, {case}: {}", cells[1]);
+            assert!(close(cells[2], weighted), "{table}, {case}: {}", cells[2]);
+        }
+        // The column sums of `m`, read through its stored index.
+        let got = lines(&db.execute("SELECT b, v FROM r ORDER BY b").expect("reads"));
+        assert_eq!(got, column_sums, "{case}");
+    });
 }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Rng, lines};
+use common::{Rng, lines, under_plans_and_threads};
 use einsql::Database;
 
 /// The edges `(i, j)`, `i > j`, of a graph on `n` vertices whose first
@@ -71,30 +71,21 @@ fn triangle_counts_and_weighted_sums_equal_a_direct_computation() {
             weighted.join(",")
         ))
         .expect("loads");
-        for setting in ["", "physical"] {
-            for threads in [1, 2] {
-                db.set_threads(threads);
-                db.execute(&format!("SET disabled_optimizers = '{setting}'"))
-                    .expect("sets");
-                db.execute_all(
-                    "t = SUM(i,j,k) l[i,j] * l[j,k] * l[i,k];
-                     s = SUM(i,j,k) w[i,j] * w[j,k] * w[i,k];",
-                )
-                .expect("counts");
-                let t = lines(&db.execute("SELECT * FROM t").expect("reads"));
-                assert_eq!(
-                    t,
-                    [count.to_string()],
-                    "n {n}, '{setting}', {threads} threads"
-                );
-                let s = lines(&db.execute("SELECT * FROM s").expect("reads"));
-                let got: f64 = s[0].parse().expect("a number");
-                assert!(
-                    (got - sum).abs() <= 1e-9 * sum.abs(),
-                    "n {n}, '{setting}', {threads} threads: {got} against {sum}"
-                );
-            }
-        }
+        under_plans_and_threads(&db, |case| {
+            db.execute_all(
+                "t = SUM(i,j,k) l[i,j] * l[j,k] * l[i,k];
+                 s = SUM(i,j,k) w[i,j] * w[j,k] * w[i,k];",
+            )
+            .expect("counts");
+            let t = lines(&db.execute("SELECT * FROM t").expect("reads"));
+            assert_eq!(t, [count.to_string()], "n {n}, {case}");
+            let s = lines(&db.execute("SELECT * FROM s").expect("reads"));
+            let got: f64 = s[0].parse().expect("a number");
+            assert!(
+                (got - sum).abs() <= 1e-9 * sum.abs(),
+                "n {n}, {case}: {got} against {sum}"
+            );
+        });
     }
 }
 

@@ -23,7 +23,9 @@
 //! loop fixes ([`Body::Hoisted`]): each of those is evaluated once per
 //! visit of that loop, when first needed there, and its value reused by
 //! the assignments below (`L[o,n,s,p] * (A[o,n,p] + B[s] * C[o,n,p])`
-//! looping `o, n, p, s, ...` evaluates the sum once per `s`).
+//! looping `o, n, p, s, ...` evaluates the sum once per `s`). A loop
+//! driven by one input's fiber reads that fiber's children in place
+//! ([`Visits::Children`]), their positions known.
 
 use std::cell::Cell;
 

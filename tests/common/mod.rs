@@ -3,7 +3,22 @@
 use std::path::PathBuf;
 
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use einsql::QueryResult;
+use einsql::{Database, QueryResult};
+
+/// Runs `check` on `db` under the optimizer's plans and the default ones
+/// (`disabled_optimizers` empty, then `'physical'`), each on one thread
+/// and two, with the case's description.
+#[allow(dead_code)]
+pub fn under_plans_and_threads(db: &Database, mut check: impl FnMut(&str)) {
+    for setting in ["", "physical"] {
+        for threads in [1, 2] {
+            db.set_threads(threads);
+            db.execute(&format!("SET disabled_optimizers = '{setting}'"))
+                .expect("sets");
+            check(&format!("'{setting}', {threads} threads"));
+        }
+    }
+}
 
 /// The public datasets folder: `$EINSQL_DATA`, or `../shared/datasets` beside
 /// the repository. `None` (after saying so on stderr) when it is absent, so
