@@ -74,6 +74,9 @@ pub struct PhysicalQuery {
     pub name: String,
     /// Whether the result is one of the program's outputs.
     pub role: Role,
+    /// Whether the result is a nested aggregate's (`#1`, ...): its levels
+    /// are ordered for the enclosing query, which reads it in place.
+    pub nested: bool,
     /// Every index variable of the query; the other fields refer to them
     /// by position.
     pub vars: Vec<Variable>,

@@ -268,7 +268,7 @@ impl Planner<'_> {
         };
         self.kernel(
             query.name.clone(),
-            role,
+            (role, false),
             &query.indices,
             aggregate,
             body,
@@ -341,7 +341,7 @@ impl Planner<'_> {
     fn kernel(
         &mut self,
         name: String,
-        role: Role,
+        (role, nested): (Role, bool),
         output: &[String],
         aggregate: Option<(AggOp, Vec<String>)>,
         body: &Expr,
@@ -402,6 +402,7 @@ impl Planner<'_> {
         let mut query = PhysicalQuery {
             name: name.clone(),
             role,
+            nested,
             vars,
             output: output_ids,
             formats: Vec::new(),
@@ -611,7 +612,7 @@ impl Planner<'_> {
                 });
                 self.kernel(
                     name.clone(),
-                    Role::Intermediate,
+                    (Role::Intermediate, true),
                     &free,
                     Some((*op, indices.clone())),
                     body,

@@ -692,7 +692,7 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     acc: Accumulator<T>,
     /// The run the entries are written into.
     out: Entries<T>,
-    /// The runs before it, each of at least [`RUN`] entries.
+    /// The runs before it, each started when the one before had no room.
     full_runs: Vec<Entries<T>>,
     steps: usize,
     reserved: u64,

@@ -789,15 +789,17 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     /// groups sorted)` for `E` estimated entries. A loop order
     /// that writes the output in its own order pays nothing; one that
     /// writes it transposed pays a sort of every entry. Only a
-    /// statement's output is charged: intermediates' estimates are the
-    /// least trustworthy of a plan (on yeast's lite queries, charging them
-    /// moved 51 of 120 plans and slowed the slowest 1.5x; see
+    /// statement's output and a nested aggregate's result (whose order is
+    /// its reader's) are charged: the elimination steps' estimates are
+    /// the least trustworthy of a plan (on yeast's lite queries, charging
+    /// them moved 51 of 120 plans and slowed the slowest 1.5x; see
     /// `docs/optimizer.md`).
     fn sort_cost(&mut self, order: &[usize], set: u64, v: usize) -> f64 {
         let output = self.output;
         let bound = set | 1 << v;
         let closes = set & !output == 0 && (output >> v & 1 == 0 || bound == output);
-        if self.query.role != Role::Output || output == 0 || !closes {
+        let charged = self.query.role == Role::Output || self.query.nested;
+        if !charged || output == 0 || !closes {
             return 0.0;
         }
         let sorted_bits = order
