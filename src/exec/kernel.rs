@@ -303,16 +303,30 @@ impl Body {
                 let depth = args.iter().filter_map(|a| a.1).max();
                 let args = args
                     .into_iter()
-                    .map(|(body, fixed)| match (body, fixed) {
-                        (body @ Body::Map(..), Some(d)) if Some(d) < depth && d < innermost => {
-                            hoisted.push(Hoisted { depth: d, body });
-                            Body::Hoisted(hoisted.len() - 1)
-                        }
-                        (body, _) => body,
-                    })
+                    .map(|(body, fixed)| Body::hoist(body, fixed, depth, innermost, hoisted))
                     .collect();
                 (Body::Map(*op, args), depth)
             }
+        }
+    }
+
+    /// `body` (fixed at loop `fixed`) as a reference to it in `hoisted`
+    /// when it is an operator fixed outside the innermost loop and outside
+    /// `reader`, the loop that fixes the expression reading it; else as
+    /// it is.
+    fn hoist(
+        body: Body,
+        fixed: Option<usize>,
+        reader: Option<usize>,
+        innermost: usize,
+        hoisted: &mut Vec<Hoisted>,
+    ) -> Body {
+        match (body, fixed) {
+            (body @ Body::Map(..), Some(d)) if Some(d) < reader && d < innermost => {
+                hoisted.push(Hoisted { depth: d, body });
+                Body::Hoisted(hoisted.len() - 1)
+            }
+            (body, _) => body,
         }
     }
 }
@@ -421,13 +435,9 @@ impl<'a> Kernel<'a> {
             _ => None,
         };
         let mut hoisted = Vec::new();
-        let body = match Body::of(&query.body, &fixed_at, innermost, &mut hoisted) {
-            (body @ Body::Map(..), Some(d)) if d < innermost => {
-                hoisted.push(Hoisted { depth: d, body });
-                Body::Hoisted(hoisted.len() - 1)
-            }
-            (body, _) => body,
-        };
+        let (body, fixed) = Body::of(&query.body, &fixed_at, innermost, &mut hoisted);
+        // The whole expression is read at the innermost loop.
+        let body = Body::hoist(body, fixed, Some(innermost), innermost, &mut hoisted);
         let vars: Vec<usize> = query.loops.iter().map(|l| l.var).collect();
         let ends = query.loops.iter().map(|l| l.end).collect();
         let size = |v: usize| query.vars.get(v).map_or(0, |var| var.size);
