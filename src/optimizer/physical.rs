@@ -20,8 +20,8 @@
 //!   costs `nnz · log₂ nnz` (an index that [`Tensor::index`] built before
 //!   is free), and how many output variables lead in the output's own
 //!   order while only output variables are bound: when they end, the
-//!   sort that puts a statement's output back in its order is charged
-//!   ([`OrderSearch::sort_cost`]). Only variables sharing an input with the outer loops extend
+//!   sort that puts a statement's output (or a nested aggregate's
+//!   result) back in its order is charged ([`OrderSearch::sort_cost`]). Only variables sharing an input with the outer loops extend
 //!   an order while there are any, so joins stay connected. Queries with
 //!   more than [`EXACT_VARIABLES`] loop variables, or whose search exceeds
 //!   [`ESTIMATE_BUDGET`] estimates, take the greedy order: each next
