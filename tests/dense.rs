@@ -1510,7 +1510,7 @@ fn a_fused_pass_beside_a_value_that_is_not_finite_runs_unfused() {
 /// loop over their entries (EXPLAIN ANALYZE says so), for a total and
 /// for an element-wise map, on 1 and 2 threads, with the loops' answer;
 /// where a product of `#1` is 0 (dropped, so the coordinates are not
-/// shared) the step runs as its loops, with the same answer.
+/// shared) the step merges the two inputs' entries, with the same answer.
 #[test]
 fn aligned_inputs_run_as_one_loop_over_their_entries() {
     let mut rng = Rng(0x0a11_2026_1126_0001);
@@ -1548,23 +1548,91 @@ fn aligned_inputs_run_as_one_loop_over_their_entries() {
     for (statement, shared) in cases {
         let loops = answer(&db, "SET optimizer = 'none'", statement);
         db.execute("SET optimizer = 'exact'").expect("set");
-        let analyzed = lines(
-            &db.execute(&format!(
-                "EXPLAIN ANALYZE {}",
-                statement.trim_end_matches(';')
-            ))
-            .expect("runs"),
-        )
-        .join("\n");
+        let analyzed = explain(&db, &format!("ANALYZE {}", statement.trim_end_matches(';')));
         assert_eq!(
             analyzed.contains("one loop over its inputs' shared entries"),
             shared,
+            "{statement}\n{analyzed}"
+        );
+        assert_eq!(
+            analyzed.contains("one merge of its inputs' sorted entries"),
+            !shared,
             "{statement}\n{analyzed}"
         );
         let one = answer(&db, "SET threads = 1", statement);
         let two = answer(&db, "SET threads = 2", statement);
         assert_eq!(one, two, "{statement}");
         assert!(agree(&one, &loops), "{statement}\n{one:?}\n{loops:?}");
+    }
+}
+
+/// The merged path: element-wise maps and totals over inputs stored at
+/// different coordinates (a sum visits the coordinates either holds, a
+/// product those both hold) run as one merge of their sorted entries
+/// (EXPLAIN ANALYZE says so), in chunks (the matrices hold more than one
+/// chunk's 65,536 entries), with the answer computed here entry by entry
+/// on 1 and 2 threads; the three-way tensors compare entries by more than
+/// one coordinate.
+#[test]
+fn element_wise_maps_of_differently_stored_inputs_merge_their_entries() {
+    let mut rng = Rng(0x0e1e_2026_1127_0001);
+    let db = Database::open_in_memory();
+    for (names, dims) in [
+        (["x", "y"], vec![("i", 600), ("j", 400)]),
+        (["a", "b"], vec![("i", 40), ("j", 30), ("k", 60)]),
+    ] {
+        let sizes: Vec<usize> = dims.iter().map(|&(_, n)| n).collect();
+        let left = random(&mut rng, &sizes, 35);
+        let right = random(&mut rng, &sizes, 20);
+        store(&db, names[0], &dims, &left);
+        store(&db, names[1], &dims, &right);
+        let vars = dims.iter().map(|&(v, _)| v).collect::<Vec<_>>().join(",");
+        let [l, r] = names.map(|n| format!("{n}[{vars}]"));
+        let at = |entries: &Entries, key: &Vec<i64>| entries.get(key).copied().unwrap_or(0.0);
+        let union: Vec<&Vec<i64>> = left.keys().chain(right.keys()).collect();
+        let map = |f: &dyn Fn(f64, f64) -> f64| -> Entries {
+            union
+                .iter()
+                .map(|&key| (key.clone(), f(at(&left, key), at(&right, key))))
+                .filter(|&(_, v)| v != 0.0)
+                .collect()
+        };
+        let total = |f: &dyn Fn(f64, f64) -> f64| -> Entries {
+            let mut keys = union.clone();
+            keys.sort();
+            keys.dedup();
+            let sum = keys
+                .iter()
+                .map(|&key| f(at(&left, key), at(&right, key)))
+                .sum();
+            Entries::from([(vec![], sum)])
+        };
+        let cases = [
+            (format!("c[{vars}] = {l} + {r};"), map(&|a, b| a + b)),
+            (
+                format!("c[{vars}] = {l} - 2.5 * {r};"),
+                map(&|a, b| a - 2.5 * b),
+            ),
+            (
+                format!("c[{vars}] = {l} * {r} + {l};"),
+                map(&|a, b| a * b + a),
+            ),
+            (
+                format!("c[] = SUM({vars}) abs({l} - {r});"),
+                total(&|a, b| (a - b).abs()),
+            ),
+        ];
+        for (statement, expected) in cases {
+            let analyzed = explain(&db, &format!("ANALYZE {}", statement.trim_end_matches(';')));
+            assert!(
+                analyzed.contains("one merge of its inputs' sorted entries"),
+                "{statement}\n{analyzed}"
+            );
+            let one = answer(&db, "SET threads = 1", &statement);
+            let two = answer(&db, "SET threads = 2", &statement);
+            assert_eq!(one, two, "{statement}");
+            assert!(agree(&one, &expected), "{statement}");
+        }
     }
 }
 

@@ -182,9 +182,19 @@ pub struct QueryRun {
     /// When it ran in a fused pass with other queries: the pass. The
     /// pass's time is the first member's; the others' is zero.
     pub fused: Option<Fusion>,
-    /// Whether it ran as one loop over the entries its inputs share,
-    /// their coordinates being the same (the aligned path).
-    pub aligned: bool,
+    /// Whether it ran as one loop over its inputs' entries instead of its
+    /// loop nest, and how.
+    pub entrywise: Option<Entrywise>,
+}
+
+/// How a query ran as one loop over its inputs' entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entrywise {
+    /// Its inputs are stored at the same coordinates: one loop over the
+    /// entries they share.
+    Shared,
+    /// Its inputs' sorted coordinates were merged.
+    Merged,
 }
 
 /// The fused pass a query ran in.

@@ -23,7 +23,7 @@ use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
 use super::control::{Control, Held, RowBudget, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{Access, PhysicalPlan, PhysicalQuery, Role, Source, Term};
-use super::{ExecOptions, FirstRows, Fusion, Limited, Outputs, QueryRun};
+use super::{Entrywise, ExecOptions, FirstRows, Fusion, Limited, Outputs, QueryRun};
 use super::{aligned, dense, driven, product, tiled};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
@@ -64,7 +64,7 @@ pub(crate) fn run_plan(
                         entries: result.as_ref().map_or(0, |(t, _)| t.nnz()),
                         time: if n == 0 { time } else { Duration::ZERO },
                         limited: None,
-                        aligned: false,
+                        entrywise: None,
                         fused: Some(Fusion {
                             members: members.clone(),
                             row_local: result.is_none(),
@@ -97,7 +97,10 @@ pub(crate) fn run_plan(
                     chunks: ran.chunks,
                 }),
                 fused: None,
-                aligned: ran.path == Path::Aligned,
+                entrywise: match ran.path {
+                    Path::Entrywise(how) => Some(how),
+                    Path::Loops | Path::Kernel => None,
+                },
             });
             keep(query, ran.stored, &mut outputs, &mut results);
         }
@@ -152,8 +155,8 @@ enum Path {
     Loops,
     /// A dense or tiled matrix product, or a sparse-driven pass.
     Kernel,
-    /// One loop over the entries its inputs share ([`aligned`]).
-    Aligned,
+    /// One loop over its inputs' entries ([`aligned`]).
+    Entrywise(Entrywise),
 }
 
 impl Ran {
@@ -222,7 +225,7 @@ fn run_query(
         Some(_) => None,
         None => aligned::run(query, &inputs, control, options)?,
     };
-    if let Some(aligned) = aligned {
+    if let Some((aligned, how)) = aligned {
         let tensor = match aligned {
             aligned::Aligned::Total(sum) => {
                 let mut entries = Entries::new(0);
@@ -230,8 +233,11 @@ fn run_query(
                 store(query, Finished::Float(vec![entries]), control)?
             }
             aligned::Aligned::AtEntries(values) => store_at(query, inputs[0].0, values, control)?,
+            aligned::Aligned::Merged(coords, values) => {
+                store_columns(query, coords, values, control)?
+            }
         };
-        return Ok(Ran::whole(tensor, fill, Path::Aligned));
+        return Ok(Ran::whole(tensor, fill, Path::Entrywise(how)));
     }
     let mut opened = Vec::new();
     for (access, (tensor, annotation, fill)) in query.inputs.iter().zip(tensors) {

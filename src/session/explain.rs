@@ -23,7 +23,7 @@ use super::{Session, count, entries};
 use crate::bound::{BoundStatement, Relation};
 use crate::emit::{self, Dialect};
 use crate::error::{Error, Result};
-use crate::exec::FirstRows;
+use crate::exec::{Entrywise, FirstRows};
 use crate::ir::Program;
 use crate::optimizer::{Optimized, OptimizerOptions};
 use crate::storage::{ColumnRef, Tensor};
@@ -310,8 +310,10 @@ pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
                 limited.chunks
             ));
         }
-        if query.aligned {
-            line.push_str("; one loop over its inputs' shared entries");
+        match query.entrywise {
+            Some(Entrywise::Shared) => line.push_str("; one loop over its inputs' shared entries"),
+            Some(Entrywise::Merged) => line.push_str("; one merge of its inputs' sorted entries"),
+            None => {}
         }
         if times && first_of_pass {
             line.push_str(&format!(", {}", millis(query.time)));

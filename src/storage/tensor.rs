@@ -753,6 +753,15 @@ impl Tensor {
         }
     }
 
+    /// Whether the stored entries are listed (coordinate columns at hand),
+    /// not full rows that [`Tensor::data`] would list first.
+    pub(crate) fn is_listed(&self) -> bool {
+        match &self.layout {
+            Layout::Listed(_) => true,
+            Layout::Rows(_, listed) => listed.get().is_some(),
+        }
+    }
+
     /// The coordinates of dimension `d`, in stored order.
     pub fn coords(&self, d: usize) -> &[i64] {
         int64_values(self.data().column(d))
