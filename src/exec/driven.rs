@@ -1693,27 +1693,26 @@ impl Pass<'_, '_> {
             })?;
             Ok(entries)
         };
-        let parts = self.in_pool(|| {
+        let mut parts = self.in_pool(|| {
             self.chunks()
                 .into_par_iter()
                 .map(write)
                 .collect::<Result<Vec<_>>>()
         })?;
-        let mut entries = Entries::new(query.output.len());
-        entries.reserve(parts.iter().map(Entries::len).sum());
-        for part in parts {
-            entries.append(part);
-        }
         // A prefix of the driver's stored order that is a key of it (the
         // planner asks for one), then the free variable: increasing when
-        // the output lists them so.
+        // the output lists them so. The chunks' entries are stored one
+        // after another as runs.
         let prefix = sources.iter().flatten().count();
         let in_order: Vec<Option<usize>> = (0..prefix)
             .map(Some)
             .chain(free_in_output.then_some(None))
             .collect();
-        entries.increasing = sources == in_order && prefix >= self.key;
-        finished(query, entries).map(Outcome::Entries)
+        let increasing = sources == in_order && prefix >= self.key;
+        for part in &mut parts {
+            part.increasing = increasing;
+        }
+        finished(query, parts).map(Outcome::Entries)
     }
 
     /// The result grouped ([`DrivenOutput::Grouped`]): every entry's
@@ -1788,7 +1787,7 @@ impl Pass<'_, '_> {
                 entries.push((0..dims.len()).map(|k| coordinate(key, k)), value);
             }
             entries.increasing = true;
-            return finished(query, entries).map(Outcome::Entries);
+            return finished(query, vec![entries]).map(Outcome::Entries);
         }
         let coords = (0..dims.len())
             .map(|k| pairs.iter().map(|&(key, _)| coordinate(key, k)).collect())
@@ -2361,11 +2360,15 @@ impl Fused<'_, '_> {
 
 /// A pass's entries as `query`'s result: a count's (a `BIGINT` query's)
 /// as integers, whole numbers below 2^53 and so exact in doubles.
-fn finished(query: &PhysicalQuery, entries: Entries<f64>) -> Result<Finished> {
+fn finished(query: &PhysicalQuery, runs: Vec<Entries<f64>>) -> Result<Finished> {
     Ok(if query.ty == ValueType::Int64 {
-        Finished::Int(vec![entries.map(|value| Ok(value as i64))?])
+        Finished::Int(
+            runs.into_iter()
+                .map(|run| run.map(|value| Ok(value as i64)))
+                .collect::<Result<_>>()?,
+        )
     } else {
-        Finished::Float(vec![entries])
+        Finished::Float(runs)
     })
 }
 

@@ -705,17 +705,23 @@ fn store(query: &PhysicalQuery, entries: Finished, control: &Control<'_>) -> Res
             query,
             runs,
             control,
-            ValueType::Float64,
-            Value::Float,
-            ValueData::Float64,
+            MachineType {
+                ty: ValueType::Float64,
+                value: Value::Float,
+                column: ValueData::Float64,
+            },
+            float_kept(query),
         ),
         Finished::Int(runs) => store_typed(
             query,
             runs,
             control,
-            ValueType::Int64,
-            Value::Int,
-            ValueData::Int64,
+            MachineType {
+                ty: ValueType::Int64,
+                value: Value::Int,
+                column: ValueData::Int64,
+            },
+            |v| kept(query, Value::Int(v)),
         ),
         // A `BIGINT` query's 128-bit entries that all fit are `BIGINT`s.
         Finished::Huge(runs)
@@ -734,10 +740,31 @@ fn store(query: &PhysicalQuery, entries: Finished, control: &Control<'_>) -> Res
             query,
             runs,
             control,
-            ValueType::Int128,
-            Value::huge,
-            ValueData::Int128,
+            MachineType {
+                ty: ValueType::Int128,
+                value: Value::huge,
+                column: ValueData::Int128,
+            },
+            |v| kept(query, Value::huge(v)),
         ),
+    }
+}
+
+/// Whether [`store`] keeps an entry of value `v`: an intermediate drops
+/// its fill, an output its zeros.
+fn kept(query: &PhysicalQuery, v: Value) -> bool {
+    match query.role {
+        Role::Intermediate => !same_value(v, query.fill),
+        Role::Output => !v.is_zero(),
+    }
+}
+
+/// [`kept`] for a float, without making a [`Value`] of each.
+fn float_kept(query: &PhysicalQuery) -> impl Fn(f64) -> bool + use<> {
+    let (fill, role) = (query.fill.as_f64(), query.role);
+    move |v| match role {
+        Role::Intermediate => !(v == fill || (v.is_nan() && fill.is_nan())),
+        Role::Output => v != 0.0,
     }
 }
 
@@ -802,10 +829,7 @@ fn store_rows(
 /// are: a `DOUBLE` result with fill 0 and at least one dimension, none of
 /// whose values it drops (a 0 of an output, the fill of an intermediate).
 fn stored_as_they_are(query: &PhysicalQuery, values: &[f64]) -> bool {
-    let kept = |v: f64| match query.role {
-        Role::Intermediate => !same_value(Value::Float(v), query.fill),
-        Role::Output => !Value::Float(v).is_zero(),
-    };
+    let kept = float_kept(query);
     query.ty == ValueType::Float64
         && !query.output.is_empty()
         && query.fill.is_zero()
@@ -824,35 +848,34 @@ fn increasing_entries(coords: &[&[i64]], values: Vec<f64>) -> Finished {
     Finished::Float(vec![entries])
 }
 
-/// [`store`] for entries in the machine type `ty` is made of (`value`
-/// and `column` convert one entry and the whole value column), in runs
-/// stored one after another.
+/// A machine type `T` of entries: the value type it is made of, and how
+/// one entry and a whole value column convert.
+struct MachineType<T> {
+    ty: ValueType,
+    value: fn(T) -> Value,
+    column: fn(Vec<T>) -> ValueData,
+}
+
+/// [`store`] for entries in a machine type (`keep` says which entries it
+/// keeps, as [`kept`]), in runs stored one after another.
 fn store_typed<T: Copy + Send + Sync>(
     query: &PhysicalQuery,
     mut runs: Vec<Entries<T>>,
     control: &Control<'_>,
-    ty: ValueType,
-    value: fn(T) -> Value,
-    column: fn(Vec<T>) -> ValueData,
+    machine: MachineType<T>,
+    keep: impl Fn(T) -> bool,
 ) -> Result<Tensor> {
+    let MachineType { ty, value, column } = machine;
     let dims = query.output.len();
     // A `BIGINT` query stores 128-bit entries as `HUGEINT`s (promoted).
     let promoted = ty == ValueType::Int128 && query.ty == ValueType::Int64;
     let direct = (query.ty == ty || promoted) && dims > 0 && query.fill.is_zero();
-    let intermediate = match query.role {
-        Role::Intermediate if direct => true,
-        Role::Output if direct => false,
-        _ => {
-            let entries = Entries::concat(dims, runs).map(|v| Ok(value(v)))?;
-            return store_values(query, entries, control);
-        }
-    };
+    if !direct {
+        let entries = Entries::concat(dims, runs).map(|v| Ok(value(v)))?;
+        return store_values(query, entries, control);
+    }
     for run in &mut runs {
-        if intermediate {
-            run.retain(|v| !same_value(value(v), query.fill));
-        } else {
-            run.retain(|v| !value(v).is_zero());
-        }
+        run.retain(&keep);
     }
     let total = Entries::total(&runs);
     let bytes = entry_bytes(dims).saturating_mul(total as u64);
