@@ -268,7 +268,7 @@ impl Planner<'_> {
         };
         self.kernel(
             query.name.clone(),
-            (role, false),
+            Made::Statement(role),
             &query.indices,
             aggregate,
             body,
@@ -341,12 +341,16 @@ impl Planner<'_> {
     fn kernel(
         &mut self,
         name: String,
-        (role, nested): (Role, bool),
+        made: Made,
         output: &[String],
         aggregate: Option<(AggOp, Vec<String>)>,
         body: &Expr,
         domains: &Domains,
     ) -> Result<()> {
+        let (role, nested) = match made {
+            Made::Statement(role) => (role, false),
+            Made::Nested => (Role::Intermediate, true),
+        };
         let mut builder = Builder {
             vars: Vec::new(),
             inputs: Vec::new(),
@@ -612,7 +616,7 @@ impl Planner<'_> {
                 });
                 self.kernel(
                     name.clone(),
-                    (Role::Intermediate, true),
+                    Made::Nested,
                     &free,
                     Some((*op, indices.clone())),
                     body,
@@ -624,6 +628,14 @@ impl Planner<'_> {
             }
         })
     }
+}
+
+/// What a planned query computes: a statement of the program (its
+/// output or an elimination step) or a nested aggregate's result.
+#[derive(Clone, Copy)]
+enum Made {
+    Statement(Role),
+    Nested,
 }
 
 /// A compiled expression with its type and fill value.

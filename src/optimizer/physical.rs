@@ -458,6 +458,10 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     support: Support,
     /// The output variables (bits over the loop variables).
     output: u64,
+    /// Whether writing the output out of its order is charged its sort
+    /// (a statement's output or a nested aggregate's result, see
+    /// [`OrderSearch::sort_cost`]).
+    sorted_output: bool,
     /// Per input: its loop variables (bits) and the orders of its cached
     /// indexes, with the cost of re-indexing it.
     inputs: Vec<InputInfo>,
@@ -640,6 +644,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             join,
             support,
             output,
+            sorted_output: query.role == Role::Output || query.nested,
             inputs,
             table,
             visits: HashMap::new(),
@@ -798,8 +803,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         let output = self.output;
         let bound = set | 1 << v;
         let closes = set & !output == 0 && (output >> v & 1 == 0 || bound == output);
-        let charged = self.query.role == Role::Output || self.query.nested;
-        if !charged || output == 0 || !closes {
+        if !self.sorted_output || output == 0 || !closes {
             return 0.0;
         }
         let sorted_bits = order
