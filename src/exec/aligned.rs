@@ -2,13 +2,13 @@
 //! sums such a map into a scalar) runs as one loop over their stored
 //! entries instead of its loop nest, and builds no fibertree index.
 //!
-//! The path applies when every input is a float value column read by the
-//! same variables in stored order, the value of the body at the inputs'
-//! fills is 0 (where no input is stored, nothing is), and the query
-//! either sums over all the variables into a scalar or keeps them all in
-//! stored order (an element-wise map). Then the loops would visit exactly
-//! the coordinates where some input is stored and the support
-//! ([`Sup`]) holds, in increasing order, and so does this path:
+//! The path applies when every input (at most [`MOST_INPUTS`]) is a float
+//! value column read by the same variables in stored order, the value of
+//! the body at the inputs' fills is 0 (where no input is stored, nothing
+//! is), and the query either sums over all the variables into a scalar or
+//! keeps them all in stored order (an element-wise map). Then the loops
+//! would visit exactly the coordinates where some input is stored and the
+//! support ([`Sup`]) holds, in increasing order, and so does this path:
 //!
 //! - *Aligned* inputs are stored at the same coordinates: their
 //!   coordinate columns are the same Arrow buffers. A sparse-driven result
@@ -51,9 +51,9 @@ use super::{Entrywise, ExecOptions};
 /// Entries per chunk: a fixed split, whatever the thread count.
 const CHUNK: usize = 1 << 16;
 
-/// The most inputs the path takes (each set of them present has an
-/// entry in [`EntryMap::feasible`]).
-const MERGED_INPUTS: usize = 8;
+/// The most inputs the entry-wise paths take (each set of them present
+/// has an entry in [`EntryMap::feasible`]).
+const MOST_INPUTS: usize = 8;
 
 /// What an entry-wise run produced.
 pub(crate) enum Aligned {
@@ -122,7 +122,7 @@ impl EntryMap {
             .all(|a| a.distinct_vars().as_ref() == Some(&vars));
         if query.ty != ValueType::Float64
             || inputs.len() != query.inputs.len()
-            || inputs.len() > MERGED_INPUTS
+            || inputs.len() > MOST_INPUTS
             || !same_vars
         {
             return Ok(None);
@@ -193,7 +193,7 @@ fn aligned(
                 };
                 control.tick();
                 Ok(Some(if map.total {
-                    vec![out.iter().sum()]
+                    vec![out.iter().fold(0.0, |sum, v| sum + v)]
                 } else {
                     out
                 }))
@@ -342,7 +342,8 @@ fn merged(
         return Ok(None);
     };
     if map.total {
-        return Ok(Some(Aligned::Total(chunks.iter().map(|c| c.sum).sum())));
+        let total = chunks.iter().fold(0.0, |sum, c| sum + c.sum);
+        return Ok(Some(Aligned::Total(total)));
     }
     if let [_] = chunks.as_slice()
         && let Some(chunk) = chunks.pop()

@@ -928,10 +928,10 @@ fn store_values(
 ) -> Result<Tensor> {
     let dims = query.output.len();
     match query.role {
-        Role::Intermediate => entries.retain(|v| !same_value(v, query.fill)),
+        Role::Intermediate => entries.retain(|v| kept(query, v)),
         Role::Output if query.fill.is_zero() => {
             if dims > 0 {
-                entries.retain(|v| !v.is_zero());
+                entries.retain(|v| kept(query, v));
             } else if entries.len() == 0 {
                 entries.push([], query.fill);
             }
