@@ -1,6 +1,7 @@
 """Running the einsql shell binary from a benchmark script: a script on
 stdin, with a timeout, and reading a statement's time and value from its
-output. Shared by benches/python/outer.py, spores.py and systemml.py.
+output. Shared by benches/python/outer.py, spores.py, systemml.py,
+storel.py, tiles.py and entrywise.py.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ import argparse
 import os
 import platform
 import re
-import subprocess
 import tempfile
 import time
 
@@ -35,6 +34,7 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 
+from einsql_shell import run_shell
 from mtx import write_sparse
 
 STATEMENTS = {
@@ -65,10 +65,8 @@ def run_einsql(binary: str, folder: str, timeout: float, repeat: int) -> dict:
         lines += [statement] * repeat
     lines += [".timer off", ".mode csv"]
     lines += [f"SELECT SUM(v) AS total FROM {table};" for _, table in STATEMENTS.values()]
-    try:
-        done = subprocess.run([binary], input="\n".join(lines), capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
+    done = run_shell(binary, "\n".join(lines), timeout)
+    if done is None:
         return {name: f"not finished in {timeout:.0f} s" for name in STATEMENTS}
     out = done.stdout + done.stderr
     if "rror" in out:

@@ -113,17 +113,20 @@ impl EntryMap {
         query: &PhysicalQuery,
         inputs: &[(&Tensor, Annotation, Value)],
     ) -> Result<Option<EntryMap>> {
-        let Some(vars) = query.inputs.first().and_then(|a| a.distinct_vars()) else {
-            return Ok(None);
-        };
-        let same_vars = query
-            .inputs
-            .iter()
-            .all(|a| a.distinct_vars().as_ref() == Some(&vars));
+        // The cheap checks first: every query that runs comes here.
         if query.ty != ValueType::Float64
             || inputs.len() != query.inputs.len()
             || inputs.len() > MOST_INPUTS
-            || !same_vars
+        {
+            return Ok(None);
+        }
+        let Some(vars) = query.inputs.first().and_then(|a| a.distinct_vars()) else {
+            return Ok(None);
+        };
+        if !query
+            .inputs
+            .iter()
+            .all(|a| a.distinct_vars().as_ref() == Some(&vars))
         {
             return Ok(None);
         }
@@ -345,7 +348,7 @@ fn merged(
         let total = chunks.iter().fold(0.0, |sum, c| sum + c.sum);
         return Ok(Some(Aligned::Total(total)));
     }
-    if let [_] = chunks.as_slice()
+    if chunks.len() == 1
         && let Some(chunk) = chunks.pop()
     {
         return Ok(Some(Aligned::Merged(chunk.coords, chunk.values)));

@@ -21,8 +21,9 @@
 //!   is free), and how many output variables lead in the output's own
 //!   order while only output variables are bound: when they end, the
 //!   sort that puts a statement's output (or a nested aggregate's
-//!   result) back in its order is charged ([`OrderSearch::sort_cost`]). Only variables sharing an input with the outer loops extend
-//!   an order while there are any, so joins stay connected. Queries with
+//!   result) back in its order is charged ([`OrderSearch::sort_cost`]).
+//!   Only variables sharing an input with the outer loops extend an
+//!   order while there are any, so joins stay connected. Queries with
 //!   more than [`EXACT_VARIABLES`] loop variables, or whose search exceeds
 //!   [`ESTIMATE_BUDGET`] estimates, take the greedy order: each next
 //!   variable the one whose loop visits fewest assignments. When the
