@@ -537,7 +537,14 @@ impl<'a> Kernel<'a> {
         if missing == 0 {
             return Ok(slot.acc.unwrap_or(self.query.fill));
         }
-        let rest = op.repeat(op.lift(self.body_fill), missing)?;
+        // A zero, or the fill of an idempotent aggregate, stands for any
+        // number of copies of itself.
+        let lifted = op.lift(self.body_fill);
+        let rest = if lifted.is_zero() || op.idempotent() {
+            lifted
+        } else {
+            op.repeat(lifted, missing)?
+        };
         match slot.acc {
             Some(acc) => op.combine().apply(&[acc, rest]),
             None => Ok(rest),
@@ -1120,6 +1127,11 @@ impl<'k, 'a> Worker<'k, 'a> {
         let k = self.k;
         let value = self.eval(&k.body)?;
         Ok(match k.query.aggregate {
+            // One copy is the lifted value itself.
+            Some(op) if k.copies == 1 => Slot {
+                acc: Some(op.lift(value)),
+                count: 1,
+            },
             Some(op) => Slot {
                 acc: Some(op.repeat(op.lift(value), k.copies)?),
                 count: k.copies,
@@ -1177,21 +1189,41 @@ impl<'k, 'a> Worker<'k, 'a> {
         }
     }
 
-    /// `a * b` and `a + b` of two floats or two integers without the
-    /// general operator dispatch; `None` for other cases.
+    /// `a * b` and `a + b` without the general operator dispatch where
+    /// both are floats, both 64-bit integers whose result fits, or one of
+    /// each (the integer read as a float, as [`ScalarOp::apply`] does); a
+    /// product with a zero factor, an overflow and other types take the
+    /// dispatch. `None` for other operators.
     #[inline]
     fn binary(&self, op: ScalarOp, a: &Body, b: &Body) -> Result<Option<Value>> {
         if !matches!(op, ScalarOp::Mul | ScalarOp::Add) {
             return Ok(None);
         }
         let (x, y) = (self.eval(a)?, self.eval(b)?);
-        Ok(match (op, x, y) {
-            (ScalarOp::Mul, Value::Float(x), Value::Float(y)) if x != 0.0 && y != 0.0 => {
-                Some(Value::Float(x * y))
+        let mul = op == ScalarOp::Mul;
+        let fast = match (x, y) {
+            (Value::Float(x), Value::Float(y)) => Some((x, y)),
+            (Value::Int(i), Value::Float(f)) | (Value::Float(f), Value::Int(i)) => {
+                Some((i as f64, f))
             }
-            (ScalarOp::Add, Value::Float(x), Value::Float(y)) => Some(Value::Float(x + y)),
-            _ => Some(op.apply(&[x, y])?),
-        })
+            (Value::Int(i), Value::Int(j)) => {
+                let exact = if mul {
+                    i.checked_mul(j)
+                } else {
+                    i.checked_add(j)
+                };
+                if let Some(v) = exact {
+                    return Ok(Some(Value::Int(v)));
+                }
+                None
+            }
+            _ => None,
+        };
+        Ok(Some(match fast {
+            Some((x, y)) if !mul => Value::Float(x + y),
+            Some((x, y)) if x != 0.0 && y != 0.0 => Value::Float(x * y),
+            _ => op.apply(&[x, y])?,
+        }))
     }
 
     fn accumulate(&mut self, slot: Slot) -> Result<()> {

@@ -362,6 +362,12 @@ pub struct Loop {
     /// per assignment of the enclosing loops, and the two sums multiply. In
     /// a loop nest that is a path, `end` is the number of loops.
     pub end: usize,
+    /// The earlier sibling subtree (its first loop's depth) whose sum this
+    /// subtree's equals, its variables renamed: loops of the same shape
+    /// over the same tensors, read with the same outer variables (twin
+    /// vertices of a query graph, `Σ_a f(a) · Σ_b f(b)`). Its sum is not
+    /// computed again ([`PhysicalQuery::mark_repeats`]).
+    pub repeats: Option<usize>,
 }
 
 /// The access protocol of a loop.
@@ -391,6 +397,28 @@ pub struct Access {
 }
 
 impl Access {
+    /// Whether `self` and `other` read the same values (in any index): the
+    /// same tensor and annotation, or the same result, with the same fill.
+    pub fn same_values(&self, other: &Access) -> bool {
+        let same_source = match (&self.source, &other.source) {
+            (
+                Source::Table {
+                    tensor: ta,
+                    annotation: na,
+                    ..
+                },
+                Source::Table {
+                    tensor: tb,
+                    annotation: nb,
+                    ..
+                },
+            ) => Arc::ptr_eq(ta, tb) && na == nb,
+            (Source::Result(na), Source::Result(nb)) => na == nb,
+            _ => false,
+        };
+        same_source && self.fill.same(other.fill) && self.ty == other.ty
+    }
+
     /// The variable of every dimension, when each dimension has its own
     /// (no constant, no variable read twice).
     pub fn distinct_vars(&self) -> Option<Vec<usize>> {
@@ -413,6 +441,17 @@ pub enum Term {
     /// A variable (a position in [`PhysicalQuery::vars`]).
     Var(usize),
     /// A fixed coordinate.
+    Const(i64),
+}
+
+/// A term of an input of a sibling subtree, as
+/// [`PhysicalQuery::mark_repeats`] compares them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LocalTerm {
+    /// The subtree's own variable at this place in its loops.
+    Own(usize),
+    /// A variable of the loops around the subtree.
+    Outer(usize),
     Const(i64),
 }
 
@@ -528,6 +567,156 @@ impl PhysicalQuery {
         arrange(&self.loops[first..], &inputs, first, &mut tree);
         self.loops = tree;
         self.loops.iter().any(|l| l.end < self.loops.len())
+    }
+
+    /// Marks each sibling subtree of the loop tree that repeats the one
+    /// just before it ([`Loop::repeats`]): same loop shapes and sizes, and
+    /// the same inputs (the same tensor, annotation and fill) read with
+    /// the same outer variables and constants, the subtree's own
+    /// variables matched by their place in it. (A sum does not depend on
+    /// the order its loops run in or the indexes they read.) Runs of such
+    /// siblings all point at the first.
+    pub fn mark_repeats(&mut self) {
+        for depth in 1..self.loops.len() {
+            // A loop not inside the one above starts a sibling subtree.
+            if self.loops[depth - 1].end > depth {
+                continue;
+            }
+            let Some(previous) = self.previous_sibling(depth) else {
+                continue;
+            };
+            if self.same_sums(previous, depth) {
+                let first = self.loops[previous].repeats.unwrap_or(previous);
+                self.loops[depth].repeats = Some(first);
+            }
+        }
+    }
+
+    /// The sibling subtree just before the one starting at loop `depth`:
+    /// from the first loop inside the innermost loop around `depth` (or
+    /// the outermost loop), subtree by subtree.
+    fn previous_sibling(&self, depth: usize) -> Option<usize> {
+        let parent = (0..depth).rev().find(|&d| self.loops[d].end > depth);
+        let mut sibling = parent.map_or(0, |p| p + 1);
+        while sibling < depth {
+            let end = self.loops[sibling].end;
+            if end == depth {
+                return Some(sibling);
+            }
+            sibling = end;
+        }
+        None
+    }
+
+    /// Whether the subtrees starting at loops `a` and `b` sum the same
+    /// values for every assignment of the loops around them.
+    fn same_sums(&self, a: usize, b: usize) -> bool {
+        let (ea, eb) = (self.loops[a].end, self.loops[b].end);
+        if ea - a != eb - b {
+            return false;
+        }
+        let shapes_agree = (0..ea - a).all(|i| {
+            let (la, lb) = (&self.loops[a + i], &self.loops[b + i]);
+            la.end - a == lb.end - b && self.vars[la.var].size == self.vars[lb.var].size
+        });
+        if !shapes_agree {
+            return false;
+        }
+        let mut left = self.subtree_inputs(a);
+        let mut right = self.subtree_inputs(b);
+        if left.len() != right.len() {
+            return false;
+        }
+        // Match each input of one subtree to an unused equal one of the
+        // other (a handful each: quadratic is fine).
+        while let Some((k, terms)) = left.pop() {
+            let found = right.iter().position(|(j, other)| {
+                *other == terms && self.inputs[k].same_values(&self.inputs[*j])
+            });
+            match found {
+                Some(at) => {
+                    right.swap_remove(at);
+                }
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// The inputs that read a variable of the subtree starting at loop
+    /// `depth`, each with its terms: the subtree's variables by their
+    /// place in it, the others as they are.
+    fn subtree_inputs(&self, depth: usize) -> Vec<(usize, Vec<LocalTerm>)> {
+        let own: Vec<usize> = self.loops[depth..self.loops[depth].end]
+            .iter()
+            .map(|l| l.var)
+            .collect();
+        self.inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, access)| {
+                access
+                    .terms
+                    .iter()
+                    .any(|t| matches!(t, Term::Var(v) if own.contains(v)))
+            })
+            .map(|(k, access)| {
+                let terms = access
+                    .terms
+                    .iter()
+                    .map(|t| match *t {
+                        Term::Var(v) => match own.iter().position(|&w| w == v) {
+                            Some(place) => LocalTerm::Own(place),
+                            None => LocalTerm::Outer(v),
+                        },
+                        Term::Const(c) => LocalTerm::Const(c),
+                    })
+                    .collect();
+                (k, terms)
+            })
+            .collect()
+    }
+
+    /// Per variable, an earlier variable it is a twin of, if any: no input
+    /// reads both, and swapping the two maps the inputs onto themselves
+    /// (each input that reads one has an input of the same tensor that
+    /// reads the other in its place). The loop-order search costs a twin
+    /// whose loop can repeat its twin's as free ([`Loop::repeats`]).
+    pub fn twins(&self) -> Vec<Option<usize>> {
+        let reads = |k: usize, v: usize| self.inputs[k].terms.contains(&Term::Var(v));
+        let readers: Vec<usize> = (0..self.vars.len())
+            .map(|v| (0..self.inputs.len()).filter(|&k| reads(k, v)).count())
+            .collect();
+        // Input `j` reads what input `k` reads with `u` and `v` swapped.
+        let mirrors = |k: usize, j: usize, u: usize, v: usize| {
+            let swap = |t: Term| match t {
+                Term::Var(w) if w == u => Term::Var(v),
+                Term::Var(w) if w == v => Term::Var(u),
+                other => other,
+            };
+            let (a, b) = (&self.inputs[k], &self.inputs[j]);
+            a.terms.len() == b.terms.len()
+                && a.terms.iter().zip(&b.terms).all(|(&x, &y)| swap(x) == y)
+                && a.same_values(b)
+        };
+        let twins = |u: usize, v: usize| {
+            (0..self.inputs.len())
+                .filter(|&k| reads(k, u) || reads(k, v))
+                .all(|k| {
+                    !(reads(k, u) && reads(k, v))
+                        && (0..self.inputs.len()).any(|j| mirrors(k, j, u, v))
+                })
+        };
+        (0..self.vars.len())
+            .map(|v| {
+                (0..v).find(|&u| {
+                    readers[u] > 0
+                        && readers[u] == readers[v]
+                        && self.vars[u].size == self.vars[v].size
+                        && twins(u, v)
+                })
+            })
+            .collect()
     }
 
     /// Whether the query is a `SUM` of a product of inputs that are 0
@@ -1091,7 +1280,11 @@ fn arrange(seq: &[Loop], inputs: &[Vec<usize>], offset: usize, tree: &mut Vec<Lo
         }
     }
     let end = offset + group.len();
-    tree.push(Loop { end, ..head });
+    tree.push(Loop {
+        end,
+        repeats: None,
+        ..head
+    });
     arrange(&group[1..], inputs, offset + 1, tree);
     arrange(&rest, inputs, end, tree);
 }
@@ -1215,7 +1408,12 @@ impl fmt::Display for PhysicalQuery {
                 )?;
             }
         }
+        // The loops inside a repeated subtree do not run: not shown.
+        let mut shown_from = 0;
         for (depth, l) in self.loops.iter().enumerate() {
+            if depth < shown_from {
+                continue;
+            }
             let read = self.inputs_at(depth);
             let var = self.var_name(l.var);
             // A loop that is not inside the one above it starts a sibling
@@ -1227,6 +1425,12 @@ impl fmt::Display for PhysicalQuery {
                 "  ".repeat(self.tree_depth(depth)),
                 if sibling { "× " } else { "" }
             )?;
+            if let Some(first) = l.repeats {
+                let twin = self.loops.get(first).map_or("?", |t| self.var_name(t.var));
+                write!(f, "the same sum as for {twin}, taken once")?;
+                shown_from = l.end;
+                continue;
+            }
             if read.is_empty() {
                 f.write_str("every coordinate")?;
                 continue;

@@ -445,11 +445,13 @@ impl Planner<'_> {
                     var,
                     driver,
                     end: order.len(),
+                    repeats: None,
                 }
             })
             .collect();
         if choices.factorize {
             query.factorize();
+            query.mark_repeats();
         }
         if let Some(kernel) = choices.dense {
             query.dense = query.contraction().map(|c| c.with_kernel(kernel));

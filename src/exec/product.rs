@@ -848,7 +848,9 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     /// The sum over the loops from `depth` to `end` (siblings in the loop
     /// tree, or one subtree) of the product of the factors they complete;
     /// `None` when no product is non-zero. Sibling subtrees share no
-    /// input, so their sums multiply.
+    /// input, so their sums multiply; a sibling that repeats the one
+    /// before it ([`Loop::repeats`](super::plan::Loop::repeats)) multiplies
+    /// that sum in again without computing it.
     fn group(&mut self, depth: usize, end: usize) -> Result<Option<T>> {
         let kernel = self.shared.kernel;
         let n = kernel.vars.len();
@@ -860,8 +862,13 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             let Some(first) = self.group(depth, subtree)? else {
                 return Ok(None);
             };
-            return match self.group(subtree, end)? {
-                Some(rest) => first.times(rest).map(Some),
+            let (mut product, mut next) = (first, subtree);
+            while next < end && kernel.query.loops[next].repeats == Some(depth) {
+                product = product.times(first)?;
+                next = kernel.ends[next];
+            }
+            return match self.group(next, end)? {
+                Some(rest) => product.times(rest).map(Some),
                 None => Ok(None),
             };
         }

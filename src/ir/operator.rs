@@ -387,13 +387,27 @@ impl ScalarOp {
                 args.len()
             )));
         }
-        let types: Vec<ValueType> = args.iter().map(|a| a.value_type()).collect();
-        let float = self.result_type(&types) == ValueType::Float64;
+        // Most operators take a few arguments: their types on the stack.
+        let mut few = [ValueType::Int64; 8];
+        let many: Vec<ValueType>;
+        let types: &[ValueType] = match few.get_mut(..args.len()) {
+            Some(slots) => {
+                for (slot, arg) in slots.iter_mut().zip(args) {
+                    *slot = arg.value_type();
+                }
+                slots
+            }
+            None => {
+                many = args.iter().map(|a| a.value_type()).collect();
+                &many
+            }
+        };
+        let float = self.result_type(types) == ValueType::Float64;
         let unary = args[0];
         Ok(match self {
             Add => fold_arithmetic(args, float, &INT_ADD, |a, b| a + b, "+")?,
             Sub => fold_arithmetic(args, float, &INT_SUB, |a, b| a - b, "-")?,
-            Mul if args.iter().any(|a| a.is_zero()) => Value::zero(self.result_type(&types)),
+            Mul if args.iter().any(|a| a.is_zero()) => Value::zero(self.result_type(types)),
             Mul => fold_arithmetic(args, float, &INT_MUL, |a, b| a * b, "*")?,
             Div => divide(args[0], args[1])?,
             Neg => match unary {
@@ -431,11 +445,11 @@ impl ScalarOp {
                         best
                     }
                 });
-                best.cast(self.result_type(&types))
+                best.cast(self.result_type(types))
             }
             IfElse => {
                 let chosen = if unary.is_zero() { args[2] } else { args[1] };
-                chosen.cast(self.result_type(&types))
+                chosen.cast(self.result_type(types))
             }
             Hugeint => unary.cast_exact(ValueType::Int128)?,
             Floor => match unary {
@@ -714,6 +728,12 @@ impl AggOp {
             },
             AggOp::Max | AggOp::Min => value,
         }
+    }
+
+    /// Whether combining a value with itself gives it back (`MAX`, `MIN`,
+    /// `ANY`): [`AggOp::repeat`] is then the value for any count.
+    pub fn idempotent(self) -> bool {
+        matches!(self, AggOp::Max | AggOp::Min | AggOp::Any)
     }
 
     /// The repeated application g(x, n): the combination of `n` copies of

@@ -15,7 +15,7 @@
 //! | `distribute` | products of sums planned distributed when cheaper (within `eliminate`, see [`logical`]) |
 //! | `cse` | equal steps computed once ([`logical::cse`]) |
 //! | `physical` | each query's loop order and output formats ([`physical`]), while the executor's planner builds the plan |
-//! | `factorize` | loop nests of sums of products made trees, independent subtrees' sums multiplied (within `physical`, timed apart: the costing of the trees) |
+//! | `factorize` | loop nests of sums of products made trees, independent subtrees' sums multiplied, a repeated sibling taken once (within `physical`, timed apart: the costing of the trees) |
 //! | `dense` | matrix products of operands that fill most of their cells run as one dense kernel where estimated cheaper (within `physical`, timed apart) |
 //! | `fuse` | consecutive sparse-driven queries over the same driver run as one pass, a row sum that only the next reads kept row-local (SystemML's MAgg and Row, [`fuse`]) |
 //!

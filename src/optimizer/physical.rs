@@ -474,6 +474,9 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     /// Whether the chosen order will be factorized: a loop then visits the
     /// assignments of the loops that enclose it, not of all outer loops.
     factorized: bool,
+    /// Per loop variable, an earlier one it is a twin of
+    /// ([`PhysicalQuery::twins`]), when factorized.
+    twins: Vec<Option<usize>>,
     /// The time spent finding the enclosing loops.
     tree_time: Duration,
 }
@@ -493,9 +496,14 @@ impl<'s, S> Earlier<'s, S> {
 }
 
 /// A state of the exact search: the variables bound (bits), the inputs
-/// re-indexed (bits), and while only output variables are bound, how
-/// many of them lead in the output's own order ([`OrderSearch::sorted_run`]).
-type OrderKey = (u64, u64, usize);
+/// re-indexed (bits), while only output variables are bound how many of
+/// them lead in the output's own order ([`OrderSearch::sorted_run`]), and
+/// the last variable when its twin is still to come
+/// ([`OrderSearch::pending_twin`]).
+type OrderKey = (u64, u64, usize, usize);
+
+/// [`OrderKey`]'s last field when no twin is pending.
+const NO_TWIN: usize = usize::MAX;
 
 /// The cheapest order found for one key, with its cost.
 type Partial = (f64, Vec<usize>);
@@ -638,6 +646,14 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         } else {
             None
         };
+        let twins = if factorized {
+            let twins = query.twins();
+            vars.iter()
+                .map(|&v| twins[v].and_then(|u| vars.iter().position(|&w| w == u)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(OrderSearch {
             estimator,
             query,
@@ -650,6 +666,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             table,
             visits: HashMap::new(),
             estimates: 0,
+            twins,
             factorized,
             tree_time: Duration::ZERO,
         })
@@ -748,12 +765,17 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                 search.visits(enclosing)
             }
         };
-        let loop_visits = match self.support.restriction(&self.inputs, v, enclosing) {
-            Restriction::Fiber => self.visits(enclosing | 1 << v),
-            // Every coordinate of the level for each outer assignment,
-            // though fewer may go on to the loops inside.
-            Restriction::Top => outer(self) * self.visits(1 << v),
-            Restriction::Dimension => outer(self) * self.query.vars[self.vars[v]].size as f64,
+        let loop_visits = if self.repeats_twin(order, set, v) {
+            // One product per assignment of the loops around it.
+            outer(self)
+        } else {
+            match self.support.restriction(&self.inputs, v, enclosing) {
+                Restriction::Fiber => self.visits(enclosing | 1 << v),
+                // Every coordinate of the level for each outer assignment,
+                // though fewer may go on to the loops inside.
+                Restriction::Top => outer(self) * self.visits(1 << v),
+                Restriction::Dimension => outer(self) * self.query.vars[self.vars[v]].size as f64,
+            }
         };
         let mut cost = loop_visits + self.sort_cost(order, set, v);
         let mut now = reindexed;
@@ -772,6 +794,53 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             }
         }
         (cost, now)
+    }
+
+    /// `v` when it was bound last (the variables bound are `bound`), past
+    /// the output variables and the first loop, with every input that
+    /// reads it complete, and an unbound variable is its twin, else
+    /// [`NO_TWIN`]: the exact search keeps such orders apart, since the
+    /// twin's loop is free only right after `v`'s
+    /// ([`OrderSearch::repeats_twin`]). Other orders keep the keys they
+    /// would have without twins.
+    fn pending_twin(&self, bound: u64, v: usize) -> usize {
+        let pending = self.output & !bound == 0
+            && self.output >> v & 1 == 0
+            && bound.count_ones() > 1
+            && self
+                .inputs
+                .iter()
+                .all(|i| i.vars >> v & 1 == 0 || i.vars & !bound == 0)
+            && self
+                .twins
+                .iter()
+                .enumerate()
+                .any(|(w, &twin)| twin == Some(v) && bound >> w & 1 == 0);
+        if pending { v } else { NO_TWIN }
+    }
+
+    /// Whether `v`, bound right after its twin (whose set is `set`), will
+    /// be a sibling loop that repeats the twin's sum
+    /// ([`crate::exec::plan::Loop::repeats`]): past the output variables
+    /// and the first loop, with every input that either reads complete
+    /// once it is bound (each loop a leaf of the tree).
+    fn repeats_twin(&self, order: &[usize], set: u64, v: usize) -> bool {
+        let Some(u) = self.twins.get(v).copied().flatten() else {
+            return false;
+        };
+        let trunk = order
+            .iter()
+            .rposition(|&w| self.output >> w & 1 == 1)
+            .map_or(1, |p| p + 1);
+        let bound = set | 1 << v;
+        order.len() > trunk
+            && order.last() == Some(&u)
+            && self.output & !set == 0
+            && self
+                .inputs
+                .iter()
+                .filter(|i| i.vars & (1 << u | 1 << v) != 0)
+                .all(|i| i.vars & !bound == 0)
     }
 
     /// How many of the loops `order` and then `v` lead with the output's
@@ -878,11 +947,11 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         if self.inputs.len() > 64 {
             return None;
         }
-        let mut level: Vec<(OrderKey, Partial)> = vec![((0, 0, 0), (0.0, Vec::new()))];
+        let mut level: Vec<(OrderKey, Partial)> = vec![((0, 0, 0, NO_TWIN), (0.0, Vec::new()))];
         let output = self.output;
         for _ in 0..n {
             let mut next: HashMap<OrderKey, Partial> = HashMap::new();
-            for ((set, reindexed, _), (cost, order)) in &level {
+            for ((set, reindexed, _, _), (cost, order)) in &level {
                 for v in bits(self.next_vars(*set)) {
                     if self.estimates > ESTIMATE_BUDGET {
                         return None;
@@ -895,7 +964,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                     } else {
                         0
                     };
-                    let key = (bound, now, run);
+                    let key = (bound, now, run, self.pending_twin(bound, v));
                     if next.get(&key).is_none_or(|(c, _)| total < *c) {
                         let mut extended = Vec::with_capacity(order.len() + 1);
                         extended.extend_from_slice(order);
