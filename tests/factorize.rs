@@ -186,7 +186,8 @@ fn explain_shows_the_loop_tree() {
     assert_eq!(factorized, ["16"]);
 }
 
-/// The loops of `statement`'s plan with `eliminate` off, and its count.
+/// The loop lines of `statement`'s plan under the settings in force, and
+/// its count.
 fn plan_and_count(db: &Database, statement: &str) -> (Vec<String>, Vec<String>) {
     let plan = lines(
         &db.execute(&format!("EXPLAIN {statement}"))
