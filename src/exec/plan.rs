@@ -677,11 +677,13 @@ impl PhysicalQuery {
             .collect()
     }
 
-    /// Per variable, an earlier variable it is a twin of, if any: no input
-    /// reads both, and swapping the two maps the inputs onto themselves
-    /// (each input that reads one has an input of the same tensor that
-    /// reads the other in its place). The loop-order search costs a twin
-    /// whose loop can repeat its twin's as free ([`Loop::repeats`]).
+    /// Per variable, the least-numbered variable it is a twin of, if any:
+    /// no input reads both, and swapping the two maps the inputs onto
+    /// themselves (each input that reads one has an input of the same
+    /// values that reads the other in its place). Being twins is an
+    /// equivalence. The loop-order search costs a twin's loop that
+    /// repeats another's ([`Loop::repeats`]) as one product per
+    /// assignment of the loops around it.
     pub fn twins(&self) -> Vec<Option<usize>> {
         let reads = |k: usize, v: usize| self.inputs[k].terms.contains(&Term::Var(v));
         let readers: Vec<usize> = (0..self.vars.len())

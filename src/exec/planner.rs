@@ -392,11 +392,7 @@ impl Planner<'_> {
                     Some(total) => op.repeat(lifted, total)?,
                     // Repeating 0, or a maximum, minimum or test, does not
                     // depend on how often.
-                    None if lifted.is_zero()
-                        || matches!(op, AggOp::Max | AggOp::Min | AggOp::Any) =>
-                    {
-                        op.repeat(lifted, 1)?
-                    }
+                    None if lifted.is_zero() || op.idempotent() => op.repeat(lifted, 1)?,
                     None => return Err(too_many(&name)),
                 };
                 (ty, fill)

@@ -862,15 +862,18 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             let Some(first) = self.group(depth, subtree)? else {
                 return Ok(None);
             };
-            let (mut product, mut next) = (first, subtree);
+            let (mut copies, mut next) = (1, subtree);
             while next < end && kernel.query.loops[next].repeats == Some(depth) {
-                product = product.times(first)?;
+                copies += 1;
                 next = kernel.ends[next];
             }
-            return match self.group(next, end)? {
-                Some(rest) => product.times(rest).map(Some),
-                None => Ok(None),
+            let Some(mut product) = self.group(next, end)? else {
+                return Ok(None);
             };
+            for _ in 0..copies {
+                product = first.times(product)?;
+            }
+            return Ok(Some(product));
         }
         let mut sum = T::ZERO;
         let mut any = false;

@@ -35,7 +35,10 @@
 //!   other, given the loops around them, run one after the other and their
 //!   sums multiply. The search costs each loop by the assignments of the
 //!   loops that will enclose it in that tree, so it prefers orders whose
-//!   trees branch early.
+//!   trees branch early; a loop over a twin of the variable bound just
+//!   before it (a leaf of the tree like it) repeats that sum
+//!   ([`crate::exec::plan::Loop::repeats`]) and is costed as one product
+//!   per assignment of the loops around it.
 //! - **Dense kernels.** With [`Phase::Dense`](super::Phase::Dense) on, a
 //!   query that is one matrix product ([`PhysicalQuery::contraction`])
 //!   runs on the dense path when that is estimated cheaper than its loop
@@ -474,11 +477,37 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     /// Whether the chosen order will be factorized: a loop then visits the
     /// assignments of the loops that enclose it, not of all outer loops.
     factorized: bool,
-    /// Per loop variable, an earlier one it is a twin of
-    /// ([`PhysicalQuery::twins`]), when factorized.
+    /// Per loop variable, its group of twins (the least loop variable of
+    /// the group, [`PhysicalQuery::twins`]) when it has a twin and the
+    /// order is factorized; `twinned` has their bits.
     twins: Vec<Option<usize>>,
+    twinned: u64,
     /// The time spent finding the enclosing loops.
     tree_time: Duration,
+}
+
+/// Per loop variable (a position in `vars`), the least loop variable
+/// of its group of twins ([`PhysicalQuery::twins`]: swapping any two of a
+/// group maps the inputs onto themselves), for a variable with a twin;
+/// empty unless the order is `factorized`.
+fn twin_groups(query: &PhysicalQuery, vars: &[usize], factorized: bool) -> Vec<Option<usize>> {
+    if !factorized {
+        return Vec::new();
+    }
+    let twins = query.twins();
+    let mut groups: Vec<Option<usize>> = vars
+        .iter()
+        .map(|&v| twins[v].and_then(|u| vars.iter().position(|&w| w == u)))
+        .collect();
+    // The least member of a group is its own group when it has a twin.
+    for k in 0..groups.len() {
+        if let Some(g) = groups[k]
+            && let Some(root) = groups.get_mut(g)
+        {
+            root.get_or_insert(g);
+        }
+    }
+    groups
 }
 
 /// The statistics of the results computed before a query: those the
@@ -646,14 +675,16 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         } else {
             None
         };
-        let twins = if factorized {
-            let twins = query.twins();
-            vars.iter()
-                .map(|&v| twins[v].and_then(|u| vars.iter().position(|&w| w == u)))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let begin = Instant::now();
+        let twins = twin_groups(query, &vars, factorized);
+        let twinned = twins
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.is_some())
+            .fold(0u64, |acc, (k, _)| {
+                acc | 1u64.checked_shl(k as u32).unwrap_or(0)
+            });
+        let twin_time = begin.elapsed();
         Ok(OrderSearch {
             estimator,
             query,
@@ -667,8 +698,9 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             visits: HashMap::new(),
             estimates: 0,
             twins,
+            twinned,
             factorized,
-            tree_time: Duration::ZERO,
+            tree_time: twin_time,
         })
     }
 
@@ -798,43 +830,58 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
 
     /// `v` when it was bound last (the variables bound are `bound`), past
     /// the output variables and the first loop, with every input that
-    /// reads it complete, and an unbound variable is its twin, else
-    /// [`NO_TWIN`]: the exact search keeps such orders apart, since the
-    /// twin's loop is free only right after `v`'s
-    /// ([`OrderSearch::repeats_twin`]). Other orders keep the keys they
-    /// would have without twins.
+    /// reads it complete, and a twin of it is still unbound, else
+    /// [`NO_TWIN`]: the exact search keeps such orders apart, since a
+    /// twin's loop is costed as a repeat only right after another of its
+    /// group ([`OrderSearch::repeats_twin`]). Other orders keep the keys
+    /// they would have without twins.
     fn pending_twin(&self, bound: u64, v: usize) -> usize {
-        let pending = self.output & !bound == 0
+        let Some(group) = self.twin_group(v) else {
+            return NO_TWIN;
+        };
+        let unbound_twin = self
+            .twins
+            .iter()
+            .enumerate()
+            .any(|(w, &g)| g == Some(group) && bound >> w & 1 == 0);
+        let pending = unbound_twin
+            && self.output & !bound == 0
             && self.output >> v & 1 == 0
             && bound.count_ones() > 1
             && self
                 .inputs
                 .iter()
-                .all(|i| i.vars >> v & 1 == 0 || i.vars & !bound == 0)
-            && self
-                .twins
-                .iter()
-                .enumerate()
-                .any(|(w, &twin)| twin == Some(v) && bound >> w & 1 == 0);
+                .all(|i| i.vars >> v & 1 == 0 || i.vars & !bound == 0);
         if pending { v } else { NO_TWIN }
     }
 
-    /// Whether `v`, bound right after its twin (whose set is `set`), will
-    /// be a sibling loop that repeats the twin's sum
+    /// The group of `v`'s twins, if it has a twin (see [`OrderSearch::twins`]).
+    fn twin_group(&self, v: usize) -> Option<usize> {
+        if self.twinned >> v & 1 == 0 {
+            return None;
+        }
+        self.twins.get(v).copied().flatten()
+    }
+
+    /// Whether `v`, bound right after a twin of it (whose set is `set`),
+    /// will be a sibling loop that repeats the twin's sum
     /// ([`crate::exec::plan::Loop::repeats`]): past the output variables
     /// and the first loop, with every input that either reads complete
-    /// once it is bound (each loop a leaf of the tree).
+    /// once it is bound (each loop a leaf of the tree). Its loop is then
+    /// costed as one product per assignment of the loops around it.
     fn repeats_twin(&self, order: &[usize], set: u64, v: usize) -> bool {
-        let Some(u) = self.twins.get(v).copied().flatten() else {
+        let (Some(group), Some(&u)) = (self.twin_group(v), order.last()) else {
             return false;
         };
+        if self.twin_group(u) != Some(group) {
+            return false;
+        }
         let trunk = order
             .iter()
             .rposition(|&w| self.output >> w & 1 == 1)
             .map_or(1, |p| p + 1);
         let bound = set | 1 << v;
         order.len() > trunk
-            && order.last() == Some(&u)
             && self.output & !set == 0
             && self
                 .inputs
