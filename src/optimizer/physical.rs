@@ -482,7 +482,8 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     /// order is factorized; `twinned` has their bits.
     twins: Vec<Option<usize>>,
     twinned: u64,
-    /// The time spent finding the enclosing loops.
+    /// The time spent finding the twins and the enclosing loops (the
+    /// `factorize` phase's share of the search).
     tree_time: Duration,
 }
 
