@@ -16,7 +16,10 @@
 //! The loops that bind output variables are *walked*; once every output
 //! variable is bound, the remaining (aggregated) loops are *grouped*: their
 //! values are combined into one [`Slot`] per depth before returning to the
-//! outer loop, which adds it to the output accumulator.
+//! outer loop, which adds it to the output accumulator, or writes it
+//! straight into the entries when the output loops are in the output's
+//! order and every aggregated loop among them visited one coordinate
+//! ([`Kernel::single`]).
 //!
 //! The expression is evaluated at every innermost assignment, except its
 //! largest sub-expressions that read only inputs and coordinates an outer
@@ -357,6 +360,13 @@ pub(crate) struct Kernel<'a> {
     pub in_order: bool,
     /// The depth from which every output variable is bound.
     pub group: usize,
+    /// Per loop, whether it is an aggregated loop among those that bind
+    /// the output variables after the prefix, where the output variables
+    /// are bound in the output's order: while every such loop of a
+    /// prefix group visits at most one coordinate (a line item's one
+    /// part), the output is written in order without the accumulator
+    /// ([`Worker::write`]). Empty when the loops do not allow that.
+    pub single: Vec<bool>,
     /// How many assignments each visited one stands for (aggregated
     /// variables no input reads), and how many each output coordinate
     /// aggregates in all.
@@ -472,6 +482,18 @@ impl<'a> Kernel<'a> {
             .find(|(v, _)| suffix.contains(v))
             .map_or(OutputFormat::Hashed, |(_, f)| *f);
         let in_order = query.output.get(..prefix) == vars.get(..prefix);
+        let bound_in_order = vars
+            .iter()
+            .take(group)
+            .filter(|v| query.output.contains(v))
+            .eq(query.output.iter());
+        let single = if in_order && prefix > 0 && group > prefix && bound_in_order {
+            (0..vars.len())
+                .map(|d| d >= prefix && d < group && !query.output.contains(&vars[d]))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Kernel {
             query,
             inputs,
@@ -487,6 +509,7 @@ impl<'a> Kernel<'a> {
             prefix,
             in_order,
             group,
+            single,
             copies,
             total,
             suffix,
@@ -690,6 +713,10 @@ pub(crate) struct Worker<'k, 'a> {
     /// Per hoisted sub-expression, its value and the visit of its loop it
     /// was computed at.
     cache: Vec<Cell<(u64, Value)>>,
+    /// Whether the current prefix group writes its entries in order
+    /// ([`Kernel::single`]): every aggregated loop among its output loops
+    /// visited at most one coordinate so far. Reset as each group ends.
+    writes_in_order: bool,
 }
 
 /// The entries a worker writes: slots, combined later with other chunks'
@@ -784,6 +811,7 @@ impl<'k, 'a> Worker<'k, 'a> {
             kept: 0,
             visits: vec![0; k.vars.len()],
             cache: vec![Cell::new((u64::MAX, Value::Int(0))); k.hoisted.len()],
+            writes_in_order: !k.single.is_empty(),
         })
     }
 
@@ -1067,6 +1095,13 @@ impl<'k, 'a> Worker<'k, 'a> {
     fn walk(&mut self, depth: usize) -> Result<()> {
         let k = self.k;
         let visits = self.visits(depth);
+        // A second coordinate of an aggregated loop between output loops
+        // may write an output coordinate again: the rest of the group
+        // goes through the accumulator, which drains after the entries
+        // written so far (their coordinates come first).
+        if visits.len() > 1 && k.single.get(depth).copied().unwrap_or(false) {
+            self.writes_in_order = false;
+        }
         for i in 0..visits.len() {
             if depth == 0 {
                 self.ctl.check()?;
@@ -1088,10 +1123,13 @@ impl<'k, 'a> Worker<'k, 'a> {
     fn walk_inside(&mut self, depth: usize) -> Result<()> {
         if depth + 1 == self.k.group {
             let slot = self.group(depth + 1)?;
-            if slot.count > 0 {
-                self.accumulate(slot)?;
+            if slot.count == 0 {
+                Ok(())
+            } else if self.writes_in_order {
+                self.write(slot)
+            } else {
+                self.accumulate(slot)
             }
-            Ok(())
         } else {
             self.walk(depth + 1)
         }
@@ -1298,10 +1336,42 @@ impl<'k, 'a> Worker<'k, 'a> {
                 float_entry_bytes(k.query.output.len())
             }
         };
-        let bytes = per_entry * added;
+        self.writes_in_order = !k.single.is_empty();
+        self.record(per_entry * added, rows)
+    }
+
+    /// Writes the entry at the bound output coordinates straight into the
+    /// entries (see [`Kernel::single`]).
+    fn write(&mut self, slot: Slot) -> Result<()> {
+        let k = self.k;
+        let rows = if k.budget.is_some() {
+            rows_of(slot.acc.unwrap_or(k.body_fill))
+        } else {
+            0
+        };
+        let coords = &self.coords;
+        let key = k.query.output.iter().map(|&v| coords[v]);
+        let dims = k.query.output.len();
+        let bytes = match &mut self.out {
+            Written::Slots(out) => {
+                out.push(key, slot);
+                entry_bytes(dims)
+            }
+            Written::Floats(runs) => {
+                let value = k.finish(slot)?.as_f64();
+                Entries::next_run(runs, dims, k.in_order).push(key, value);
+                float_entry_bytes(dims)
+            }
+        };
+        self.record(bytes, rows)
+    }
+
+    /// Charges the `bytes` of entries just written, handed on with them,
+    /// and takes their `rows` from the row budget.
+    fn record(&mut self, bytes: u64, rows: u64) -> Result<()> {
         self.charge(bytes)?;
         self.kept += bytes;
-        if let Some(budget) = k.budget
+        if let Some(budget) = self.k.budget
             && budget.take(rows)
         {
             self.full = true;
