@@ -46,7 +46,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, Int64Array, UInt64Array};
+use arrow::array::{Array, Decimal128Array, Int64Array, UInt64Array};
 use einsql::io::graph::QueryGraph;
 use einsql::{Database, Error, Interrupt};
 use serde::{Deserialize, Serialize};
@@ -500,7 +500,7 @@ enum Status {
 #[derive(Debug, Serialize)]
 struct Outcome {
     name: String,
-    count: Option<i64>,
+    count: Option<i128>,
     status: Status,
     message: Option<String>,
     /// Wall-clock seconds of the timed run (up to the timeout).
@@ -514,7 +514,7 @@ struct Outcome {
 
 /// One finished execution.
 struct Execution {
-    count: i64,
+    count: i128,
     /// Wall-clock seconds of the whole statement.
     seconds: f64,
     /// What the statement reported: the optimization and reduction times,
@@ -532,8 +532,9 @@ fn is_cancelled(error: &Error) -> bool {
     }
 }
 
-/// The single integer of a `SELECT COUNT(*)` result.
-fn single_count(result: &einsql::QueryResult) -> Result<i64, String> {
+/// The single integer of a `SELECT COUNT(*)` result (a `HUGEINT` past
+/// 64 bits).
+fn single_count(result: &einsql::QueryResult) -> Result<i128, String> {
     let batch = result
         .batches
         .iter()
@@ -550,11 +551,17 @@ fn single_count(result: &einsql::QueryResult) -> Result<i64, String> {
     if column.is_null(0) {
         return Err("the count is NULL".to_string());
     }
-    if let Some(a) = column.as_any().downcast_ref::<Int64Array>() {
-        return Ok(a.value(0));
+    let any = column.as_any();
+    if let Some(a) = any.downcast_ref::<Int64Array>() {
+        return Ok(i128::from(a.value(0)));
     }
-    if let Some(a) = column.as_any().downcast_ref::<UInt64Array>() {
-        return i64::try_from(a.value(0)).map_err(|_| format!("count {} overflows", a.value(0)));
+    if let Some(a) = any.downcast_ref::<UInt64Array>() {
+        return Ok(i128::from(a.value(0)));
+    }
+    if let Some(a) = any.downcast_ref::<Decimal128Array>()
+        && a.scale() == 0
+    {
+        return Ok(a.value(0));
     }
     Err(format!("the count has type {}", column.data_type()))
 }
