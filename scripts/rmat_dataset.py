@@ -33,6 +33,7 @@ Everything is deterministic given --seed. Standard library only.
 """
 
 import argparse
+import math
 import random
 import sys
 from pathlib import Path
@@ -88,7 +89,8 @@ def data_graph(args, rng):
 def random_walk(neighbours, starts, k, rng, max_steps):
     """K distinct vertices reached by a random walk, in the order first
     reached, and the tree edges (index pairs into that order) by which
-    each was first reached; None if the walk got stuck."""
+    each was first reached; None if it did not reach K distinct vertices
+    within MAX_STEPS steps."""
     current = rng.choice(starts)
     order = [current]
     position = {current: 0}
@@ -146,9 +148,36 @@ def write_graph(path, labels, edges, edge_label):
 
 def weights(text):
     values = [float(w) for w in text.split(",")]
-    if not values or any(w <= 0 for w in values):
+    if not values or any(not math.isfinite(w) or w <= 0 for w in values):
         raise argparse.ArgumentTypeError("expected positive comma-separated weights")
     return values
+
+
+def positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text}")
+    return value
+
+
+def largest_component(neighbours):
+    """The number of vertices of the largest connected component."""
+    seen = [False] * len(neighbours)
+    largest = 0
+    for root in range(len(neighbours)):
+        if seen[root]:
+            continue
+        seen[root] = True
+        stack, size = [root], 0
+        while stack:
+            v = stack.pop()
+            size += 1
+            for w in neighbours[v]:
+                if not seen[w]:
+                    seen[w] = True
+                    stack.append(w)
+        largest = max(largest, size)
+    return largest
 
 
 def sizes(text):
@@ -166,10 +195,10 @@ def main():
     )
     parser.add_argument("--out", type=Path, required=True, help="parent folder of the dataset")
     parser.add_argument("--name", help="dataset name (default rmat-SCALE)")
-    parser.add_argument("--scale", type=int, default=15, help="2^SCALE vertices (default 15)")
+    parser.add_argument("--scale", type=positive, default=15, help="2^SCALE vertices (default 15)")
     parser.add_argument(
         "--edge-factor",
-        type=int,
+        type=positive,
         default=16,
         help="edge samples per vertex before duplicates and self-loops go (default 16)",
     )
@@ -183,7 +212,7 @@ def main():
         "--no-permute", action="store_true", help="keep R-MAT's ids (degree then follows id)"
     )
     parser.add_argument(
-        "--queries", type=int, default=20, help="queries per kind and size (default 20)"
+        "--queries", type=positive, default=20, help="queries per kind and size (default 20)"
     )
     parser.add_argument(
         "--sizes", type=sizes, default=sizes("4,8,16"), help="query sizes (default 4,8,16)"
@@ -195,9 +224,10 @@ def main():
     )
     parser.add_argument(
         "--max-tries",
-        type=int,
+        type=positive,
         default=100_000,
-        help="samples per query before giving up (default 100000)",
+        help="samples per query, counted over all queries of a kind and size, "
+        "before giving up (default 100000)",
     )
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     args = parser.parse_args()
@@ -209,6 +239,12 @@ def main():
     labels, adjacency, edges = data_graph(args, rng)
     neighbours = [sorted(a) for a in adjacency]
     starts = [v for v, a in enumerate(neighbours) if a]
+    largest = largest_component(neighbours)
+    if largest < max(args.sizes):
+        sys.exit(
+            f"{name}: the largest connected component has {largest} vertices, "
+            f"fewer than a query of {max(args.sizes)}"
+        )
     (folder / "queries").mkdir(parents=True, exist_ok=True)
     (folder / "queries-lite").mkdir(exist_ok=True)
     write_graph(folder / f"{name}.graph", labels, edges, edge_label=False)

@@ -1375,12 +1375,13 @@ fn small_input(
 
 /// Output loops around aggregated ones, `y[i,k,l] = SUM(j,m) A[i,j] *
 /// B[j,k,m] * (C[m,l] + D[l])` looping `i, j, k, m, l`: where `j` and
-/// `m` visit one coordinate (a line item's one part), the loops write
-/// the output in order without the accumulator; a row `i` with two `j`s
-/// takes the accumulator from the start, and a `k` with two `m`s from
-/// there on (after the entries written in order before it). Every
-/// accumulator format, on one and two threads, gives the reference's
-/// result.
+/// `m` visit one coordinate (rows 0, 2 and 5 of `A` have one `j`), the
+/// loops write the output straight into the result (`i = 2`
+/// throughout); a row `i` with two `j`s (`i = 1`) takes the accumulator
+/// from the start, and a `k` with two `m`s from there on, after the
+/// entries written directly before it (`i = 0` and `5` at `k = 1`).
+/// Dense and hashed accumulators, on one and two threads, integers and
+/// floats (the slot and the float paths), give the reference's result.
 #[test]
 fn output_loops_around_single_aggregated_loops_write_in_order() {
     let a: &[(&[i64], i64)] = &[

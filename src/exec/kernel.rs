@@ -18,8 +18,9 @@
 //! values are combined into one [`Slot`] per depth before returning to the
 //! outer loop, which adds it to the output accumulator, or writes it
 //! straight into the entries when the output loops are in the output's
-//! order and every aggregated loop among them visited one coordinate
-//! ([`Kernel::single`]).
+//! order and every aggregated loop among them has visited at most one
+//! coordinate so far in the group of leading output loops
+//! ([`Kernel::between_outputs`]).
 //!
 //! The expression is evaluated at every innermost assignment, except its
 //! largest sub-expressions that read only inputs and coordinates an outer
@@ -363,10 +364,11 @@ pub(crate) struct Kernel<'a> {
     /// Per loop, whether it is an aggregated loop among those that bind
     /// the output variables after the prefix, where the output variables
     /// are bound in the output's order: while every such loop of a
-    /// prefix group visits at most one coordinate (a line item's one
-    /// part), the output is written in order without the accumulator
-    /// ([`Worker::write`]). Empty when the loops do not allow that.
-    pub single: Vec<bool>,
+    /// prefix group visits at most one coordinate (each row of a table
+    /// has one value of a functionally dependent column), the output is
+    /// written in order without the accumulator ([`Worker::write`]).
+    /// Empty when the loops do not allow that.
+    pub between_outputs: Vec<bool>,
     /// How many assignments each visited one stands for (aggregated
     /// variables no input reads), and how many each output coordinate
     /// aggregates in all.
@@ -487,7 +489,9 @@ impl<'a> Kernel<'a> {
             .take(group)
             .filter(|v| query.output.contains(v))
             .eq(query.output.iter());
-        let single = if in_order && prefix > 0 && group > prefix && bound_in_order {
+        // The output's order among the loops up to `group` implies that
+        // of the prefix (`in_order`).
+        let between_outputs = if prefix > 0 && group > prefix && bound_in_order {
             (0..vars.len())
                 .map(|d| d >= prefix && d < group && !query.output.contains(&vars[d]))
                 .collect()
@@ -509,7 +513,7 @@ impl<'a> Kernel<'a> {
             prefix,
             in_order,
             group,
-            single,
+            between_outputs,
             copies,
             total,
             suffix,
@@ -713,10 +717,11 @@ pub(crate) struct Worker<'k, 'a> {
     /// Per hoisted sub-expression, its value and the visit of its loop it
     /// was computed at.
     cache: Vec<Cell<(u64, Value)>>,
-    /// Whether the current prefix group writes its entries in order
-    /// ([`Kernel::single`]): every aggregated loop among its output loops
-    /// visited at most one coordinate so far. Reset as each group ends.
-    writes_in_order: bool,
+    /// Whether the current prefix group writes its entries straight into
+    /// `out` ([`Kernel::between_outputs`]): every aggregated loop among
+    /// its output loops visited at most one coordinate so far. Reset as
+    /// each group ends ([`Worker::flush`]).
+    writes_directly: bool,
 }
 
 /// The entries a worker writes: slots, combined later with other chunks'
@@ -811,7 +816,7 @@ impl<'k, 'a> Worker<'k, 'a> {
             kept: 0,
             visits: vec![0; k.vars.len()],
             cache: vec![Cell::new((u64::MAX, Value::Int(0))); k.hoisted.len()],
-            writes_in_order: !k.single.is_empty(),
+            writes_directly: !k.between_outputs.is_empty(),
         })
     }
 
@@ -1099,8 +1104,8 @@ impl<'k, 'a> Worker<'k, 'a> {
         // may write an output coordinate again: the rest of the group
         // goes through the accumulator, which drains after the entries
         // written so far (their coordinates come first).
-        if visits.len() > 1 && k.single.get(depth).copied().unwrap_or(false) {
-            self.writes_in_order = false;
+        if visits.len() > 1 && k.between_outputs.get(depth).copied().unwrap_or(false) {
+            self.writes_directly = false;
         }
         for i in 0..visits.len() {
             if depth == 0 {
@@ -1125,7 +1130,7 @@ impl<'k, 'a> Worker<'k, 'a> {
             let slot = self.group(depth + 1)?;
             if slot.count == 0 {
                 Ok(())
-            } else if self.writes_in_order {
+            } else if self.writes_directly {
                 self.write(slot)
             } else {
                 self.accumulate(slot)
@@ -1301,7 +1306,8 @@ impl<'k, 'a> Worker<'k, 'a> {
     }
 
     /// Moves the accumulated coordinates into the entries, with the
-    /// coordinates of the in-order levels.
+    /// coordinates of the in-order levels, and lets the next prefix group
+    /// write directly again.
     fn flush(&mut self) -> Result<()> {
         let k = self.k;
         let counting = k.budget.is_some();
@@ -1336,21 +1342,26 @@ impl<'k, 'a> Worker<'k, 'a> {
                 float_entry_bytes(k.query.output.len())
             }
         };
-        self.writes_in_order = !k.single.is_empty();
+        self.writes_directly = !k.between_outputs.is_empty();
         self.record(per_entry * added, rows)
     }
 
     /// Writes the entry at the bound output coordinates straight into the
-    /// entries (see [`Kernel::single`]).
+    /// entries (see [`Kernel::between_outputs`]). A row budget is only set
+    /// for loops that write every output level in order, with no
+    /// aggregated loop among them: there are no rows to count here.
     fn write(&mut self, slot: Slot) -> Result<()> {
         let k = self.k;
-        let rows = if k.budget.is_some() {
-            rows_of(slot.acc.unwrap_or(k.body_fill))
-        } else {
-            0
-        };
+        debug_assert!(
+            k.budget.is_none(),
+            "a row budget for entries written directly"
+        );
         let coords = &self.coords;
-        let key = k.query.output.iter().map(|&v| coords[v]);
+        let key = k
+            .query
+            .output
+            .iter()
+            .map(|&v| coords.get(v).copied().unwrap_or(0));
         let dims = k.query.output.len();
         let bytes = match &mut self.out {
             Written::Slots(out) => {
@@ -1363,7 +1374,7 @@ impl<'k, 'a> Worker<'k, 'a> {
                 float_entry_bytes(dims)
             }
         };
-        self.record(bytes, rows)
+        self.record(bytes, 0)
     }
 
     /// Charges the `bytes` of entries just written, handed on with them,
