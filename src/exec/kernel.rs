@@ -564,14 +564,7 @@ impl<'a> Kernel<'a> {
         if missing == 0 {
             return Ok(slot.acc.unwrap_or(self.query.fill));
         }
-        // A zero, or the fill of an idempotent aggregate, stands for any
-        // number of copies of itself.
-        let lifted = op.lift(self.body_fill);
-        let rest = if lifted.is_zero() || op.idempotent() {
-            lifted
-        } else {
-            op.repeat(lifted, missing)?
-        };
+        let rest = op.repeat(op.lift(self.body_fill), missing)?;
         match slot.acc {
             Some(acc) => op.combine().apply(&[acc, rest]),
             None => Ok(rest),
@@ -732,6 +725,30 @@ pub(crate) struct Worker<'k, 'a> {
 enum Written {
     Slots(Entries<Slot>),
     Floats(Vec<Entries<f64>>),
+}
+
+impl Written {
+    /// Appends the entry at output coordinates `key` (finished to a float
+    /// for float runs); the bytes it takes.
+    fn push(
+        &mut self,
+        k: &Kernel<'_>,
+        key: impl IntoIterator<Item = i64>,
+        slot: Slot,
+    ) -> Result<u64> {
+        let dims = k.query.output.len();
+        Ok(match self {
+            Written::Slots(out) => {
+                out.push(key, slot);
+                entry_bytes(dims)
+            }
+            Written::Floats(runs) => {
+                let value = k.finish(slot)?.as_f64();
+                Entries::next_run(runs, dims, k.in_order).push(key, value);
+                float_entry_bytes(dims)
+            }
+        })
+    }
 }
 
 /// The output coordinates of an entry: the bound coordinates of the
@@ -1311,39 +1328,23 @@ impl<'k, 'a> Worker<'k, 'a> {
     fn flush(&mut self) -> Result<()> {
         let k = self.k;
         let counting = k.budget.is_some();
-        let (mut added, mut rows) = (0u64, 0u64);
+        let mut rows = 0u64;
         let Worker {
             acc, out, coords, ..
         } = self;
         let mut count = |slot: &Slot| {
-            added += 1;
             if counting {
                 rows += rows_of(slot.acc.unwrap_or(k.body_fill));
             }
         };
-        let per_entry = match out {
-            Written::Slots(out) => {
-                acc.drain(|suffix_key, slot| {
-                    count(&slot);
-                    out.push(output_key(k, coords, suffix_key), slot);
-                    Ok(())
-                })?;
-                entry_bytes(k.query.output.len())
-            }
-            Written::Floats(runs) => {
-                let dims = k.query.output.len();
-                acc.drain(|suffix_key, slot| {
-                    count(&slot);
-                    let value = k.finish(slot)?.as_f64();
-                    Entries::next_run(runs, dims, k.in_order)
-                        .push(output_key(k, coords, suffix_key), value);
-                    Ok(())
-                })?;
-                float_entry_bytes(k.query.output.len())
-            }
-        };
+        let mut bytes = 0;
+        acc.drain(|suffix_key, slot| {
+            count(&slot);
+            bytes += out.push(k, output_key(k, coords, suffix_key), slot)?;
+            Ok(())
+        })?;
         self.writes_directly = !k.between_outputs.is_empty();
-        self.record(per_entry * added, rows)
+        self.record(bytes, rows)
     }
 
     /// Writes the entry at the bound output coordinates straight into the
@@ -1362,18 +1363,7 @@ impl<'k, 'a> Worker<'k, 'a> {
             .output
             .iter()
             .map(|&v| coords.get(v).copied().unwrap_or(0));
-        let dims = k.query.output.len();
-        let bytes = match &mut self.out {
-            Written::Slots(out) => {
-                out.push(key, slot);
-                entry_bytes(dims)
-            }
-            Written::Floats(runs) => {
-                let value = k.finish(slot)?.as_f64();
-                Entries::next_run(runs, dims, k.in_order).push(key, value);
-                float_entry_bytes(dims)
-            }
-        };
+        let bytes = self.out.push(k, key, slot)?;
         self.record(bytes, 0)
     }
 

@@ -877,12 +877,8 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         if self.twin_group(u) != Some(group) {
             return false;
         }
-        let trunk = order
-            .iter()
-            .rposition(|&w| self.output >> w & 1 == 1)
-            .map_or(1, |p| p + 1);
         let bound = set | 1 << v;
-        order.len() > trunk
+        order.len() > self.trunk(order)
             && self.output & !set == 0
             && self
                 .inputs
@@ -952,10 +948,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         if output & !set != 0 {
             return set;
         }
-        let first = order
-            .iter()
-            .rposition(|&u| output >> u & 1 == 1)
-            .map_or(1, |p| p + 1);
+        let first = self.trunk(order);
         let mut enclosing = order.iter().take(first).fold(0, |acc, &u| acc | 1 << u);
         let mut later = !set | 1 << v;
         for &u in order.iter().skip(first).rev() {
@@ -965,6 +958,16 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             later |= 1 << u;
         }
         enclosing
+    }
+
+    /// How many loops of `order` form the trunk of the factorized nest,
+    /// which never branches: those up to the last output variable, and at
+    /// least the first loop.
+    fn trunk(&self, order: &[usize]) -> usize {
+        order
+            .iter()
+            .rposition(|&u| self.output >> u & 1 == 1)
+            .map_or(1, |p| p + 1)
     }
 
     /// Whether a chain of inputs joins `from` to `to` through variables of
