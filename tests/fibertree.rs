@@ -577,3 +577,33 @@ fn full_tensors_match_the_model_and_share_their_values() {
     }
     assert!(!matrix(&[(0, 1, 5)], [1, 2]).is_full());
 }
+
+#[test]
+fn lookups_in_nearly_consecutive_fibers_find_every_coordinate() {
+    // Keys 1..300 with a few gaps (at the start, in the middle, in runs,
+    // near the end), under two rows: a lookup searches only between the
+    // positions that the first and last coordinates allow.
+    let gaps = [2, 3, 50, 151, 152, 153, 298];
+    let keys: Vec<i64> = (1..300).filter(|k| !gaps.contains(k)).collect();
+    let mut rows: Vec<(i64, i64, i64)> = keys.iter().map(|&k| (0, k, k * 10)).collect();
+    rows.extend(keys.iter().step_by(7).map(|&k| (1, k, -k)));
+    let tensor = matrix(&rows, [2, 300]);
+    let tree = FiberTree::build(&tensor, &IndexSpec::compressed(vec![0, 1])).unwrap();
+    let level = &tree.levels()[1];
+    for (row, expected) in [
+        (0, keys.clone()),
+        (1, keys.iter().step_by(7).copied().collect()),
+    ] {
+        let parent = tree.levels()[0].fiber(0).lookup(row).unwrap();
+        let fiber = level.fiber(parent);
+        let positions: BTreeMap<i64, usize> = fiber.cursor().collect();
+        assert_eq!(positions.keys().copied().collect::<Vec<_>>(), expected);
+        for c in (-3..305).chain([i64::MIN, i64::MIN + 1, i64::MAX - 1, i64::MAX]) {
+            assert_eq!(
+                fiber.lookup(c),
+                positions.get(&c).copied(),
+                "row {row}, lookup({c})"
+            );
+        }
+    }
+}

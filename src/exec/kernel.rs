@@ -11,7 +11,10 @@
 //! the support (the driver's fiber for an intersection, the merged fibers
 //! for a union, every coordinate where nothing restricts the variable),
 //! then every input read at that loop looks the coordinate up, and the
-//! assignment is skipped when the support can no longer hold.
+//! assignment is skipped when the support can no longer hold. A loop that
+//! reads one input, which the support requires, iterates that input's
+//! fiber without working the support out ([`Kernel::sole`]), and the
+//! support is checked again only when an input went missing.
 //!
 //! The loops that bind output variables are *walked*; once every output
 //! variable is bound, the remaining (aggregated) loops are *grouped*: their
@@ -36,7 +39,7 @@ use std::cell::Cell;
 use arrow::buffer::BooleanBuffer;
 
 use crate::error::{Error, Result};
-use crate::ir::{Annotation, ScalarOp, Value};
+use crate::ir::{AggOp, Annotation, ScalarOp, Value};
 use crate::storage::fibertree::{Fiber, FiberTree, LeafValues};
 
 use super::accumulate::{Accumulator, AccumulatorPool, Entries, Slot};
@@ -250,6 +253,16 @@ impl Sup {
         }
     }
 
+    /// Whether the support holds only where input `k` has an entry.
+    fn requires(&self, k: usize) -> bool {
+        match self {
+            Sup::Never | Sup::Always => false,
+            Sup::Input(i) => *i == k,
+            Sup::And(items) => items.iter().any(|s| s.requires(k)),
+            Sup::Or(items) => !items.is_empty() && items.iter().all(|s| s.requires(k)),
+        }
+    }
+
     /// Whether the support can hold given which inputs are present.
     pub(crate) fn feasible(&self, present: &[bool]) -> bool {
         match self {
@@ -347,6 +360,10 @@ pub(crate) struct Kernel<'a> {
     /// Per loop and input, its position in `parts` (if read there).
     pub part_of: Vec<Vec<Option<usize>>>,
     pub sup: Sup,
+    /// Per loop, the one input read there when the support requires it:
+    /// the loop's candidates are that input's fiber, without working
+    /// the support out at each visit.
+    pub sole: Vec<Option<Part>>,
     pub body_fill: Value,
     /// Per loop, the end of its subtree ([`Loop::end`](super::plan::Loop::end)).
     pub ends: Vec<usize>,
@@ -377,6 +394,8 @@ pub(crate) struct Kernel<'a> {
     /// The output variables not bound by the prefix, with their sizes.
     pub suffix: Vec<usize>,
     pub suffix_sizes: Vec<u64>,
+    /// Per output dimension, its position in `suffix` (if there).
+    pub suffix_of: Vec<Option<usize>>,
     pub accumulator: OutputFormat,
     /// The rows the query may write before it stops (see [`RowBudget`]);
     /// set only when its loops write every output level in order.
@@ -432,6 +451,20 @@ impl<'a> Kernel<'a> {
             .collect();
         let fills: Vec<Value> = inputs.iter().map(|i| i.fill).collect();
         let (sup, body_fill) = Sup::of(&query.body, &fills)?;
+        let sole = parts
+            .iter()
+            .zip(&query.loops)
+            .map(|(ps, l)| match ps.as_slice() {
+                [part] if part.count == 1 && sup.requires(part.input) => {
+                    let drives = match l.driver {
+                        Driver::Smallest => true,
+                        Driver::Input(d) => d == part.input,
+                    };
+                    drives.then_some(*part)
+                }
+                _ => None,
+            })
+            .collect();
         // An input's value is fixed at its last loop; one read at no loop
         // (a scalar) at the first. A coordinate without a loop is never
         // treated as fixed.
@@ -477,6 +510,11 @@ impl<'a> Kernel<'a> {
             .filter(|v| !prefix_vars.contains(v))
             .collect();
         let suffix_sizes = suffix.iter().map(|&v| size(v)).collect();
+        let suffix_of = query
+            .output
+            .iter()
+            .map(|v| suffix.iter().position(|s| s == v))
+            .collect();
         let accumulator = query
             .output
             .iter()
@@ -506,6 +544,7 @@ impl<'a> Kernel<'a> {
             parts,
             part_of,
             sup,
+            sole,
             body_fill,
             ends,
             vars,
@@ -518,6 +557,7 @@ impl<'a> Kernel<'a> {
             total,
             suffix,
             suffix_sizes,
+            suffix_of,
             accumulator,
             budget: None,
             held: None,
@@ -564,7 +604,19 @@ impl<'a> Kernel<'a> {
         if missing == 0 {
             return Ok(slot.acc.unwrap_or(self.query.fill));
         }
-        let rest = op.repeat(op.lift(self.body_fill), missing)?;
+        let fill = op.lift(self.body_fill);
+        // A sum whose missing assignments are zeros of the sum's own type
+        // (a product's) is what was summed, without the operator dispatch.
+        if matches!(op, AggOp::Sum | AggOp::Count) {
+            match (slot.acc, fill) {
+                (Some(Value::Int(a)), Value::Int(0)) => return Ok(Value::Int(a)),
+                (Some(Value::Float(a)), Value::Float(f)) if f == 0.0 => {
+                    return Ok(Value::Float(a + f));
+                }
+                _ => {}
+            }
+        }
+        let rest = op.repeat(fill, missing)?;
         match slot.acc {
             Some(acc) => op.combine().apply(&[acc, rest]),
             None => Ok(rest),
@@ -762,8 +814,9 @@ pub(crate) fn output_key<'k>(
     k.query
         .output
         .iter()
-        .map(move |&v| match k.suffix.iter().position(|&s| s == v) {
-            Some(j) => suffix_key.get(j).copied().unwrap_or(0),
+        .zip(&k.suffix_of)
+        .map(move |(&v, suffix)| match suffix {
+            Some(j) => suffix_key.get(*j).copied().unwrap_or(0),
             None => coords.get(v).copied().unwrap_or(0),
         })
 }
@@ -912,7 +965,7 @@ impl<'k, 'a> Worker<'k, 'a> {
         {
             return top.clone();
         }
-        let set = self.set(&self.k.sup, depth);
+        let set = self.loop_set(depth);
         self.cands_of(set, depth)
     }
 
@@ -939,7 +992,7 @@ impl<'k, 'a> Worker<'k, 'a> {
             return Visits::Cands(self.candidates(depth));
         }
         let k = self.k;
-        let set = self.set(&k.sup, depth);
+        let set = self.loop_set(depth);
         if let Set::Fiber(input, fiber) = &set
             && let Some(part) = k.part_of[depth][*input].map(|j| &k.parts[depth][j])
             && part.count == 1
@@ -961,9 +1014,22 @@ impl<'k, 'a> Worker<'k, 'a> {
         if depth == 0 && self.top.is_some() {
             return None;
         }
-        match self.set(&self.k.sup, depth) {
+        match self.loop_set(depth) {
             Set::Fiber(k, _) => Some(k),
             _ => None,
+        }
+    }
+
+    /// The candidates of loop `depth` as a set: the fiber of its sole
+    /// input ([`Kernel::sole`]), else worked out from the support.
+    fn loop_set(&self, depth: usize) -> Set<'a> {
+        match self.k.sole[depth] {
+            Some(part) if !self.present[part.input] => Set::Empty,
+            Some(part) => match self.k.inputs[part.input].fiber(part.level, self.pos[part.input]) {
+                Some(f) => Set::Fiber(part.input, f),
+                None => Set::Empty,
+            },
+            None => self.set(&self.k.sup, depth),
         }
     }
 
@@ -1078,6 +1144,9 @@ impl<'k, 'a> Worker<'k, 'a> {
         if let Some(&v) = k.vars.get(depth) {
             self.coords[v] = coord;
         }
+        // The support held before this loop (the root's is checked before
+        // any loop runs): it can fail only where an input went missing.
+        let mut lost = false;
         for part in &k.parts[depth] {
             let i = part.input;
             self.saved.push((self.pos[i], self.present[i]));
@@ -1088,11 +1157,14 @@ impl<'k, 'a> Worker<'k, 'a> {
                 Some((input, p)) if input == i => self.pos[i] = p,
                 _ => match k.inputs[i].descend(self.pos[i], part.level, part.count, coord) {
                     Some(p) => self.pos[i] = p,
-                    None => self.present[i] = false,
+                    None => {
+                        self.present[i] = false;
+                        lost = true;
+                    }
                 },
             }
         }
-        if k.sup.feasible(&self.present) {
+        if !lost || k.sup.feasible(&self.present) {
             if let Some(visit) = self.visits.get_mut(depth) {
                 *visit += 1;
             }
@@ -1432,5 +1504,38 @@ mod tests {
         let (same, _) = Body::of(&body, &|_: &Node| Some(0), 0, &mut none);
         assert!(none.is_empty());
         assert!(matches!(same, Body::Map(ScalarOp::Mul, _)));
+    }
+
+    /// An input the support requires is one without which the support
+    /// never holds, for every presence of the others.
+    #[test]
+    fn a_required_input_is_one_the_support_cannot_hold_without() {
+        let input = Sup::Input;
+        let sups = [
+            input(0),
+            Sup::And(vec![input(0), Sup::Or(vec![input(1), input(2)])]),
+            Sup::Or(vec![
+                Sup::And(vec![input(0), input(1)]),
+                Sup::And(vec![input(0), input(2)]),
+            ]),
+            Sup::Or(vec![input(0), Sup::And(vec![input(1), input(2)])]),
+            Sup::And(vec![Sup::Or(vec![input(0), input(1)]), input(2)]),
+            Sup::Always,
+            Sup::Never,
+        ];
+        let requires = |sup: &Sup| (0..3).filter(|&k| sup.requires(k)).collect::<Vec<_>>();
+        let listed: Vec<Vec<usize>> = sups.iter().map(requires).collect();
+        assert_eq!(
+            listed,
+            [vec![0], vec![0], vec![0], vec![], vec![2], vec![], vec![]]
+        );
+        for sup in &sups {
+            for bits in 0..8u8 {
+                let present: Vec<bool> = (0..3).map(|k| bits >> k & 1 == 1).collect();
+                for k in requires(sup) {
+                    assert!(present[k] || !sup.feasible(&present), "{sup:?} {present:?}");
+                }
+            }
+        }
     }
 }

@@ -1015,7 +1015,9 @@ impl<'a> Fiber<'a> {
             Storage::Hashed { table, .. } => table.get(&(self.parent, coord)).copied(),
             Storage::Compressed { crd, .. } => {
                 let coords = crd.get(self.lo..self.hi)?;
-                coords.binary_search(&coord).ok().map(|i| self.lo + i)
+                let range = candidate_positions(coords, coord)?;
+                let found = coords.get(range.clone())?.binary_search(&coord).ok()?;
+                Some(self.lo + range.start + found)
             }
         }
     }
@@ -1305,4 +1307,20 @@ fn scatter(values: &ArrayRef, positions: &[usize], len: usize) -> Result<ArrayRe
             )));
         }
     })
+}
+
+/// The positions of `coords` (strictly increasing) where `coord` can be:
+/// the `i`-th coordinate is at least `i` past the first and at most
+/// `len - 1 - i` before the last, so a fiber of nearly consecutive
+/// coordinates (keys `1..n`) is searched over its gaps only. `None` when
+/// `coord` is outside the fiber's coordinates.
+fn candidate_positions(coords: &[i64], coord: i64) -> Option<std::ops::Range<usize>> {
+    let (&first, &last) = (coords.first()?, coords.last()?);
+    if coord < first || coord > last {
+        return None;
+    }
+    let top = coords.len() - 1;
+    let at_most = usize::try_from(coord.abs_diff(first)).map_or(top, |d| d.min(top));
+    let at_least = usize::try_from(last.abs_diff(coord)).map_or(0, |d| top.saturating_sub(d));
+    (at_least <= at_most).then_some(at_least..at_most + 1)
 }
