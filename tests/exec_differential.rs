@@ -1460,3 +1460,73 @@ fn output_loops_around_single_aggregated_loops_write_in_order() {
         }
     }
 }
+
+/// A loop that reads one input: where the support requires it (`A[i,j] *
+/// B[i] + A[i,j] * C[i]`, either term needs `A`) the loop over `j`
+/// iterates `A`'s fiber alone; where it does not (`A[i,j] + B[i]`,
+/// `A[i,j] * C[i] + B[i]`) every `j` of a row that `B` holds is a
+/// candidate. Rows where `A`, `B` or `C` is missing, and a
+/// row that only `B` holds, against the reference evaluator, looping `i`
+/// then `j`, with 1 and 2 threads.
+#[test]
+fn a_loop_over_one_input_iterates_it_alone_only_where_the_support_needs_it() {
+    let a: &[(&[i64], i64)] = &[
+        (&[0, 1], 2),
+        (&[0, 3], -1),
+        (&[1, 0], 3),
+        (&[3, 2], 5),
+        (&[4, 4], 1),
+    ];
+    let b: &[(&[i64], i64)] = &[(&[0], 2), (&[2], 7), (&[3], -3)];
+    let c: &[(&[i64], i64)] = &[(&[1], 4), (&[3], 1), (&[4], 6)];
+    for floats in [false, true] {
+        let input =
+            |name: &str, vars: &[&str], entries| small_input(name, vars, 5, entries, floats);
+        let times = |x: Expr, y: Expr| Expr::Map {
+            op: ScalarOp::Mul,
+            args: vec![x, y],
+        };
+        let plus = |x: Expr, y: Expr| Expr::Map {
+            op: ScalarOp::Add,
+            args: vec![x, y],
+        };
+        let bodies = [
+            plus(
+                times(input("A", &["i", "j"], a), input("B", &["i"], b)),
+                times(input("A", &["i", "j"], a), input("C", &["i"], c)),
+            ),
+            plus(input("A", &["i", "j"], a), input("B", &["i"], b)),
+            plus(
+                times(input("A", &["i", "j"], a), input("C", &["i"], c)),
+                input("B", &["i"], b),
+            ),
+        ];
+        for body in bodies {
+            let program = Program {
+                queries: vec![Query {
+                    name: "y".into(),
+                    indices: vec!["i".into(), "j".into()],
+                    expr: body,
+                }],
+            };
+            let expected = reference::evaluate(&program).unwrap();
+            let choice = PlanChoices {
+                eliminate: false,
+                queries: HashMap::from([(
+                    0,
+                    QueryChoices {
+                        loop_order: Some(["i", "j"].map(String::from).to_vec()),
+                        ..QueryChoices::default()
+                    },
+                )]),
+            };
+            let plan = plan_with(&program, &choice).unwrap();
+            let one = run(&plan, &options(1), &NoProgress).unwrap();
+            if let Err(message) = compare(&expected, &one) {
+                panic!("{message}\n{plan}");
+            }
+            let two = run(&plan, &options(2), &NoProgress).unwrap();
+            assert!(identical(&one, &two), "1 and 2 threads differ\n{plan}");
+        }
+    }
+}

@@ -12,9 +12,10 @@
 //! for a union, every coordinate where nothing restricts the variable),
 //! then every input read at that loop looks the coordinate up, and the
 //! assignment is skipped when the support can no longer hold. A loop that
-//! reads one input, which the support requires, iterates that input's
-//! fiber without working the support out ([`Kernel::sole`]), and the
-//! support is checked again only when an input went missing.
+//! reads one level of one input, which the support requires and no other
+//! input is fixed to drive, iterates that input's fiber without working
+//! the support out ([`Kernel::sole`]); the support is checked again only
+//! when an input went missing (the root's is checked before any loop).
 //!
 //! The loops that bind output variables are *walked*; once every output
 //! variable is bound, the remaining (aggregated) loops are *grouped*: their
@@ -360,9 +361,10 @@ pub(crate) struct Kernel<'a> {
     /// Per loop and input, its position in `parts` (if read there).
     pub part_of: Vec<Vec<Option<usize>>>,
     pub sup: Sup,
-    /// Per loop, the one input read there when the support requires it:
-    /// the loop's candidates are that input's fiber, without working
-    /// the support out at each visit.
+    /// Per loop, the one input read there (at one level) when the
+    /// support requires it and the loop's driver is that input or the
+    /// shortest fiber: the loop's candidates are that input's fiber,
+    /// without working the support out at each visit.
     pub sole: Vec<Option<Part>>,
     pub body_fill: Value,
     /// Per loop, the end of its subtree ([`Loop::end`](super::plan::Loop::end)).
@@ -605,8 +607,9 @@ impl<'a> Kernel<'a> {
             return Ok(slot.acc.unwrap_or(self.query.fill));
         }
         let fill = op.lift(self.body_fill);
-        // A sum whose missing assignments are zeros of the sum's own type
-        // (a product's) is what was summed, without the operator dispatch.
+        // Missing assignments that are zeros of the accumulator's type
+        // leave the sum as it is (a float gains `+ 0.0`, as `repeat`
+        // then `Add` would give), without the operator dispatch.
         if matches!(op, AggOp::Sum | AggOp::Count) {
             match (slot.acc, fill) {
                 (Some(Value::Int(a)), Value::Int(0)) => return Ok(Value::Int(a)),
@@ -927,6 +930,9 @@ impl<'k, 'a> Worker<'k, 'a> {
     /// Runs the loop nest over `top` and hands the entries' charges on
     /// with them (see [`Held`]).
     fn walk_top(&mut self, top: Cands) -> Result<()> {
+        // `enter` relies on it: the support is rechecked only where an
+        // input goes missing.
+        debug_assert!(self.feasible(), "a loop nest run from an infeasible root");
         self.top = Some(top);
         self.walk_all()?;
         if let Some(held) = self.k.held {

@@ -27,10 +27,10 @@ use crate::storage::ValueType;
 ///
 /// The tag is a whole word (`repr(u64)`), so every variant's payload
 /// starts at the second word: a value is copied as three words. With a
-/// one-byte tag the boolean sits in byte 1 and every copy of a `Value`
-/// moves bytes 1 to 7 as overlapping pieces, which stall reading a value
-/// just returned (a third of the general loop nest's expression
-/// evaluation, measured on the TPC-H self-join).
+/// one-byte tag the boolean sits in byte 1, and the copies of returned
+/// values in the general loop nest's expression evaluation moved bytes 1
+/// to 7 as overlapping pieces, which stalled reading them (about a third
+/// of that evaluation's time on the TPC-H self-join).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(u64)]
 pub enum Value {
