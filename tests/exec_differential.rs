@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, BooleanArray, Decimal128Array, Float64Array, Int64Array};
 use common::Rng;
-use einsql::exec::plan::{DenseKernel, Driver, OutputFormat, Source};
+use einsql::exec::plan::{DenseKernel, Driver, OutputFormat, PhysicalPlan, Source};
 use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run, run_profiled};
 use einsql::ir::{
     AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
@@ -1373,6 +1373,17 @@ fn small_input(
     })
 }
 
+/// Runs `plan` with 1 and 2 threads: the first equals `expected` (the
+/// reference evaluator's), the second the first.
+fn agrees_on_one_and_two_threads(plan: &PhysicalPlan, expected: &[(String, Arc<Tensor>)]) {
+    let one = run(plan, &options(1), &NoProgress).unwrap();
+    if let Err(message) = compare(expected, &one) {
+        panic!("{message}\n{plan}");
+    }
+    let two = run(plan, &options(2), &NoProgress).unwrap();
+    assert!(identical(&one, &two), "1 and 2 threads differ\n{plan}");
+}
+
 /// Output loops around aggregated ones, `y[i,k,l] = SUM(j,m) A[i,j] *
 /// B[j,k,m] * (C[m,l] + D[l])` looping `i, j, k, m, l`: where `j` and
 /// `m` visit one coordinate (rows 0, 2 and 5 of `A` have one `j`), the
@@ -1451,12 +1462,7 @@ fn output_loops_around_single_aggregated_loops_write_in_order() {
                 .map(|&v| plan.queries[0].vars[v].name.as_str())
                 .collect();
             assert_eq!(order, ["i", "j", "k", "m", "l"], "{plan}");
-            let one = run(&plan, &options(1), &NoProgress).unwrap();
-            if let Err(message) = compare(&expected, &one) {
-                panic!("{message}\n{plan}");
-            }
-            let two = run(&plan, &options(2), &NoProgress).unwrap();
-            assert!(identical(&one, &two), "1 and 2 threads differ\n{plan}");
+            agrees_on_one_and_two_threads(&plan, &expected);
         }
     }
 }
@@ -1521,12 +1527,7 @@ fn a_loop_over_one_input_iterates_it_alone_only_where_the_support_needs_it() {
                 )]),
             };
             let plan = plan_with(&program, &choice).unwrap();
-            let one = run(&plan, &options(1), &NoProgress).unwrap();
-            if let Err(message) = compare(&expected, &one) {
-                panic!("{message}\n{plan}");
-            }
-            let two = run(&plan, &options(2), &NoProgress).unwrap();
-            assert!(identical(&one, &two), "1 and 2 threads differ\n{plan}");
+            agrees_on_one_and_two_threads(&plan, &expected);
         }
     }
 }

@@ -40,7 +40,7 @@ use std::cell::Cell;
 use arrow::buffer::BooleanBuffer;
 
 use crate::error::{Error, Result};
-use crate::ir::{AggOp, Annotation, ScalarOp, Value};
+use crate::ir::{Annotation, ScalarOp, Value};
 use crate::storage::fibertree::{Fiber, FiberTree, LeafValues};
 
 use super::accumulate::{Accumulator, AccumulatorPool, Entries, Slot};
@@ -606,20 +606,7 @@ impl<'a> Kernel<'a> {
         if missing == 0 {
             return Ok(slot.acc.unwrap_or(self.query.fill));
         }
-        let fill = op.lift(self.body_fill);
-        // Missing assignments that are zeros of the accumulator's type
-        // leave the sum as it is (a float gains `+ 0.0`, as `repeat`
-        // then `Add` would give), without the operator dispatch.
-        if matches!(op, AggOp::Sum | AggOp::Count) {
-            match (slot.acc, fill) {
-                (Some(Value::Int(a)), Value::Int(0)) => return Ok(Value::Int(a)),
-                (Some(Value::Float(a)), Value::Float(f)) if f == 0.0 => {
-                    return Ok(Value::Float(a + f));
-                }
-                _ => {}
-            }
-        }
-        let rest = op.repeat(fill, missing)?;
+        let rest = op.repeat(op.lift(self.body_fill), missing)?;
         match slot.acc {
             Some(acc) => op.combine().apply(&[acc, rest]),
             None => Ok(rest),
