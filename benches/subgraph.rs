@@ -20,7 +20,8 @@
 //!   [`Interrupt`]. It prints one JSON line per query: `name`, `count`,
 //!   `status` (`ok`, `timeout` or `error`), `message`, `seconds` (the
 //!   whole statement, wall clock), `optimize_seconds` (of which
-//!   `reduce_seconds` in the semijoin reductions) and `plan` (from
+//!   `reduce_seconds` in the semijoin reductions), `phase_seconds` (per
+//!   optimizer phase) and `plan` (from
 //!   [`Database::execute_profiled`]: the optimizer's plan with estimated and
 //!   actual entries per step; `EXPLAIN`'s plan for a query that did not
 //!   finish).
@@ -38,6 +39,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[path = "workload/subgraph.rs"]
 mod subgraph;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -509,6 +511,9 @@ struct Outcome {
     optimize_seconds: Option<f64>,
     /// Of which in the semijoin reductions.
     reduce_seconds: Option<f64>,
+    /// Seconds per optimizer phase (by the name `SET
+    /// disabled_optimizers` takes), over every program of the statement.
+    phase_seconds: Option<BTreeMap<&'static str, f64>>,
     plan: Option<String>,
 }
 
@@ -521,6 +526,20 @@ struct Execution {
     /// and the plan with estimated and actual entries per step (written
     /// only for the timed run, after the clock stopped).
     profile: einsql::Profile,
+}
+
+/// The time of each optimizer phase, summed over the statement's programs.
+fn phase_seconds(profile: &einsql::Profile) -> BTreeMap<&'static str, f64> {
+    let mut out = BTreeMap::new();
+    for phase in profile
+        .programs
+        .iter()
+        .filter_map(|p| p.optimized.as_ref())
+        .flat_map(|o| &o.phases)
+    {
+        *out.entry(phase.phase.name()).or_insert(0.0) += phase.time.as_secs_f64();
+    }
+    out
 }
 
 /// Whether `error` (possibly wrapped with a position) is a cancellation.
@@ -683,6 +702,7 @@ fn measure(
         seconds,
         optimize_seconds: None,
         reduce_seconds: None,
+        phase_seconds: None,
         plan: plan_text(db, &query.sql),
     };
     let limit = timeout.as_secs_f64();
@@ -697,6 +717,7 @@ fn measure(
                     seconds: execution.seconds,
                     optimize_seconds: Some(execution.profile.optimize.as_secs_f64()),
                     reduce_seconds: Some(execution.profile.reduce.as_secs_f64()),
+                    phase_seconds: Some(phase_seconds(&execution.profile)),
                     plan: Some(execution.profile.plan()),
                 };
             }
