@@ -1488,14 +1488,8 @@ fn a_loop_over_one_input_iterates_it_alone_only_where_the_support_needs_it() {
     for floats in [false, true] {
         let input =
             |name: &str, vars: &[&str], entries| small_input(name, vars, 5, entries, floats);
-        let times = |x: Expr, y: Expr| Expr::Map {
-            op: ScalarOp::Mul,
-            args: vec![x, y],
-        };
-        let plus = |x: Expr, y: Expr| Expr::Map {
-            op: ScalarOp::Add,
-            args: vec![x, y],
-        };
+        let times = |x, y| Expr::map(ScalarOp::Mul, vec![x, y]);
+        let plus = |x, y| Expr::map(ScalarOp::Add, vec![x, y]);
         let bodies = [
             plus(
                 times(input("A", &["i", "j"], a), input("B", &["i"], b)),
