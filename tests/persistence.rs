@@ -414,6 +414,25 @@ fn missing_or_damaged_data_files_are_named() {
             }),
             "unreadable",
         ),
+        (
+            // A row count no allocator gives: the load reserves what the
+            // file holds and names the disagreement.
+            "claimed rows",
+            Box::new(|data: &Path| {
+                let catalog = data.parent().unwrap().join("catalog.json");
+                let text = std::fs::read_to_string(&catalog).unwrap();
+                let start = text.find("\"rows\": ").unwrap() + "\"rows\": ".len();
+                let digits = text[start..].find(|c: char| !c.is_ascii_digit()).unwrap();
+                let claimed = format!(
+                    "{}{}{}",
+                    &text[..start],
+                    u64::MAX / 2,
+                    &text[start + digits..]
+                );
+                std::fs::write(&catalog, claimed).unwrap();
+            }),
+            "unlike the catalog",
+        ),
     ];
     for (label, damage, expected) in cases {
         let dir = saved_database();

@@ -695,9 +695,14 @@ fn dictionary_batch(tensor: &Tensor) -> Result<Option<RecordBatch>> {
     Ok(Some(RecordBatch::try_new(schema, columns)?))
 }
 
-/// Reads every batch of a Parquet file written by this module.
-fn read_batches(path: &Path, table: &str) -> Result<Vec<RecordBatch>> {
-    let problem = |message: String| {
+/// The number of rows of a Parquet file written by this module and its
+/// batches, each read as the iterator reaches it (so a table's batches
+/// are not all held at once while it is loaded).
+fn read_batches<'p>(
+    path: &'p Path,
+    table: &'p str,
+) -> Result<(usize, impl Iterator<Item = Result<RecordBatch>> + 'p)> {
+    let problem = move |message: String| {
         catalog_error(path, format!("table '{table}' cannot be loaded: {message}"))
     };
     let file = File::open(path).map_err(|e| {
@@ -707,12 +712,29 @@ fn read_batches(path: &Path, table: &str) -> Result<Vec<RecordBatch>> {
             Error::io(path, e)
         }
     })?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.with_batch_size(64 * 1024).build())
-        .map_err(|e| problem(format!("its data file is unreadable ({e})")))?;
-    reader
-        .map(|batch| batch.map_err(|e| problem(format!("its data file is unreadable ({e})"))))
-        .collect()
+    let unreadable =
+        move |e: &dyn std::fmt::Display| problem(format!("its data file is unreadable ({e})"));
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| unreadable(&e))?;
+    let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+    let reader = builder
+        .with_batch_size(64 * 1024)
+        .build()
+        .map_err(|e| unreadable(&e))?;
+    Ok((
+        rows,
+        reader.map(move |batch| batch.map_err(|e| unreadable(&e))),
+    ))
+}
+
+/// An empty column with room for `rows` values, or without when the
+/// allocator refuses that much (a damaged file's row count: the load then
+/// fails on the rows it finds).
+fn reserved<T>(rows: usize) -> Vec<T> {
+    let mut column = Vec::new();
+    if column.try_reserve_exact(rows).is_err() {
+        column = Vec::new();
+    }
+    column
 }
 
 /// Loads one table and checks it against its catalog entry.
@@ -725,17 +747,22 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
         )
     };
     let expected = entry.stored_fields();
-    let mut coords: Vec<Vec<i64>> = vec![Vec::new(); entry.dims.len()];
+    let (rows, batches) = read_batches(&path, name)?;
+    // The columns are made as long as the file says it is, not grown
+    // batch by batch (each doubling copied the column to fresh pages).
+    let rows = rows.min(usize::try_from(entry.rows).unwrap_or(usize::MAX));
+    let mut coords: Vec<Vec<i64>> = (0..entry.dims.len()).map(|_| reserved(rows)).collect();
     let mut annotations: Vec<ValueData> = expected[entry.dims.len()..]
         .iter()
         .map(|(_, ty)| match ty {
-            ValueType::Boolean => ValueData::Boolean(Vec::new()),
-            ValueType::Int64 => ValueData::Int64(Vec::new()),
-            ValueType::Int128 => ValueData::Int128(Vec::new()),
-            ValueType::Float64 => ValueData::Float64(Vec::new()),
+            ValueType::Boolean => ValueData::Boolean(reserved(rows)),
+            ValueType::Int64 => ValueData::Int64(reserved(rows)),
+            ValueType::Int128 => ValueData::Int128(reserved(rows)),
+            ValueType::Float64 => ValueData::Float64(reserved(rows)),
         })
         .collect();
-    for batch in read_batches(&path, name)? {
+    for batch in batches {
+        let batch = batch?;
         let schema = batch.schema();
         let found: Vec<(&str, &DataType)> = schema
             .fields()
@@ -850,7 +877,8 @@ fn read_dictionaries(
         )
     };
     let mut strings: Vec<Vec<String>> = vec![Vec::new(); entry.dims.len()];
-    for batch in read_batches(path, name)? {
+    for batch in read_batches(path, name)?.1 {
+        let batch = batch?;
         let (Some(dims), Some(values)) = (
             batch
                 .column_by_name("dimension")
