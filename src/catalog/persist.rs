@@ -61,6 +61,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Decimal128Type, Field, Float64Type, Int64Type, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::durable::{sync_directory, write_atomically};
@@ -199,9 +200,10 @@ impl Store {
             None => create_catalog(dir)?,
         };
         std::fs::create_dir_all(&data_dir).map_err(|e| Error::io(&data_dir, e))?;
+        // Tables load side by side (each decodes its own file).
         let tables = catalog
             .tables
-            .iter_mut()
+            .par_iter_mut()
             .map(|(name, entry)| {
                 let tensor = load_table(&data_dir, name, entry)?;
                 // A record that is not used is not written back either.
