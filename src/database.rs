@@ -65,6 +65,8 @@ impl Database {
 
     /// The database in directory `dir`, created if it does not exist. Every
     /// change is written to the directory before the statement returns.
+    /// Only the catalog is read here: a table is loaded from its files the
+    /// first time a statement (or [`Database::table`]) uses it.
     pub fn open(dir: impl AsRef<Path>) -> Result<Database> {
         Ok(Database::with_catalog(Catalog::open(dir.as_ref())?))
     }
@@ -214,9 +216,18 @@ impl Database {
         emitted_sql(&session, session.bind(statement)?, dialect)
     }
 
-    /// The table called `name`.
+    /// The table called `name`, loaded from the database directory if no
+    /// statement has used it yet. Errors: an unknown name; its data files
+    /// are missing, unreadable or disagree with the catalog.
     pub fn table(&self, name: &str) -> Result<Arc<Tensor>> {
         self.read_catalog().get(name)
+    }
+
+    /// The user-visible columns of table `name` in their order (none for
+    /// an unknown table); a table of a database directory is not loaded
+    /// for them.
+    pub fn column_names(&self, name: &str) -> Vec<String> {
+        self.read_catalog().column_names(name)
     }
 
     /// The names of all tables, in alphabetical order.

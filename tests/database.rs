@@ -74,6 +74,55 @@ fn tables_survive_reopening() {
 }
 
 #[test]
+fn tables_load_when_first_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        let db = Database::open(&path).unwrap();
+        db.execute(
+            "CREATE TABLE good (x INT, y INT); INSERT INTO good VALUES (1, 2), (3, 4);
+             CREATE TABLE bad (x INT); INSERT INTO bad VALUES (5);
+             CREATE INDEX by_y ON good (y, x);",
+        )
+        .unwrap();
+    }
+    // Damage the data file of `bad` only: the database still opens, the
+    // other table works, and reading `bad` names the file.
+    let data = path.join("data");
+    let bad_file = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|name| name.ends_with("-bad.parquet"))
+        .expect("bad's data file");
+    std::fs::write(data.join(&bad_file), b"not parquet").unwrap();
+    let db = Database::open(&path).unwrap();
+    assert_eq!(db.table_names(), ["bad", "good"]);
+    // The columns come from the catalog (what the shell completes).
+    assert_eq!(db.column_names("BAD"), ["x"]);
+    assert_eq!(db.column_names("good"), ["x", "y"]);
+    assert_eq!(rows(&db, "SELECT * FROM good"), ["1 2", "3 4"]);
+    assert_eq!(db.column_names("good"), ["x", "y"]);
+    let error = db.execute("SELECT * FROM bad").unwrap_err().to_string();
+    assert!(
+        error.contains(&bad_file) && error.contains("unreadable"),
+        "{error}"
+    );
+    // The same error again, not a half-loaded table.
+    let again = db.execute("SELECT * FROM bad").unwrap_err().to_string();
+    assert_eq!(again, error);
+    // Dropping the damaged table works without reading it.
+    db.execute("DROP TABLE bad").unwrap();
+    assert_eq!(db.table_names(), ["good"]);
+    drop(db);
+    // A table's declared indexes are known before it is loaded.
+    let db = Database::open(&path).unwrap();
+    let error = db.execute("DROP INDEX by_x").unwrap_err();
+    assert!(error.to_string().contains("by_y"), "{error}");
+    assert_eq!(rows(&db, "SELECT y FROM good WHERE x = 3"), ["4"]);
+    db.execute("DROP INDEX by_y").unwrap();
+}
+
+#[test]
 fn one_process_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let first = Database::open(dir.path()).unwrap();

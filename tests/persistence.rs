@@ -33,14 +33,29 @@ fn assert_same(a: &Tensor, b: &Tensor) {
     assert_eq!(a.data(), b.data());
 }
 
+/// Opens `dir` and loads every table.
 fn open(dir: &Path) -> (Store, BTreeMap<String, Tensor>) {
-    let (store, tables) = Store::open(dir).unwrap();
-    (store, tables.into_iter().collect())
+    let (store, names) = Store::open(dir).unwrap();
+    let tables = names
+        .into_iter()
+        .map(|name| {
+            let tensor = store.load(&name).unwrap();
+            (name, tensor)
+        })
+        .collect();
+    (store, tables)
 }
 
+/// The error of opening `dir` and loading every table.
 fn open_error(dir: &Path) -> String {
-    match Store::open(dir) {
-        Ok((_, tables)) => panic!("expected an error, opened {} tables", tables.len()),
+    let loaded = Store::open(dir).and_then(|(store, names)| {
+        names
+            .iter()
+            .map(|name| store.load(name))
+            .collect::<einsql::error::Result<Vec<_>>>()
+    });
+    match loaded {
+        Ok(tables) => panic!("expected an error, loaded {} tables", tables.len()),
         Err(e) => e.to_string(),
     }
 }
@@ -681,12 +696,12 @@ fn edit_catalog(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     std::fs::write(&path, serde_json::to_vec_pretty(&catalog).unwrap()).unwrap();
 }
 
-/// Asserts that `loaded` came with statistics (restored on open, not
+/// Asserts that `loaded` came with statistics (restored when loaded, not
 /// computed) equal to those `original` computes.
 fn assert_restored_statistics(loaded: &Tensor, original: &Tensor) {
     let restored = loaded
         .computed_statistics()
-        .expect("statistics restored on open");
+        .expect("statistics restored when loaded");
     let computed = Statistics::compute(original.dims(), original.data());
     assert_eq!(restored.nnz(), computed.nnz());
     assert_eq!(restored.sizes(), computed.sizes());

@@ -155,7 +155,11 @@ fn read_arrow(data: &Bound<'_, PyAny>) -> PyResult<(SchemaRef, Vec<RecordBatch>)
 /// Stores `tensor` as table `name`, dropping a table of that name first.
 fn replace_table(db: &einsql::Database, name: &str, tensor: Tensor) -> einsql::Result<String> {
     let entries = tensor.nnz();
-    let replaced = db.table(name).is_ok();
+    // By name: a table of a database directory is not loaded to be replaced.
+    let replaced = db
+        .table_names()
+        .iter()
+        .any(|table| table.eq_ignore_ascii_case(name));
     if replaced {
         db.execute(&format!("DROP TABLE {}", quote_identifier(name)))?;
     }

@@ -19,13 +19,19 @@
 //! are computed when it is stored (every way of storing one goes through
 //! this catalog), not in the first query that plans over it; a database
 //! directory records them with the table, in the same commit, and hands
-//! them back when it is opened ([`persist`]).
+//! them back when the table is loaded ([`persist`]).
+//!
+//! Opening a database directory reads its catalog file only: each table
+//! is loaded from its data files when a statement first uses it, so a
+//! database opens at once whatever it holds, and a damaged data file is
+//! an error of the statements that read that table (the others still
+//! work).
 
 pub mod persist;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::storage::Tensor;
@@ -36,8 +42,17 @@ use persist::Store;
 #[derive(Debug, Default)]
 pub struct Catalog {
     /// Tables by lower-case name, with the name as created.
-    tables: BTreeMap<String, (String, Arc<Tensor>)>,
+    tables: BTreeMap<String, (String, Table)>,
     store: Option<Store>,
+}
+
+/// A table's tensor: set when the table is stored, or when a table of a
+/// database directory is first used ([`Store::load`]).
+type Table = OnceLock<Arc<Tensor>>;
+
+/// A table that holds `tensor`.
+fn table(tensor: Arc<Tensor>) -> Table {
+    OnceLock::from(tensor)
 }
 
 impl Catalog {
@@ -48,10 +63,10 @@ impl Catalog {
 
     /// The catalog of the database directory `dir`, created if missing.
     pub fn open(dir: &Path) -> Result<Catalog> {
-        let (store, tables) = Store::open(dir)?;
-        let tables = tables
+        let (store, names) = Store::open(dir)?;
+        let tables = names
             .into_iter()
-            .map(|(name, tensor)| (name.to_lowercase(), (name, Arc::new(tensor))))
+            .map(|name| (name.to_lowercase(), (name, Table::new())))
             .collect();
         Ok(Catalog {
             tables,
@@ -64,12 +79,41 @@ impl Catalog {
         self.store.is_some()
     }
 
-    /// The table called `name`, or an error suggesting the closest name.
+    /// The table called `name` (loaded from the database directory on
+    /// first use), or an error suggesting the closest name. Errors also:
+    /// the table's data files are missing, unreadable or disagree with
+    /// the catalog.
     pub fn get(&self, name: &str) -> Result<Arc<Tensor>> {
-        self.tables
+        let (shown, table) = self
+            .tables
             .get(&name.to_lowercase())
-            .map(|(_, tensor)| Arc::clone(tensor))
-            .ok_or_else(|| Error::unknown("Table", name, self.names()))
+            .ok_or_else(|| Error::unknown("Table", name, self.names()))?;
+        if let Some(tensor) = table.get() {
+            return Ok(Arc::clone(tensor));
+        }
+        let store = self.store.as_ref().ok_or_else(|| {
+            Error::Internal(format!("table '{shown}' has neither data nor a store"))
+        })?;
+        let loaded = Arc::new(store.load(shown)?);
+        // Another reader may have loaded it meanwhile: either copy will do.
+        Ok(Arc::clone(table.get_or_init(|| loaded)))
+    }
+
+    /// The user-visible columns of table `name` in their order, without
+    /// loading it (none for an unknown table).
+    pub fn column_names(&self, name: &str) -> Vec<String> {
+        let Some((shown, table)) = self.tables.get(&name.to_lowercase()) else {
+            return Vec::new();
+        };
+        match (table.get(), &self.store) {
+            (Some(tensor), _) => tensor
+                .column_order()
+                .iter()
+                .map(|&c| tensor.column_name(c).to_string())
+                .collect(),
+            (None, Some(store)) => store.column_names(shown),
+            (None, None) => Vec::new(),
+        }
     }
 
     /// Whether a table called `name` exists.
@@ -108,7 +152,7 @@ impl Catalog {
         if let Some(store) = &mut self.store {
             store.save_table(&shown, &tensor)?;
         }
-        self.tables.insert(key, (shown, tensor));
+        self.tables.insert(key, (shown, table(tensor)));
         Ok(())
     }
 
@@ -130,7 +174,8 @@ impl Catalog {
             store.save_tables(&saved)?;
         }
         for (name, tensor) in tables {
-            self.tables.insert(name.to_lowercase(), (name, tensor));
+            self.tables
+                .insert(name.to_lowercase(), (name, table(tensor)));
         }
         Ok(())
     }
@@ -180,15 +225,20 @@ impl Catalog {
     }
 
     /// Every declared index with the name of its table, by table name,
-    /// then in the order they were declared.
+    /// then in the order they were declared (a table not loaded yet: as
+    /// its catalog entry records them).
     pub fn indexes(&self) -> Vec<(String, DeclaredIndex)> {
         self.tables
             .values()
-            .flat_map(|(table, tensor)| {
-                tensor
-                    .declared_indexes()
+            .flat_map(|(shown, table)| {
+                let declared = match (table.get(), &self.store) {
+                    (Some(tensor), _) => tensor.declared_indexes(),
+                    (None, Some(store)) => store.declared_indexes(shown),
+                    (None, None) => Vec::new(),
+                };
+                declared
                     .into_iter()
-                    .map(move |index| (table.clone(), index))
+                    .map(move |index| (shown.clone(), index))
             })
             .collect()
     }

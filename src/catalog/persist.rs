@@ -18,12 +18,15 @@
 //! dimensions, sizes, dictionaries, value types, column order, bag
 //! multiplicities and values.
 //!
+//! Opening a directory ([`Store::open`]) reads the catalog only; a table
+//! is read from its files when it is first used ([`Store::load`]).
+//!
 //! Declared indexes are recorded in the catalog only (a name, a dimension
-//! order and a level format per level) and rebuilt from the table's data on
-//! open: a fibertree is a few sorted arrays that building recreates in
-//! about the time reading them from files would take, and recording only
-//! the declaration keeps one commit per change without more files to
-//! write. A catalog that declares a tiled index is written as format 3; one
+//! order and a level format per level) and rebuilt from the table's data
+//! when it is loaded: a fibertree is a few sorted arrays that building
+//! recreates in about the time reading them from files would take, and
+//! recording only the declaration keeps one commit per change without
+//! more files to write. A catalog that declares a tiled index is written as format 3; one
 //! that declares only fibertree indexes as format 2; one that declares none
 //! as format 1, so that a database stays readable by the earlier builds
 //! that understand what it declares, and an earlier build refuses (instead
@@ -31,12 +34,12 @@
 //!
 //! A table's statistics (nnz, sizes and every degree statistic, a few
 //! numbers per set of dimensions) are recorded in its catalog entry,
-//! written with the table in the same commit, and handed to the loaded
-//! tensor on open, so that its first query does not compute them. The
+//! written with the table in the same commit, and handed to the tensor
+//! when it is loaded, so that its first query does not compute them. The
 //! record names the data file it describes; it is used only with that
 //! file, when it agrees with the entry's row count and sizes and passes
 //! [`Statistics::restore`]'s checks. Otherwise (a damaged record, or none
-//! in a catalog written before they were recorded) the table opens
+//! in a catalog written before they were recorded) the table loads
 //! without them, they are computed on first use, and the unused record is
 //! left out of the next commit. The record adds no format version: it is
 //! an optional field that earlier builds ignore, and they drop it when
@@ -56,12 +59,11 @@
 use std::collections::BTreeMap;
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Decimal128Type, Field, Float64Type, Int64Type, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::durable::{sync_directory, write_atomically};
@@ -98,6 +100,9 @@ const LOCK_ATTEMPTS: u32 = 10;
 pub struct Store {
     dir: PathBuf,
     catalog: Catalog,
+    /// The tables (name and data file) whose statistics record did not fit
+    /// their data when loaded: the next commit leaves the record out.
+    unfit: Mutex<Vec<(String, String)>>,
     /// The locked lock file; the lock is released when it is closed.
     _lock: File,
 }
@@ -185,45 +190,82 @@ struct ValueEntry {
 }
 
 impl Store {
-    /// Opens (creating it if missing) the database directory `dir`, locks
-    /// it, and loads every table.
+    /// Opens (creating it if missing) the database directory `dir` and
+    /// locks it; the names of its tables, as created, which
+    /// [`Store::load`] loads when they are first used.
     ///
     /// Errors: the directory is open elsewhere; the catalog is damaged,
-    /// from an unknown format version, or missing beside data files; a
-    /// data file is missing, unreadable or disagrees with the catalog.
-    pub fn open(dir: &Path) -> Result<(Store, Vec<(String, Tensor)>)> {
+    /// from an unknown format version, or missing beside data files.
+    pub fn open(dir: &Path) -> Result<(Store, Vec<String>)> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let lock = lock_directory(dir)?;
         let data_dir = dir.join(DATA);
-        let mut catalog = match read_catalog(&dir.join(CATALOG))? {
+        let catalog = match read_catalog(&dir.join(CATALOG))? {
             Some(catalog) => catalog,
             None => create_catalog(dir)?,
         };
         std::fs::create_dir_all(&data_dir).map_err(|e| Error::io(&data_dir, e))?;
-        // Tables load side by side (each decodes its own file).
-        let tables = catalog
-            .tables
-            .par_iter_mut()
-            .map(|(name, entry)| {
-                let tensor = load_table(&data_dir, name, entry)?;
-                // A record that is not used is not written back either.
-                if !entry
-                    .statistics
-                    .as_ref()
-                    .is_some_and(|s| s.restore(entry, &tensor))
-                {
-                    entry.statistics = None;
-                }
-                Ok((name.clone(), tensor))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let names = catalog.tables.keys().cloned().collect();
         let store = Store {
             dir: dir.to_path_buf(),
             catalog,
+            unfit: Mutex::new(Vec::new()),
             _lock: lock,
         };
         store.remove_leftovers();
-        Ok((store, tables))
+        Ok((store, names))
+    }
+
+    /// Loads table `name` from its data files, with its declared indexes
+    /// built and the statistics its catalog entry records (computed again
+    /// on first use when the record does not fit the data).
+    ///
+    /// Errors: no such table; a data file is missing, unreadable or
+    /// disagrees with the catalog.
+    pub fn load(&self, name: &str) -> Result<Tensor> {
+        let entry = self.catalog.tables.get(name).ok_or_else(|| {
+            Error::unknown(
+                "Table",
+                name,
+                self.catalog.tables.keys().map(String::as_str),
+            )
+        })?;
+        let tensor = load_table(&self.dir.join(DATA), name, entry)?;
+        if let Some(statistics) = &entry.statistics
+            && !statistics.restore(entry, &tensor)
+        {
+            self.unfit
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((name.to_string(), entry.data_file.clone()));
+        }
+        Ok(tensor)
+    }
+
+    /// The user-visible columns of table `name` in their order, as its
+    /// catalog entry records them (none for an unknown table).
+    pub fn column_names(&self, name: &str) -> Vec<String> {
+        let Some(entry) = self.catalog.tables.get(name) else {
+            return Vec::new();
+        };
+        entry
+            .column_order
+            .iter()
+            .filter_map(|column| match *column {
+                ColumnRef::Key(d) => entry.dims.get(d).map(|dim| dim.name.clone()),
+                ColumnRef::Value(v) => entry.values.get(v).map(|value| value.name.clone()),
+            })
+            .collect()
+    }
+
+    /// The indexes table `name` declares, as its catalog entry records
+    /// them (none for an unknown table).
+    pub fn declared_indexes(&self, name: &str) -> Vec<DeclaredIndex> {
+        self.catalog
+            .tables
+            .get(name)
+            .map(|entry| entry.indexes.iter().map(DeclaredIndex::from).collect())
+            .unwrap_or_default()
     }
 
     /// Stores `tensor` as table `name`, replacing any table of that name.
@@ -263,7 +305,8 @@ impl Store {
     }
 
     /// Records `indexes` as the declared indexes of table `name`, in one
-    /// commit of the catalog alone (the indexes are rebuilt on open).
+    /// commit of the catalog alone (the indexes are rebuilt when the table
+    /// is loaded).
     pub fn set_indexes(&mut self, name: &str, indexes: &[DeclaredIndex]) -> Result<()> {
         let mut catalog = self.catalog.clone();
         let Some(entry) = catalog.tables.get_mut(name) else {
@@ -298,6 +341,16 @@ impl Store {
     /// Writes `catalog` (the commit point), then removes the files of the
     /// `replaced` entries.
     fn commit(&mut self, mut catalog: Catalog, replaced: Vec<TableEntry>) -> Result<()> {
+        // A record that did not fit is not written back (a table stored
+        // since has a data file, and a record, of its own).
+        let unfit = self.unfit.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for (name, file) in unfit.iter() {
+            if let Some(entry) = catalog.tables.get_mut(name)
+                && entry.data_file == *file
+            {
+                entry.statistics = None;
+            }
+        }
         let indexes = || catalog.tables.values().flat_map(|t| &t.indexes);
         catalog.version = if indexes().any(|i| i.tiles.is_some()) {
             VERSION
@@ -448,6 +501,19 @@ impl StatisticsEntry {
             .collect();
         Statistics::restore(tensor.dims(), self.nnz, degrees)
             .is_some_and(|statistics| tensor.restore_statistics(statistics))
+    }
+}
+
+impl From<&IndexEntry> for DeclaredIndex {
+    fn from(index: &IndexEntry) -> DeclaredIndex {
+        let layout = match &index.tiles {
+            None => IndexLayout::Levels(IndexSpec::new(index.order.clone(), index.formats.clone())),
+            Some(sizes) => IndexLayout::Tiles(TileSpec::new(index.order.clone(), sizes.clone())),
+        };
+        DeclaredIndex {
+            name: index.name.clone(),
+            layout,
+        }
     }
 }
 
@@ -844,15 +910,7 @@ fn load_table(data_dir: &Path, name: &str, entry: &TableEntry) -> Result<Tensor>
         return Err(mismatch("holds duplicate or unsorted entries".to_string()));
     }
     for index in &entry.indexes {
-        let layout = match &index.tiles {
-            None => IndexLayout::Levels(IndexSpec::new(index.order.clone(), index.formats.clone())),
-            Some(sizes) => IndexLayout::Tiles(TileSpec::new(index.order.clone(), sizes.clone())),
-        };
-        let declared = DeclaredIndex {
-            name: index.name.clone(),
-            layout,
-        };
-        tensor.declare(declared).map_err(|e| {
+        tensor.declare(DeclaredIndex::from(index)).map_err(|e| {
             catalog_error(
                 &path,
                 format!(

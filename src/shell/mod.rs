@@ -603,14 +603,7 @@ impl Shell {
         let tables = self.db.table_names();
         let mut columns: Vec<String> = tables
             .iter()
-            .filter_map(|name| self.db.table(name).ok())
-            .flat_map(|tensor| {
-                tensor
-                    .column_order()
-                    .iter()
-                    .map(|&c| tensor.column_name(c).to_string())
-                    .collect::<Vec<_>>()
-            })
+            .flat_map(|name| self.db.column_names(name))
             .collect();
         columns.sort();
         columns.dedup();
