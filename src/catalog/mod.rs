@@ -50,11 +50,6 @@ pub struct Catalog {
 /// database directory is first used ([`Store::load`]).
 type Table = OnceLock<Arc<Tensor>>;
 
-/// A table that holds `tensor`.
-fn table(tensor: Arc<Tensor>) -> Table {
-    OnceLock::from(tensor)
-}
-
 impl Catalog {
     /// An empty catalog kept in memory only.
     pub fn in_memory() -> Catalog {
@@ -152,7 +147,7 @@ impl Catalog {
         if let Some(store) = &mut self.store {
             store.save_table(&shown, &tensor)?;
         }
-        self.tables.insert(key, (shown, table(tensor)));
+        self.tables.insert(key, (shown, Table::from(tensor)));
         Ok(())
     }
 
@@ -175,7 +170,7 @@ impl Catalog {
         }
         for (name, tensor) in tables {
             self.tables
-                .insert(name.to_lowercase(), (name, table(tensor)));
+                .insert(name.to_lowercase(), (name, Table::from(tensor)));
         }
         Ok(())
     }

@@ -26,9 +26,9 @@
 //! when it is loaded: a fibertree is a few sorted arrays that building
 //! recreates in about the time reading them from files would take, and
 //! recording only the declaration keeps one commit per change without
-//! more files to write. A catalog that declares a tiled index is written as format 3; one
-//! that declares only fibertree indexes as format 2; one that declares none
-//! as format 1, so that a database stays readable by the earlier builds
+//! more files to write. A catalog that declares a tiled index is written
+//! as format 3; one that declares only fibertree indexes as format 2; one
+//! that declares none as format 1, so that a database stays readable by the earlier builds
 //! that understand what it declares, and an earlier build refuses (instead
 //! of silently dropping or misreading) the indexes of a newer one.
 //!
@@ -799,9 +799,8 @@ fn read_batches<'p>(
 /// fails on the rows it finds).
 fn reserved<T>(rows: usize) -> Vec<T> {
     let mut column = Vec::new();
-    if column.try_reserve_exact(rows).is_err() {
-        column = Vec::new();
-    }
+    // Refused, the column stays empty and grows as the rows come.
+    let _ = column.try_reserve_exact(rows);
     column
 }
 
