@@ -28,9 +28,10 @@
 //! recording only the declaration keeps one commit per change without
 //! more files to write. A catalog that declares a tiled index is written
 //! as format 3; one that declares only fibertree indexes as format 2; one
-//! that declares none as format 1, so that a database stays readable by the earlier builds
-//! that understand what it declares, and an earlier build refuses (instead
-//! of silently dropping or misreading) the indexes of a newer one.
+//! that declares none as format 1, so that a database stays readable by
+//! the earlier builds that understand what it declares, and an earlier
+//! build refuses (instead of silently dropping or misreading) the indexes
+//! of a newer one.
 //!
 //! A table's statistics (nnz, sizes and every degree statistic, a few
 //! numbers per set of dimensions) are recorded in its catalog entry,
