@@ -315,13 +315,13 @@ print(min(runs), con.execute(f"SELECT SUM(v) FROM r{{len(statements) - 1}}").fet
     return float(seconds), float(total), float(first)
 
 
-def numpy_models(tables, blocks, timeout, joins):
-    """(build X s, model s, sum) of each model with numpy; a self-join
-    model still running after `timeout` seconds stops (None)."""
+def numpy_models(tables, blocks, timeout, joins, chosen):
+    """(build X s, model s, sum) of each chosen model with numpy; a
+    self-join model still running after `timeout` seconds stops (None)."""
     theta, w1, w2, w3 = tpch_ml.weights()
     out = {}
     if "star" not in joins:
-        return numpy_self(tables, blocks, timeout, out)
+        return numpy_self(tables, blocks, timeout, out, chosen)
     star = tpch_ml.Star(tables, blocks)
     start = time.perf_counter()
     x = star.matrix()
@@ -334,19 +334,21 @@ def numpy_models(tables, blocks, timeout, joins):
             np.maximum(np.maximum(x @ w1.T, 0.0) @ w2.T, 0.0) @ w3),
     }
     for name, fn in models.items():
+        if name not in chosen:
+            continue
         start = time.perf_counter()
         value = fn()
         out[("star", name)] = (build, time.perf_counter() - start, float(value.sum()))
     del x
-    return numpy_self(tables, blocks, timeout, out) if "self" in joins else out
+    return numpy_self(tables, blocks, timeout, out, chosen) if "self" in joins else out
 
 
-def numpy_self(tables, blocks, timeout, out):
+def numpy_self(tables, blocks, timeout, out, chosen):
     """The self-join's models with numpy, X a chunk of pairs at a time."""
     theta = tpch_ml.weights()[0]
     join = tpch_ml.SelfJoin(tables, blocks)
     t = theta[: tpch_ml.SELF_FEATURES]
-    for name in SELF_MODELS:
+    for name in [m for m in SELF_MODELS if m in chosen]:
         build = model = total = 0.0
         start = began = time.perf_counter()
         for _, xc in join.chunks():
@@ -381,6 +383,8 @@ def main() -> None:
                              "of its own)")
     parser.add_argument("--plot", help="also draw the times into this PNG file")
     parser.add_argument("--joins", default="star,self", help="which joins: star, self")
+    parser.add_argument("--models", default=",".join(STAR_MODELS),
+                        help="which models (of each join): " + ", ".join(STAR_MODELS))
     parser.add_argument("--systems", default="einsql,none,duckdb,numpy",
                         help="which systems: einsql, none (optimizer = 'none'), duckdb, numpy")
     args = parser.parse_args()
@@ -399,7 +403,12 @@ def main() -> None:
                 f"SET memory_limit = '{os.environ.get('EINSQL_MEMORY_LIMIT', '12GB')}';"]
     joins = args.joins.split(",")
     systems = args.systems.split(",")
-    plan = [(j, s, m) for j, s, m in [("star", star, STAR_MODELS), ("self", selfjoin, SELF_MODELS)]
+    chosen = args.models.split(",")
+    unknown = [m for m in chosen if m not in STAR_MODELS]
+    if unknown:
+        parser.error(f"unknown model {unknown[0]!r}: the models are {', '.join(STAR_MODELS)}")
+    plan = [(j, s, [m for m in ms if m in chosen])
+            for j, s, ms in [("star", star, STAR_MODELS), ("self", selfjoin, SELF_MODELS)]
             if j in joins]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -439,7 +448,7 @@ def main() -> None:
                                          args.repeat)
                     results[(join, model, mode)] = r
                     print(f"# {join} {model} {mode}: {r}", flush=True)
-        for (join, model), r in (numpy_models(tables, blocks, args.timeout, joins).items()
+        for (join, model), r in (numpy_models(tables, blocks, args.timeout, joins, chosen).items()
                                  if "numpy" in systems else []):
             results[(join, model, "numpy")] = r
             print(f"# {join} {model} numpy: {r}", flush=True)

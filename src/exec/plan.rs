@@ -534,20 +534,17 @@ impl PhysicalQuery {
     /// the inputs they share; a group that shares no input with the loops
     /// after it becomes a subtree of its own, whose sum multiplies the
     /// sum of its siblings (`Σ_{x,y} f(x)·g(y) = Σ_x f(x) · Σ_y g(y)`),
-    /// recursively. Only for a `SUM` of a product of inputs that are 0
-    /// where absent, where that identity holds. Each group keeps its
-    /// loops' relative order, so every input's level order is unchanged.
-    /// Returns whether the tree has a branch.
+    /// recursively. Among the loops that bind the output variables (the
+    /// trunk, a path), a summed loop that no chain of inputs joins to an
+    /// output variable still unbound goes first, with the loops joined to
+    /// it, as a subtree whose sum multiplies every entry the loops after
+    /// it write (`Σ_o A[s,p,o] · B[p,j]` takes `Σ_o A[s,p,o]` once per
+    /// `(s, p)`, not once per `j`). Only for a `SUM` of a product of
+    /// inputs that are 0 where absent, where that identity holds. Each
+    /// group keeps its loops' relative order, so every input's level
+    /// order is unchanged. Returns whether the tree has a branch.
     pub fn factorize(&mut self) -> bool {
-        if !self.sums_a_product() {
-            return false;
-        }
-        let first = self
-            .loops
-            .iter()
-            .rposition(|l| self.output.contains(&l.var))
-            .map_or(1, |d| d + 1);
-        if first + 2 > self.loops.len() {
+        if !self.sums_a_product() || self.loops.is_empty() {
             return false;
         }
         let inputs: Vec<Vec<usize>> = self
@@ -563,10 +560,27 @@ impl PhysicalQuery {
                     .collect()
             })
             .collect();
-        let mut tree: Vec<Loop> = self.loops[..first].to_vec();
-        arrange(&self.loops[first..], &inputs, first, &mut tree);
+        let n = self.loops.len();
+        let mut tree: Vec<Loop> = vec![self.loops[0]];
+        let mut rest: Vec<Loop> = self.loops[1..].to_vec();
+        while rest.iter().any(|l| self.output.contains(&l.var)) {
+            let member = joined_to_head(&rest, &inputs);
+            let hoisted = rest
+                .iter()
+                .zip(&member)
+                .all(|(l, &m)| !m || !self.output.contains(&l.var));
+            if hoisted {
+                let (group, others) = split_members(&rest, &member);
+                arrange(&group, &inputs, tree.len(), &mut tree);
+                rest = others;
+            } else {
+                tree.push(Loop { end: n, ..rest[0] });
+                rest.remove(0);
+            }
+        }
+        arrange(&rest, &inputs, tree.len(), &mut tree);
         self.loops = tree;
-        self.loops.iter().any(|l| l.end < self.loops.len())
+        self.loops.iter().any(|l| l.end < n)
     }
 
     /// Marks each sibling subtree of the loop tree that repeats the one
@@ -575,7 +589,8 @@ impl PhysicalQuery {
     /// the same outer variables and constants, the subtree's own
     /// variables matched by their place in it. (A sum does not depend on
     /// the order its loops run in or the indexes they read.) Runs of such
-    /// siblings all point at the first.
+    /// siblings all point at the first. The loops that bind output
+    /// variables (and the subtrees holding them) repeat nothing.
     pub fn mark_repeats(&mut self) {
         for depth in 1..self.loops.len() {
             // A loop not inside the one above starts a sibling subtree.
@@ -585,11 +600,22 @@ impl PhysicalQuery {
             let Some(previous) = self.previous_sibling(depth) else {
                 continue;
             };
+            if self.binds_output(previous) || self.binds_output(depth) {
+                continue;
+            }
             if self.same_sums(previous, depth) {
                 let first = self.loops[previous].repeats.unwrap_or(previous);
                 self.loops[depth].repeats = Some(first);
             }
         }
+    }
+
+    /// Whether the subtree starting at loop `depth` binds an output
+    /// variable.
+    fn binds_output(&self, depth: usize) -> bool {
+        self.loops[depth..self.loops[depth].end]
+            .iter()
+            .any(|l| self.output.contains(&l.var))
     }
 
     /// The sibling subtree just before the one starting at loop `depth`:
@@ -1252,8 +1278,24 @@ fn arrange(seq: &[Loop], inputs: &[Vec<usize>], offset: usize, tree: &mut Vec<Lo
     let Some(&head) = seq.first() else {
         return;
     };
+    let (group, rest) = split_members(seq, &joined_to_head(seq, inputs));
+    let end = offset + group.len();
+    tree.push(Loop {
+        end,
+        repeats: None,
+        ..head
+    });
+    arrange(&group[1..], inputs, offset + 1, tree);
+    arrange(&rest, inputs, end, tree);
+}
+
+/// Which loops of `seq` a chain of inputs (each given by its variables)
+/// joins to its first loop through loops of `seq`.
+fn joined_to_head(seq: &[Loop], inputs: &[Vec<usize>]) -> Vec<bool> {
     let mut member = vec![false; seq.len()];
-    member[0] = true;
+    if let Some(first) = member.first_mut() {
+        *first = true;
+    }
     let mut grew = true;
     while grew {
         grew = false;
@@ -1273,22 +1315,20 @@ fn arrange(seq: &[Loop], inputs: &[Vec<usize>], offset: usize, tree: &mut Vec<Lo
             }
         }
     }
+    member
+}
+
+/// The loops of `seq` that are members, and the others, each in order.
+fn split_members(seq: &[Loop], member: &[bool]) -> (Vec<Loop>, Vec<Loop>) {
     let (mut group, mut rest) = (Vec::new(), Vec::new());
-    for (&l, &m) in seq.iter().zip(&member) {
+    for (&l, &m) in seq.iter().zip(member) {
         if m {
             group.push(l);
         } else {
             rest.push(l);
         }
     }
-    let end = offset + group.len();
-    tree.push(Loop {
-        end,
-        repeats: None,
-        ..head
-    });
-    arrange(&group[1..], inputs, offset + 1, tree);
-    arrange(&rest, inputs, end, tree);
+    (group, rest)
 }
 
 impl fmt::Display for PhysicalPlan {

@@ -824,6 +824,21 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
 
     fn walk(&mut self, depth: usize, partial: T) -> Result<()> {
         let kernel = self.shared.kernel;
+        let n = kernel.vars.len();
+        if kernel.ends[depth] < n {
+            // Summed subtrees ahead of output loops (a factorized trunk,
+            // see `PhysicalQuery::factorize`, which leaves an output loop
+            // after them): their sum multiplies every entry the loops
+            // after them write.
+            let mut after = depth;
+            while kernel.ends[after] < n {
+                after = kernel.ends[after];
+            }
+            let Some(sum) = self.group(depth, after)? else {
+                return Ok(());
+            };
+            return self.walk(after, partial.times(sum)?);
+        }
         visit(self, depth, |w, positions| {
             let factor = w.factors(depth, positions)?;
             if factor == T::ZERO {

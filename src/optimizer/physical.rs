@@ -18,8 +18,10 @@
 //!   the inputs that must be re-indexed because the order so far reads them against their stored
 //!   order and against every index cached with the tensor: a re-index
 //!   costs `nnz · log₂ nnz` (an index that [`Tensor::index`] built before
-//!   is free), and how many output variables lead in the output's own
-//!   order while only output variables are bound: when they end, the
+//!   is free; an earlier result's costs a visit per entry, and nothing
+//!   in an order an earlier query of the plan reads it in), and how many
+//!   output variables lead in the output's own order while only output
+//!   variables are bound: when they end, the
 //!   sort that puts a statement's output (or a nested aggregate's
 //!   result) back in its order is charged ([`OrderSearch::sort_cost`]).
 //!   Only variables sharing an input with the outer loops extend an
@@ -33,8 +35,10 @@
 //!   on, a `SUM` of a product has its loop nest made a tree
 //!   ([`PhysicalQuery::factorize`]): loops that share no input with each
 //!   other, given the loops around them, run one after the other and their
-//!   sums multiply. The search costs each loop by the assignments of the
-//!   loops that will enclose it in that tree, so it prefers orders whose
+//!   sums multiply; among the output loops, a summed loop joined to no
+//!   output variable still unbound runs ahead of them. The search costs
+//!   each loop by the assignments of the loops that will enclose it in
+//!   that tree ([`OrderSearch::enclosing`]), so it prefers orders whose
 //!   trees branch early; a loop over a twin of the variable bound just
 //!   before it (a leaf of the tree like it) repeats that sum
 //!   ([`crate::exec::plan::Loop::repeats`]) and is costed as one product
@@ -179,6 +183,9 @@ pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
     /// The estimated statistics of the nested aggregates planned so far
     /// (the queries the logical plan does not name, `#1`, ...).
     nested: Aliases<E::Stats>,
+    /// Per earlier result, the level orders the queries planned so far
+    /// re-index it in ([`Earlier::reindexed`]).
+    reindexed: HashMap<String, Vec<Vec<usize>>>,
     /// The estimated cost of every query planned so far, in plan order.
     pub costs: Vec<f64>,
     /// The time spent costing loop trees (the `factorize` phase).
@@ -208,6 +215,7 @@ impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
             fuse,
             row_sums: Vec::new(),
             nested: Aliases::new(),
+            reindexed: HashMap::new(),
             costs: Vec::new(),
             factorize_time: Duration::ZERO,
             dense_time: Duration::ZERO,
@@ -221,6 +229,7 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
         let earlier = Earlier {
             planned: self.stats,
             nested: &self.nested,
+            reindexed: &self.reindexed,
         };
         let Ok(mut search) = OrderSearch::new(self.estimator, &earlier, query, bound, factorize)
         else {
@@ -264,6 +273,9 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
         self.costs
             .push(driven.map_or(kernel_cost, |(_, driven, _)| driven));
         self.factorize_time += search.tree_time;
+        if driven.is_none() && dense.is_none() {
+            self.note_reindexes(query, &order, &search);
+        }
         let accumulator = search.accumulator(&order);
         if query.role == Role::Intermediate
             && !self.stats.contains_key(&query.name)
@@ -298,6 +310,30 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
 }
 
 impl<E: SparsityEstimator> PhysicalOptimizer<'_, E> {
+    /// Notes the level order in which the loop order `order` (of
+    /// `search`'s variables) reads each earlier result of `query`, where
+    /// that is not the result's own ([`Earlier::reindexed`]).
+    fn note_reindexes<S: SparsityEstimator>(
+        &mut self,
+        query: &PhysicalQuery,
+        order: &[usize],
+        search: &OrderSearch<'_, S>,
+    ) {
+        for (access, info) in query.inputs.iter().zip(&search.inputs) {
+            let Source::Result(name) = &access.source else {
+                continue;
+            };
+            let levels = info.levels(order);
+            if levels.len() != info.dims.len() || levels.iter().copied().eq(0..levels.len()) {
+                continue;
+            }
+            let orders = self.reindexed.entry(name.clone()).or_default();
+            if !orders.contains(&levels) {
+                orders.push(levels);
+            }
+        }
+    }
+
     /// Records `query`, planned to run driven by input `driver`, when its
     /// result is an intermediate vector over the driver's first variable.
     fn note_row_sum(&mut self, query: &PhysicalQuery, driver: usize) {
@@ -517,6 +553,10 @@ fn twin_groups(query: &PhysicalQuery, vars: &[usize], factorized: bool) -> Vec<O
 struct Earlier<'s, S> {
     planned: &'s Aliases<S>,
     nested: &'s Aliases<S>,
+    /// Per result, the level orders earlier queries re-index it in
+    /// (positions of its dimensions): the executor keeps those indexes
+    /// with the result, so a later query reads them for free.
+    reindexed: &'s HashMap<String, Vec<Vec<usize>>>,
 }
 
 impl<'s, S> Earlier<'s, S> {
@@ -549,6 +589,23 @@ struct InputInfo {
     reindex: f64,
     /// Its loop variables (bits).
     vars: u64,
+}
+
+impl InputInfo {
+    /// The input's dimensions in the order of its levels when its
+    /// variables are bound in `order`: constants first, then each bound
+    /// variable's dimensions in binding order.
+    fn level_iter(&self, order: impl Iterator<Item = usize>) -> impl Iterator<Item = usize> {
+        let n = self.dims.len();
+        (0..n)
+            .filter(|&d| self.dims[d].is_none())
+            .chain(order.flat_map(move |w| (0..n).filter(move |&d| self.dims[d] == Some(w))))
+    }
+
+    /// [`InputInfo::level_iter`] collected.
+    fn levels(&self, order: &[usize]) -> Vec<usize> {
+        self.level_iter(order.iter().copied()).collect()
+    }
 }
 
 impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
@@ -640,12 +697,13 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                         let nnz = tensor.nnz() as f64;
                         (orders, nnz * (nnz + 2.0).log2())
                     }
-                    // A result is stored sorted in its own order; its
-                    // re-index is charged a visit per entry only, since
-                    // the search does not charge the writes an order that
-                    // reads it in place may add (a loop order that sums
-                    // the innermost variable into one output cell writes
-                    // less than one that writes every visit).
+                    // A result is stored sorted in its own order, and
+                    // kept in the orders earlier queries re-index it in;
+                    // its re-index is charged a visit per entry only,
+                    // since the search does not charge the writes an
+                    // order that reads it in place may add (a loop order
+                    // that sums the innermost variable into one output
+                    // cell writes less than one that writes every visit).
                     Source::Result(name) => {
                         let nnz = match stats.get(name) {
                             Some(AliasSource::Stored(tensor)) => tensor.nnz() as f64,
@@ -654,7 +712,9 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                             }
                             None => 0.0,
                         };
-                        (vec![(0..dims.len()).collect()], nnz)
+                        let mut orders = vec![(0..dims.len()).collect::<Vec<_>>()];
+                        orders.extend(stats.reindexed.get(name).into_iter().flatten().cloned());
+                        (orders, nnz)
                     }
                 };
                 InputInfo {
@@ -747,17 +807,13 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         let n = info.dims.len();
         // Each dimension appears at most once among the levels, so there
         // are at most `n` of them and a zip with an order checks a prefix.
-        let levels = || {
-            (0..n).filter(|&d| info.dims[d].is_none()).chain(
-                order
-                    .iter()
-                    .chain([&v])
-                    .flat_map(move |&w| (0..n).filter(move |&d| info.dims[d] == Some(w))),
-            )
-        };
-        info.free_orders
-            .iter()
-            .any(|o| o.len() == n && levels().zip(o).all(|(l, &d)| l == d))
+        info.free_orders.iter().any(|o| {
+            o.len() == n
+                && info
+                    .level_iter(order.iter().chain([&v]).copied())
+                    .zip(o)
+                    .all(|(l, &d)| l == d)
+        })
     }
 
     /// The variables that may come next after `set` (bits): those sharing
@@ -939,16 +995,60 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
 
     /// The variables (bits) of the loops that will enclose a loop over
     /// `v` bound after `order` (whose set is `set`) in the factorized nest
-    /// ([`PhysicalQuery::factorize`]): past
-    /// the output variables and the first loop, a loop over `u` encloses
-    /// `v` only when some chain of inputs joins `u` to `v` through
-    /// variables bound after `u` (the loop tree's ancestors).
+    /// ([`PhysicalQuery::factorize`]). While output variables are unbound
+    /// the loops form a trunk, except that a summed loop (not the first)
+    /// that no chain of unbound variables' inputs joins to an unbound
+    /// output variable starts a subtree of its own with the variables so
+    /// joined, enclosed by the trunk before it only. Past the output
+    /// variables, and inside such a subtree, a loop over `u` encloses `v`
+    /// only when some chain of inputs joins `u` to `v` through variables
+    /// bound after `u` (the loop tree's ancestors).
     fn enclosing(&self, order: &[usize], set: u64, v: usize) -> u64 {
         let output = self.output;
-        if output & !set != 0 {
-            return set;
+        let Some(&head) = order.first() else {
+            return 0;
+        };
+        let mut bound = 1u64 << head;
+        let mut trunk = bound;
+        // The subtrees split off the trunk, (first position, variables),
+        // and all their variables.
+        let mut subtrees: Vec<(usize, u64)> = Vec::new();
+        let mut hoisted = 0u64;
+        let mut past_outputs = order.len();
+        for (i, &u) in order.iter().enumerate().skip(1) {
+            if output & !bound == 0 {
+                past_outputs = i;
+                break;
+            }
+            if hoisted >> u & 1 == 0 {
+                let reach = self.reach(u, !bound);
+                if output >> u & 1 == 0 && reach & output == 0 {
+                    subtrees.push((i, reach));
+                    hoisted |= reach;
+                } else {
+                    trunk |= 1 << u;
+                }
+            }
+            bound |= 1 << u;
         }
-        let first = self.trunk(order);
+        if let Some(&(start, members)) = subtrees.iter().find(|(_, m)| m >> v & 1 == 1) {
+            let outer = order[..start]
+                .iter()
+                .filter(|&&w| trunk >> w & 1 == 1)
+                .fold(0, |acc, &w| acc | 1 << w);
+            return outer | self.enclosing_in(order, start, set, v) & members;
+        }
+        if output & !set == 0 {
+            return trunk | self.enclosing_in(order, past_outputs, set, v) & !hoisted;
+        }
+        trunk
+    }
+
+    /// The loops of `order` from position `first` on that enclose `v`
+    /// bound after it (whose set is `set`), plus every loop before
+    /// `first`: a loop over `u` encloses `v` when some chain of inputs
+    /// joins `u` to `v` through variables bound after `u`.
+    fn enclosing_in(&self, order: &[usize], first: usize, set: u64, v: usize) -> u64 {
         let mut enclosing = order.iter().take(first).fold(0, |acc, &u| acc | 1 << u);
         let mut later = !set | 1 << v;
         for &u in order.iter().skip(first).rev() {
@@ -960,9 +1060,32 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         enclosing
     }
 
-    /// How many loops of `order` form the trunk of the factorized nest,
-    /// which never branches: those up to the last output variable, and at
-    /// least the first loop.
+    /// The variables (bits) that a chain of inputs joins to `from` through
+    /// variables of `within`, `from` included.
+    fn reach(&self, from: usize, within: u64) -> u64 {
+        self.reach_until(from, within, 0)
+    }
+
+    /// [`OrderSearch::reach`], stopping as soon as it holds a variable of
+    /// `stop` (bits).
+    fn reach_until(&self, from: usize, within: u64, stop: u64) -> u64 {
+        let mut reach = 1u64 << from;
+        loop {
+            let next = self
+                .inputs
+                .iter()
+                .filter(|i| i.vars & reach != 0)
+                .fold(reach, |acc, i| acc | i.vars & within);
+            if next & stop != 0 || next == reach {
+                return next;
+            }
+            reach = next;
+        }
+    }
+
+    /// How many loops of `order` lead up to its last output variable, at
+    /// least the first loop: past them, the factorized nest branches
+    /// wherever its inputs allow ([`OrderSearch::enclosing`]).
     fn trunk(&self, order: &[usize]) -> usize {
         order
             .iter()
@@ -974,21 +1097,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     /// `within` (bits).
     fn joined(&self, from: usize, to: usize, within: u64) -> bool {
         let target = 1u64 << to;
-        let mut reach = 1u64 << from;
-        loop {
-            let next = self
-                .inputs
-                .iter()
-                .filter(|i| i.vars & reach != 0)
-                .fold(reach, |acc, i| acc | i.vars & (within | target));
-            if next & target != 0 {
-                return true;
-            }
-            if next == reach {
-                return false;
-            }
-            reach = next;
-        }
+        self.reach_until(from, within | target, target) & target != 0
     }
 
     /// Dynamic programming over (bound variables, re-indexed inputs),
