@@ -14,16 +14,16 @@
 //!   only reads an input's top level visits all of it per outer
 //!   assignment, and one that no input restricts the whole dimension
 //!   ([`Support`]: which inputs restrict a loop, as the kernel finds
-//!   it). The key also holds
-//!   the inputs that must be re-indexed because the order so far reads them against their stored
-//!   order and against every index cached with the tensor: a re-index
-//!   costs `nnz · log₂ nnz` (an index that [`Tensor::index`] built before
-//!   is free; an earlier result's costs a visit per entry, and nothing
-//!   in an order an earlier query of the plan reads it in), and how many
-//!   output variables lead in the output's own order while only output
-//!   variables are bound: when they end, the
-//!   sort that puts a statement's output (or a nested aggregate's
-//!   result) back in its order is charged ([`OrderSearch::sort_cost`]).
+//!   it). The key also holds the inputs that must be re-indexed because
+//!   the order so far reads them against their stored order and against
+//!   every index cached with the tensor: a re-index costs `nnz · log₂
+//!   nnz` (an index that [`Tensor::index`] built before is free; an
+//!   earlier result's costs a visit per entry, and nothing in an order
+//!   an earlier query of the plan reads it in), and how many output
+//!   variables lead in the output's own order while only output
+//!   variables are bound: when they end, the sort that puts a
+//!   statement's output (or a nested aggregate's result) back in its
+//!   order is charged ([`OrderSearch::sort_cost`]).
 //!   Only variables sharing an input with the outer loops extend an
 //!   order while there are any, so joins stay connected. Queries with
 //!   more than [`EXACT_VARIABLES`] loop variables, or whose search exceeds
@@ -1005,6 +1005,10 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     /// bound after `u` (the loop tree's ancestors).
     fn enclosing(&self, order: &[usize], set: u64, v: usize) -> u64 {
         let output = self.output;
+        if output == 0 {
+            // No trunk past the first loop (a count).
+            return self.enclosing_in(order, 1, set, v);
+        }
         let Some(&head) = order.first() else {
             return 0;
         };
