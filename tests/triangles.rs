@@ -1,7 +1,9 @@
 //! Triangle counting and weighted triangle sums on random graphs with hubs,
 //! where the executor's innermost loop over two sorted fibers merges,
 //! searches the longer one (galloping) or maps the fiber that stays while
-//! the loop above runs (`src/exec/product.rs`): the results equal a direct
+//! the loop above runs, and 4-clique counts and sums, whose innermost loop
+//! over three fibers intersects the two that stay once per visit of the
+//! loops above (`src/exec/product.rs`): the results equal a direct
 //! computation, on one thread and two, under the optimizer's plans and the
 //! default ones.
 
@@ -106,4 +108,86 @@ fn repeated_rows_count_as_often_as_they_are_stored() {
     )
     .expect("counts");
     assert_eq!(lines(&db.execute("SELECT * FROM t").expect("reads")), ["4"]);
+}
+
+/// The number of ordered 4-cliques `(a, b, c, d)` (every pair adjacent)
+/// of the undirected graph `edges`, and the sum over them of the product
+/// of their six edges' weights, directly.
+fn direct_cliques(n: usize, edges: &[(usize, usize)]) -> (u64, f64) {
+    let mut w = vec![vec![0.0; n]; n];
+    for &(i, j) in edges {
+        w[i][j] = weight(i, j);
+        w[j][i] = weight(i, j);
+    }
+    let neighbours: Vec<Vec<usize>> = (0..n)
+        .map(|i| (0..n).filter(|&j| w[i][j] != 0.0).collect())
+        .collect();
+    let (mut count, mut sum) = (0, 0.0);
+    for a in 0..n {
+        for &b in &neighbours[a] {
+            for &c in &neighbours[a] {
+                if w[b][c] == 0.0 {
+                    continue;
+                }
+                for &d in &neighbours[a] {
+                    if w[b][d] != 0.0 && w[c][d] != 0.0 {
+                        count += 1;
+                        sum += w[a][b] * w[a][c] * w[a][d] * w[b][c] * w[b][d] * w[c][d];
+                    }
+                }
+            }
+        }
+    }
+    (count, sum)
+}
+
+#[test]
+fn four_clique_counts_and_weighted_sums_equal_a_direct_computation() {
+    let mut rng = Rng(0x7f1a_2026_1128_0004);
+    for (n, hubs) in [(60, 2), (150, 5), (260, 3)] {
+        let edges = graph(&mut rng, n, hubs);
+        let (count, sum) = direct_cliques(n, &edges);
+        assert!(count > 0, "n {n}: a graph with 4-cliques");
+        let both = |row: &dyn Fn(usize, usize) -> String| -> String {
+            edges
+                .iter()
+                .flat_map(|&(i, j)| [row(i, j), row(j, i)])
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let db = Database::open_in_memory();
+        db.execute_all(&format!(
+            "CREATE TABLE e (i BIGINT, j BIGINT);
+             INSERT INTO e VALUES {};
+             CREATE TABLE w (i BIGINT, j BIGINT, v DOUBLE);
+             INSERT INTO w VALUES {};",
+            both(&|i, j| format!("({i},{j})")),
+            both(&|i, j| format!("({i},{j},{})", weight(i.max(j), i.min(j)))),
+        ))
+        .expect("loads");
+        under_plans_and_threads(&db, |case| {
+            db.execute_all(
+                "t = SUM(a,b,c,d) e[a,b] * e[a,c] * e[a,d] * e[b,c] * e[b,d] * e[c,d];
+                 s = SUM(a,b,c,d) w[a,b] * w[a,c] * w[a,d] * w[b,c] * w[b,d] * w[c,d];",
+            )
+            .expect("counts");
+            let t = lines(&db.execute("SELECT * FROM t").expect("reads"));
+            assert_eq!(t, [count.to_string()], "n {n}, {case}");
+            let s = lines(&db.execute("SELECT * FROM s").expect("reads"));
+            let got: f64 = s[0].parse().expect("a number");
+            assert!(
+                (got - sum).abs() <= 1e-9 * sum.abs(),
+                "n {n}, {case}: {got} against {sum}"
+            );
+        });
+        // Every edge stored twice: each clique counts 2^6 times.
+        db.execute_all(&format!(
+            "INSERT INTO e VALUES {};
+             t = SUM(a,b,c,d) e[a,b] * e[a,c] * e[a,d] * e[b,c] * e[b,d] * e[c,d];",
+            both(&|i, j| format!("({i},{j})"))
+        ))
+        .expect("counts");
+        let t = lines(&db.execute("SELECT * FROM t").expect("reads"));
+        assert_eq!(t, [(count * 64).to_string()], "n {n}, every edge twice");
+    }
 }

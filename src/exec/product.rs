@@ -672,6 +672,7 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
             steps: 0,
             scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
             marks: Marks::default(),
+            invariant: Invariant::default(),
             reserved,
             pending: 0,
             full: false,
@@ -709,6 +710,9 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     /// The innermost loop's map of a fiber that stays while the loop
     /// above it runs.
     marks: Marks<'a>,
+    /// The innermost loop's intersection of the fibers that stay while
+    /// the loop above it runs, when others vary.
+    invariant: Invariant<T>,
 }
 
 /// A worker's accumulator and entries are returned to the budget when it
@@ -1167,6 +1171,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         let Some(join) = Join::new(kernel, depth, scratch) else {
             return Some(Ok(None));
         };
+        let fixed_driver = kernel.fixed_driver(depth);
         let (coords, base) = join.fiber.consecutive()?;
         let values = self.shared.values;
         let driver = values[parts[join.driver].input].slice();
@@ -1216,6 +1221,11 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
                 other_values.map(|v| v.get(other_base..).unwrap_or(&[])),
             );
             return Some(merged_sum(a, b));
+        }
+        if fixed_driver.is_none()
+            && let Some(result) = self.invariant_sum(depth, scratch)
+        {
+            return Some(result);
         }
         const MOST_PROBES: usize = 8;
         if scratch.probes.len() > MOST_PROBES {
@@ -1299,6 +1309,87 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             }
         }
         Ok(any.then_some(sum))
+    }
+
+    /// The innermost loop's sum over three or more sorted fibers when some
+    /// of them stay the same while the loop above runs (their inputs are
+    /// not read there) and others vary: the staying fibers' intersection
+    /// is worked out once ([`Invariant`]), on the second visit under the
+    /// same fibers, and each visit then intersects it with the varying
+    /// fibers only. A 4-clique's last loop, `N(a) ∩ N(c) ∩ N(b)` for every
+    /// `b` in `N(a) ∩ N(c)`, intersects `N(b)` with one set instead of
+    /// probing two fibers per coordinate. `None` when the loop does not
+    /// have that shape or the intersection is not built yet, for the
+    /// probing loop.
+    fn invariant_sum(&mut self, depth: usize, scratch: &Scratch<'a>) -> Option<Result<Option<T>>> {
+        let kernel = self.shared.kernel;
+        let parts = &kernel.parts[depth];
+        let above = kernel.part_of.get(depth.checked_sub(1)?)?;
+        let space = kernel.sizes[depth];
+        if parts.len() < 3 || space > MARK_SPACE {
+            return None;
+        }
+        let stays = |j: usize| above[parts[j].input].is_none();
+        let staying_parts = (0..parts.len()).filter(|&j| stays(j)).count();
+        if staying_parts == 0 || staying_parts == parts.len() {
+            return None;
+        }
+        let keys = (0..parts.len())
+            .filter(|&j| stays(j))
+            .map(|j| (parts[j].input, scratch.parents[j]));
+        let invariant = &mut self.invariant;
+        if !invariant.holds(keys.clone()) {
+            invariant.expect(keys);
+            return None;
+        }
+        if invariant.unmappable {
+            return None;
+        }
+        let values = self.shared.values;
+        let mut staying = SideSet::default();
+        let mut varying = SideSet::default();
+        for (j, (part, fiber)) in parts.iter().zip(&scratch.fibers).enumerate() {
+            let (coords, base) = fiber.consecutive()?;
+            let side = Side {
+                key: (part.input, scratch.parents[j]),
+                coords,
+                base,
+                values: values[part.input].slice(),
+            };
+            let set = if stays(j) { &mut staying } else { &mut varying };
+            set.push(side)?;
+        }
+        if !invariant.built {
+            let grown = match invariant.build(&staying, space) {
+                Ok(Some(grown)) => grown,
+                Ok(None) => {
+                    invariant.unmappable = true;
+                    return None;
+                }
+                Err(e) => return Some(Err(e)),
+            };
+            if grown > 0 {
+                if let Err(e) = self.shared.control.reserve(grown) {
+                    return Some(Err(e));
+                }
+                self.reserved += grown;
+            }
+        }
+        let (shortest, side) = varying
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, side)| side.coords.len())?;
+        let length = self.invariant.coords.len();
+        let by_invariant = length <= side.coords.len();
+        let steps = if by_invariant {
+            length
+        } else {
+            side.coords.len()
+        };
+        if let Err(e) = self.count_steps(steps) {
+            return Some(Err(e));
+        }
+        Some(self.invariant.sum(&varying, shortest, by_invariant))
     }
 
     /// Counts inner iterations and checks for cancellation every
@@ -1921,6 +2012,266 @@ impl<'a> Marks<'a> {
     }
 }
 
+/// The most fibers an innermost loop keeps apart as staying or varying
+/// for [`ProductWorker::invariant_sum`].
+const MOST_SIDES: usize = 8;
+
+/// Up to [`MOST_SIDES`] fibers of an innermost loop, on the stack.
+struct SideSet<'a, 'v, T> {
+    sides: [Option<Side<'a, 'v, T>>; MOST_SIDES],
+    len: usize,
+}
+
+impl<T> Default for SideSet<'_, '_, T> {
+    fn default() -> Self {
+        SideSet {
+            sides: std::array::from_fn(|_| None),
+            len: 0,
+        }
+    }
+}
+
+impl<'a, 'v, T> SideSet<'a, 'v, T> {
+    /// Adds `side`; `None` when the set is full.
+    fn push(&mut self, side: Side<'a, 'v, T>) -> Option<()> {
+        *self.sides.get_mut(self.len)? = Some(side);
+        self.len += 1;
+        Some(())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Side<'a, 'v, T>> {
+        self.sides.iter().take(self.len).flatten()
+    }
+}
+
+/// The intersection of the innermost loop's staying fibers (see
+/// [`ProductWorker::invariant_sum`]): their shared coordinates, the
+/// product of their values at each, and a map from coordinates to them.
+struct Invariant<T> {
+    /// The (input, parent position) of each staying fiber last seen.
+    key: Vec<(usize, usize)>,
+    /// Whether `coords` holds the intersection of `key`'s fibers (it is
+    /// built on the second visit under them).
+    built: bool,
+    /// Whether that intersection cannot be mapped (a coordinate outside
+    /// the loop's space): the probing loop takes these fibers.
+    unmappable: bool,
+    /// The shared coordinates, ascending.
+    coords: Vec<i64>,
+    /// The product of the staying fibers' values at each shared
+    /// coordinate; empty when every fiber's values are 1.
+    products: Vec<T>,
+    /// Per coordinate of the loop's space, its index in `coords` + 1 (0:
+    /// absent).
+    slots: Vec<u32>,
+    /// The buffers `build` swaps with `coords` and `products` while it
+    /// intersects, kept to be reused.
+    spare: (Vec<i64>, Vec<T>),
+}
+
+impl<T> Default for Invariant<T> {
+    fn default() -> Self {
+        Invariant {
+            key: Vec::new(),
+            built: false,
+            unmappable: false,
+            coords: Vec::new(),
+            products: Vec::new(),
+            slots: Vec::new(),
+            spare: (Vec::new(), Vec::new()),
+        }
+    }
+}
+
+impl<T: Num> Invariant<T> {
+    /// Whether the staying fibers named by `keys` (input, parent position)
+    /// are the ones last seen.
+    fn holds(&self, keys: impl Iterator<Item = (usize, usize)>) -> bool {
+        self.key.iter().copied().eq(keys)
+    }
+
+    /// Remembers the staying fibers named by `keys` as the ones last seen,
+    /// not yet intersected; the map of the previous intersection is
+    /// cleared.
+    fn expect(&mut self, keys: impl Iterator<Item = (usize, usize)>) {
+        for &c in &self.coords {
+            if let Some(slot) = self.slots.get_mut(c as usize) {
+                *slot = 0;
+            }
+        }
+        self.coords.clear();
+        self.products.clear();
+        self.key.clear();
+        self.key.extend(keys);
+        self.built = false;
+        self.unmappable = false;
+    }
+
+    /// Intersects the `staying` fibers and maps the shared coordinates;
+    /// the bytes the map grew by. `None` when a coordinate lies outside
+    /// the loop's `space` or the intersection is too long for the map
+    /// (nothing is mapped then, and the fibers are not taken as built).
+    fn build(&mut self, staying: &SideSet<'_, '_, T>, space: u64) -> Result<Option<u64>> {
+        let Some((shortest, first)) = staying
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| s.coords.len())
+        else {
+            return Ok(None);
+        };
+        let weighted = staying.iter().any(|s| s.values.is_some());
+        self.coords.extend_from_slice(first.coords);
+        if weighted {
+            self.products
+                .extend((0..first.coords.len()).map(|t| read(first.values, first.base + t)));
+        }
+        let (mut next, mut products) = std::mem::take(&mut self.spare);
+        for (k, side) in staying.iter().enumerate() {
+            if k == shortest {
+                continue;
+            }
+            next.clear();
+            products.clear();
+            for_common(&self.coords, side.coords, |i, j| {
+                next.push(self.coords[i]);
+                if weighted {
+                    let p = self.products[i].times(read(side.values, side.base + j))?;
+                    products.push(p);
+                }
+                Ok(())
+            })?;
+            std::mem::swap(&mut self.coords, &mut next);
+            if weighted {
+                std::mem::swap(&mut self.products, &mut products);
+            }
+        }
+        self.spare = (next, products);
+        let (Some(&lo), Some(&hi)) = (self.coords.first(), self.coords.last()) else {
+            self.built = true;
+            return Ok(Some(0));
+        };
+        let fits = usize::try_from(space).ok().filter(|&space| {
+            lo >= 0
+                && usize::try_from(hi).is_ok_and(|hi| hi < space)
+                && self.coords.len() < u32::MAX as usize
+        });
+        let Some(space) = fits else {
+            self.coords.clear();
+            self.products.clear();
+            return Ok(None);
+        };
+        let before = self.slots.len();
+        if self.slots.len() < space {
+            self.slots.resize(space, 0);
+        }
+        for (i, &c) in self.coords.iter().enumerate() {
+            self.slots[c as usize] = (i + 1) as u32;
+        }
+        self.built = true;
+        Ok(Some(
+            ((self.slots.len() - before) * std::mem::size_of::<u32>()) as u64,
+        ))
+    }
+
+    /// The product of the staying fibers' values at the `i`-th shared
+    /// coordinate.
+    #[inline]
+    fn product(&self, i: usize) -> T {
+        self.products.get(i).copied().unwrap_or(T::ONE)
+    }
+
+    /// The sum over the coordinates the intersection shares with every
+    /// `varying` fiber of the product of all their values: driven by the
+    /// intersection's coordinates (`by_invariant`), each varying fiber
+    /// searched from where the last search in it stopped, else by the
+    /// `shortest` varying fiber, looked up in the map and the others
+    /// searched.
+    fn sum(
+        &self,
+        varying: &SideSet<'_, '_, T>,
+        shortest: usize,
+        by_invariant: bool,
+    ) -> Result<Option<T>> {
+        let counting = self.products.is_empty() && varying.iter().all(|s| s.values.is_none());
+        if counting
+            && varying.len == 1
+            && let Some(side) = varying.iter().next()
+        {
+            let n = if by_invariant {
+                let mut n = 0u128;
+                for_common(&self.coords, side.coords, |_, _| {
+                    n += 1;
+                    Ok(())
+                })?;
+                n
+            } else {
+                side.coords
+                    .iter()
+                    .filter(|&&c| self.slots.get(c as usize).is_some_and(|&s| s != 0))
+                    .count() as u128
+            };
+            return if n == 0 {
+                Ok(None)
+            } else {
+                T::ONE.repeat(n).map(Some)
+            };
+        }
+        let (mut sum, mut any) = (T::ZERO, false);
+        let mut at = [0usize; MOST_SIDES];
+        // The product of the varying fibers' values at `c`, each found
+        // from where the last search left it; `None` when one lacks `c`
+        // or has a zero there.
+        let mut others = |c: i64, skip: Option<usize>, mut v: T| -> Result<Option<T>> {
+            for (k, side) in varying.iter().enumerate() {
+                if Some(k) == skip {
+                    continue;
+                }
+                let rest = side.coords.get(at[k]..).unwrap_or(&[]);
+                let t = at[k] + rest.partition_point(|&y| y < c);
+                at[k] = t;
+                if side.coords.get(t) != Some(&c) {
+                    return Ok(None);
+                }
+                let x = read(side.values, side.base + t);
+                if x == T::ZERO {
+                    return Ok(None);
+                }
+                v = v.times(x)?;
+            }
+            Ok(Some(v))
+        };
+        if by_invariant {
+            for (i, &c) in self.coords.iter().enumerate() {
+                let p = self.product(i);
+                if p == T::ZERO {
+                    continue;
+                }
+                if let Some(v) = others(c, None, p)? {
+                    sum.add(v)?;
+                    any = true;
+                }
+            }
+        } else if let Some(side) = varying.iter().nth(shortest) {
+            for (t, &c) in side.coords.iter().enumerate() {
+                let slot = self.slots.get(c as usize).copied().unwrap_or(0);
+                if slot == 0 {
+                    continue;
+                }
+                let p = self.product(slot as usize - 1);
+                let x = read(side.values, side.base + t);
+                if p == T::ZERO || x == T::ZERO {
+                    continue;
+                }
+                if let Some(v) = others(c, Some(shortest), p.times(x)?)? {
+                    sum.add(v)?;
+                    any = true;
+                }
+            }
+        }
+        Ok(any.then_some(sum))
+    }
+}
+
 /// The sum over the coordinates two sorted fibers share of the product
 /// of their values (`None`: every value is 1, and the sum is the number of
 /// shared coordinates); `None` when no product is non-zero.
@@ -2179,6 +2530,98 @@ mod tests {
                     .collect();
                 let want = (!products.is_empty()).then(|| products.iter().sum::<f64>());
                 assert_eq!(sum, want);
+            }
+        }
+    }
+
+    /// The sum over the coordinates every fiber shares of the product of
+    /// their values, directly (`None` when no product is non-zero).
+    fn shared_sum(fibers: &[(Vec<i64>, Option<Vec<f64>>)]) -> Option<f64> {
+        let (first, rest) = fibers.split_first()?;
+        let products: Vec<f64> = first
+            .0
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let mut v = first.1.as_ref().map_or(1.0, |vals| vals[i]);
+                for (coords, vals) in rest {
+                    let j = coords.binary_search(c).ok()?;
+                    v *= vals.as_ref().map_or(1.0, |vals| vals[j]);
+                }
+                (v != 0.0).then_some(v)
+            })
+            .collect();
+        (!products.is_empty()).then(|| products.iter().sum())
+    }
+
+    #[test]
+    fn the_staying_fibers_intersection_sums_like_all_fibers_together() {
+        let mut seed = 0x5eed_2026_1128_0004;
+        let space = 3000;
+        for (staying_n, varying_n, keeps) in [
+            (2, 1, [2, 3, 5, 2, 2]),
+            (1, 2, [4, 2, 3, 2, 2]),
+            (3, 2, [2, 2, 2, 40, 3]),
+            (2, 2, [300, 2, 2, 2, 2]),
+        ] {
+            for weighted in [false, true] {
+                for _ in 0..10 {
+                    let fibers: Vec<(Vec<i64>, Option<Vec<f64>>)> = keeps
+                        .iter()
+                        .take(staying_n + varying_n)
+                        .map(|&keep| {
+                            let coords = sorted(&mut seed, space, keep);
+                            let values = weighted
+                                .then(|| coords.iter().map(|&c| ((c % 4) as f64) / 2.0).collect());
+                            (coords, values)
+                        })
+                        .collect();
+                    let side = |k: usize| Side {
+                        key: (k, 0),
+                        coords: &fibers[k].0,
+                        base: 0,
+                        values: fibers[k].1.as_deref(),
+                    };
+                    let (mut staying, mut varying) = (SideSet::default(), SideSet::default());
+                    for k in 0..staying_n {
+                        staying.push(side(k)).expect("room");
+                    }
+                    for k in staying_n..staying_n + varying_n {
+                        varying.push(side(k)).expect("room");
+                    }
+                    let mut invariant = Invariant::<f64>::default();
+                    let keys = || staying.iter().map(|side| side.key);
+                    assert!(!invariant.holds(keys()));
+                    invariant.expect(keys());
+                    assert!(invariant.holds(keys()));
+                    invariant
+                        .build(&staying, space as u64)
+                        .expect("builds")
+                        .expect("maps");
+                    let want = shared_sum(&fibers);
+                    for shortest in 0..varying_n {
+                        for by_invariant in [false, true] {
+                            let got = invariant
+                                .sum(&varying, shortest, by_invariant)
+                                .expect("sums");
+                            assert_eq!(
+                                got,
+                                want,
+                                "staying {staying_n}, varying {varying_n}, weighted {weighted}, \
+                                 driven by {}",
+                                if by_invariant {
+                                    "the intersection"
+                                } else {
+                                    "a fiber"
+                                }
+                            );
+                        }
+                    }
+                    // Other staying fibers: the map is cleared with them.
+                    invariant.expect([(0, 1)].into_iter());
+                    assert!(!invariant.holds(keys()));
+                    assert!(invariant.slots.iter().all(|&s| s == 0));
+                }
             }
         }
     }
