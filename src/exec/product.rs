@@ -1316,7 +1316,9 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     /// not read there) and others vary: the staying fibers' intersection
     /// is worked out once ([`Invariant`]), on the second visit under the
     /// same fibers, and each visit then intersects it with the varying
-    /// fibers only. A 4-clique's last loop, `N(a) ∩ N(c) ∩ N(b)` for every
+    /// fibers only: the shortest varying fiber scanned against its map,
+    /// or its coordinates searched for in the varying fibers when it is
+    /// more than [`GALLOP_RATIO`] times shorter. A 4-clique's last loop, `N(a) ∩ N(c) ∩ N(b)` for every
     /// `b` in `N(a) ∩ N(c)`, intersects `N(b)` with one set instead of
     /// probing two fibers per coordinate. `None` when the loop does not
     /// have that shape or the intersection is not built yet, for the
@@ -1379,8 +1381,12 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             .iter()
             .enumerate()
             .min_by_key(|(_, side)| side.coords.len())?;
+        // Scanning the varying fiber against the map costs a lookup per
+        // coordinate; the intersection drives only when it is so much
+        // shorter that searching the fiber for each of its coordinates
+        // costs less.
         let length = self.invariant.coords.len();
-        let by_invariant = length <= side.coords.len();
+        let by_invariant = length.saturating_mul(GALLOP_RATIO) < side.coords.len();
         let steps = if by_invariant {
             length
         } else {
