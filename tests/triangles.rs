@@ -52,6 +52,25 @@ fn direct(n: usize, edges: &[(usize, usize)]) -> (u64, f64) {
     (count, sum)
 }
 
+/// Runs `program` (a count into `t`, a weighted sum into `s`) under the
+/// optimizer's plans and the default ones, on one thread and two, and
+/// checks both against `expected` (the sum up to 1e-9 relative) for the
+/// graph of `n` vertices.
+fn counts_and_sums_equal(db: &Database, program: &str, expected: (u64, f64), n: usize) {
+    let (count, sum) = expected;
+    under_plans_and_threads(db, |case| {
+        db.execute_all(program).expect("counts");
+        let t = lines(&db.execute("SELECT * FROM t").expect("reads"));
+        assert_eq!(t, [count.to_string()], "n {n}, {case}");
+        let s = lines(&db.execute("SELECT * FROM s").expect("reads"));
+        let got: f64 = s[0].parse().expect("a number");
+        assert!(
+            (got - sum).abs() <= 1e-9 * sum.abs(),
+            "n {n}, {case}: {got} against {sum}"
+        );
+    });
+}
+
 #[test]
 fn triangle_counts_and_weighted_sums_equal_a_direct_computation() {
     let mut rng = Rng(0x7f1a_2026_1126_0001);
@@ -73,21 +92,13 @@ fn triangle_counts_and_weighted_sums_equal_a_direct_computation() {
             weighted.join(",")
         ))
         .expect("loads");
-        under_plans_and_threads(&db, |case| {
-            db.execute_all(
-                "t = SUM(i,j,k) l[i,j] * l[j,k] * l[i,k];
-                 s = SUM(i,j,k) w[i,j] * w[j,k] * w[i,k];",
-            )
-            .expect("counts");
-            let t = lines(&db.execute("SELECT * FROM t").expect("reads"));
-            assert_eq!(t, [count.to_string()], "n {n}, {case}");
-            let s = lines(&db.execute("SELECT * FROM s").expect("reads"));
-            let got: f64 = s[0].parse().expect("a number");
-            assert!(
-                (got - sum).abs() <= 1e-9 * sum.abs(),
-                "n {n}, {case}: {got} against {sum}"
-            );
-        });
+        counts_and_sums_equal(
+            &db,
+            "t = SUM(i,j,k) l[i,j] * l[j,k] * l[i,k];
+             s = SUM(i,j,k) w[i,j] * w[j,k] * w[i,k];",
+            (count, sum),
+            n,
+        );
     }
 }
 
@@ -165,21 +176,13 @@ fn four_clique_counts_and_weighted_sums_equal_a_direct_computation() {
             both(&|i, j| format!("({i},{j},{})", weight(i.max(j), i.min(j)))),
         ))
         .expect("loads");
-        under_plans_and_threads(&db, |case| {
-            db.execute_all(
-                "t = SUM(a,b,c,d) e[a,b] * e[a,c] * e[a,d] * e[b,c] * e[b,d] * e[c,d];
-                 s = SUM(a,b,c,d) w[a,b] * w[a,c] * w[a,d] * w[b,c] * w[b,d] * w[c,d];",
-            )
-            .expect("counts");
-            let t = lines(&db.execute("SELECT * FROM t").expect("reads"));
-            assert_eq!(t, [count.to_string()], "n {n}, {case}");
-            let s = lines(&db.execute("SELECT * FROM s").expect("reads"));
-            let got: f64 = s[0].parse().expect("a number");
-            assert!(
-                (got - sum).abs() <= 1e-9 * sum.abs(),
-                "n {n}, {case}: {got} against {sum}"
-            );
-        });
+        counts_and_sums_equal(
+            &db,
+            "t = SUM(a,b,c,d) e[a,b] * e[a,c] * e[a,d] * e[b,c] * e[b,d] * e[c,d];
+             s = SUM(a,b,c,d) w[a,b] * w[a,c] * w[a,d] * w[b,c] * w[b,d] * w[c,d];",
+            (count, sum),
+            n,
+        );
         // Every edge stored twice: each clique counts 2^6 times.
         db.execute_all(&format!(
             "INSERT INTO e VALUES {};

@@ -1171,7 +1171,6 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
         let Some(join) = Join::new(kernel, depth, scratch) else {
             return Some(Ok(None));
         };
-        let fixed_driver = kernel.fixed_driver(depth);
         let (coords, base) = join.fiber.consecutive()?;
         let values = self.shared.values;
         let driver = values[parts[join.driver].input].slice();
@@ -1222,7 +1221,7 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             );
             return Some(merged_sum(a, b));
         }
-        if fixed_driver.is_none()
+        if kernel.fixed_driver(depth).is_none()
             && let Some(result) = self.invariant_sum(depth, scratch)
         {
             return Some(result);
@@ -1316,13 +1315,13 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     /// not read there) and others vary: the staying fibers' intersection
     /// is worked out once ([`Invariant`]), on the second visit under the
     /// same fibers, and each visit then intersects it with the varying
-    /// fibers only: the shortest varying fiber scanned against its map,
-    /// or its coordinates searched for in the varying fibers when it is
-    /// more than [`GALLOP_RATIO`] times shorter. A 4-clique's last loop, `N(a) ∩ N(c) ∩ N(b)` for every
-    /// `b` in `N(a) ∩ N(c)`, intersects `N(b)` with one set instead of
-    /// probing two fibers per coordinate. `None` when the loop does not
-    /// have that shape or the intersection is not built yet, for the
-    /// probing loop.
+    /// fibers only, scanning the shortest of them against the
+    /// intersection's map, or searching them for the intersection's
+    /// coordinates when it is more than [`GALLOP_RATIO`] times shorter. A
+    /// 4-clique's last loop, `N(a) ∩ N(c) ∩ N(b)` for every `b` in `N(a) ∩
+    /// N(c)`, scans `N(b)` against one map instead of probing two fibers
+    /// per coordinate. `None` when the loop does not have that shape or
+    /// the intersection is not built yet, for the probing loop.
     fn invariant_sum(&mut self, depth: usize, scratch: &Scratch<'a>) -> Option<Result<Option<T>>> {
         let kernel = self.shared.kernel;
         let parts = &kernel.parts[depth];
