@@ -609,8 +609,8 @@ fn mostly_zero_rows_are_listed_by_their_non_zero_cells() {
             "{statement}\n{plan}"
         );
     }
-    // An integer input (a count per order and supplier) is listed
-    // whatever its fill: the one way a driven step reads integers.
+    // An integer input (a count per order and supplier) of a float
+    // product is listed whatever its fill.
     let rows: Vec<String> = l
         .iter()
         .map(|(c, v)| format!("({}, {}, {})", c[0], c[1], *v as i64))
@@ -631,6 +631,92 @@ fn mostly_zero_rows_are_listed_by_their_non_zero_cells() {
             && plan.contains("m.v[o,s] (rows listed by their non-zero cells)"),
         "{plan}"
     );
+}
+
+/// A keyed table `l[o,s,p]` (each order one supplier and part) and a
+/// `BIGINT` vector `e[p]` with values `value(p)`.
+fn integer_tables(rng: &mut Rng, value: impl Fn(usize) -> i64) -> Database {
+    let (orders, suppliers, parts) = (400, 9, 30);
+    let db = Database::open_in_memory();
+    let rows: Vec<String> = (0..orders)
+        .map(|o| format!("({o}, {}, {})", rng.below(suppliers), rng.below(parts)))
+        .collect();
+    let values: Vec<String> = (0..parts)
+        .filter(|p| p % 7 != 3)
+        .map(|p| format!("({p}, {})", value(p)))
+        .collect();
+    db.execute_all(&format!(
+        "CREATE TABLE l (o BIGINT, s BIGINT, p BIGINT, PRIMARY KEY (o, s, p));\n\
+         INSERT INTO l VALUES {};\n\
+         CREATE TABLE e (p BIGINT, v BIGINT, PRIMARY KEY (p));\n\
+         INSERT INTO e VALUES {};",
+        rows.join(", "),
+        values.join(", ")
+    ))
+    .expect("tables");
+    db
+}
+
+/// `c`'s rows after `statement` under `setting`, as printed.
+fn printed(db: &Database, setting: &str, statement: &str) -> Vec<String> {
+    db.execute_all(&format!("{setting};\n{statement}"))
+        .unwrap_or_else(|e| panic!("{setting}: {e}\n{statement}"));
+    lines(&db.execute("SELECT * FROM c").expect("rows"))
+}
+
+/// A `BIGINT` product of a keyed table's pattern and an integer input
+/// (negative values and absent cells among them) runs sparse-driven,
+/// into an array, grouped or at the driver's entries, and gives the
+/// loops' answer as integers; with values so large that a sum could pass
+/// 2^53 the same plan runs its loops and the answer stays exact.
+#[test]
+fn integer_products_run_sparse_driven_and_exactly() {
+    let on = "SET optimizer = 'exact'; SET disabled_optimizers = ''";
+    let loops = "SET optimizer = 'exact'; SET disabled_optimizers = 'dense'";
+    let statements = [
+        "c[s] = SUM(o,p) l[o,s,p] * e[p];",
+        "c[p,s] = SUM(o) l[o,s,p] * e[p];",
+        "c[o,s,p] = l[o,s,p] * e[p];",
+        "c[s] = SUM(o,p) l[o,s,p] * e[p] * e[p];",
+    ];
+    let db = integer_tables(&mut Rng(0x1a7e_2026_1129_0001), |p| p as i64 - 12);
+    for statement in statements {
+        db.execute_all(on).expect("settings");
+        let plan = explain(&db, statement.trim_end_matches(';'));
+        assert!(plan.contains("sparse-driven"), "{statement}\n{plan}");
+        let expected = printed(&db, loops, statement);
+        assert!(!expected.is_empty(), "{statement}");
+        assert!(
+            expected.iter().all(|row| !row.contains('.')),
+            "{expected:?}"
+        );
+        assert_eq!(printed(&db, on, statement), expected, "{statement}");
+        assert_eq!(
+            printed(&db, "SET optimizer = 'none'", statement),
+            expected,
+            "{statement}"
+        );
+    }
+    // 2^50 + 1 needs 51 bits: nine of them add up past what doubles hold
+    // exactly. The sums here are exact only in integers.
+    let huge = (1i64 << 50) + 1;
+    let db = integer_tables(&mut Rng(0x1a7e_2026_1129_0002), |_| huge);
+    let statement = "c[s] = SUM(o,p) l[o,s,p] * e[p];";
+    assert!(explain(&db, statement.trim_end_matches(';')).contains("sparse-driven"));
+    let got = printed(&db, on, statement);
+    assert_eq!(got, printed(&db, loops, statement));
+    let exact: Vec<i128> = got
+        .iter()
+        .map(|row| {
+            row.split('|')
+                .nth(1)
+                .expect("a value")
+                .parse()
+                .expect("an integer")
+        })
+        .collect();
+    assert!(exact.iter().any(|&v| v > 8 * i128::from(huge)), "{got:?}");
+    assert!(exact.iter().all(|&v| v % i128::from(huge) == 0), "{got:?}");
 }
 
 /// Every shape of [`DRIVEN`] over random data gives the loops' answer

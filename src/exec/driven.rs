@@ -46,7 +46,10 @@
 //! input read in place has one everywhere, so both paths multiply the
 //! same values. A scattered input's absent cells are 0 here, which adds
 //! nothing as long as every value is finite (`0 × ∞` is NaN); when a value
-//! is not, the caller runs the loops.
+//! is not, the caller runs the loops. A `BIGINT` product (patterns and
+//! integer inputs) is computed in doubles and stored as integers when
+//! every sum it can take is a whole number below 2^52 ([`Largest`]);
+//! when one might not be, the caller runs the loops, exact.
 //!
 //! The driver's entries are split, where their first coordinate changes,
 //! into at most [`CHUNKS`] chunks (a fixed split) that run on the thread
@@ -151,7 +154,7 @@ impl SparseRows {
         rank: usize,
     ) -> Result<SparseRows> {
         let width = SparseRows::width(tensor);
-        let values = listed_values(query, tensor, annotation)?;
+        let values = values_as_floats(query, tensor, annotation)?;
         let coords: Vec<&[i64]> = (0..strides.len()).map(|d| tensor.coords(d)).collect();
         let address = Address::new(strides);
         let last = strides.len().saturating_sub(1);
@@ -389,13 +392,19 @@ fn float_values<'t>(
         .ok_or_else(|| internal(query, "reads a value column that is not DOUBLE"))
 }
 
-/// The values of `tensor` as floats: its DOUBLE column, or its BIGINT
-/// column converted (a count the plan lists, [`Driven::listed`]).
-fn listed_values<'t>(
+/// The values of `tensor` as floats: its DOUBLE column, its BIGINT
+/// column converted (a count the plan lists, [`Driven::listed`], or an
+/// operand of a `BIGINT` product), or 1 per entry for its pattern (a
+/// factor of a `BIGINT` product; the plan takes only tables that store
+/// each row once).
+fn values_as_floats<'t>(
     query: &PhysicalQuery,
     tensor: &'t Tensor,
     annotation: Annotation,
 ) -> Result<Cow<'t, [f64]>> {
+    if annotation == Annotation::Multiplicity && query.ty == ValueType::Int64 {
+        return Ok(Cow::Owned(vec![1.0; tensor.nnz()]));
+    }
     let array = value_column(query, tensor, annotation)?;
     if let Some(floats) = array.as_primitive_opt::<Float64Type>() {
         return Ok(Cow::Borrowed(floats.values().as_ref()));
@@ -702,6 +711,47 @@ struct Prepared<'q, 'a> {
     out_cells: usize,
 }
 
+/// A bound on every sum a pass takes, for a `BIGINT` product computed in
+/// doubles: the driver's entries times the largest absolute value of each
+/// factor, the terms of the sum factor added into one.
+struct Largest {
+    product: f64,
+    terms: Option<f64>,
+}
+
+impl Largest {
+    /// The bound before any operand: the driver's entries times its
+    /// largest value (1 for its pattern).
+    fn of_driver(driver: &Driver<'_>) -> Largest {
+        let own = driver.x.map_or(1.0, largest_magnitude);
+        Largest {
+            product: driver.entries as f64 * own,
+            terms: None,
+        }
+    }
+
+    /// Takes an operand with these values in: a factor, or a `term` of
+    /// the sum factor.
+    fn add(&mut self, values: &[f64], term: bool) {
+        let own = largest_magnitude(values);
+        match term {
+            true => *self.terms.get_or_insert(0.0) += own,
+            false => self.product *= own,
+        }
+    }
+
+    /// Whether every sum stays a whole number that doubles hold exactly
+    /// (below 2^52, clear of the rounding of the bound itself).
+    fn exact(&self) -> bool {
+        self.product * self.terms.unwrap_or(1.0) < (1u64 << 52) as f64
+    }
+}
+
+/// The largest absolute value among `values` (0 for none).
+fn largest_magnitude(values: &[f64]) -> f64 {
+    values.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
+}
+
 /// Reads `query`'s operands as arrays (in place, or scattered) and charges
 /// them, and its output array when `stores`, to `held`; `None` when a
 /// size overflows or a scattered (or row-local) operand sits beside a
@@ -729,11 +779,22 @@ fn prepare<'q, 'a>(
     let mut listed = Vec::new();
     let mut listed_bytes = 0u64;
     let rows_listed = driven.listed;
+    // A `BIGINT` product is computed in doubles when that is exact: the
+    // largest sum it can take, the driver's entries times each factor's
+    // largest absolute value (the sum factor's terms' added), is below
+    // 2^52 ([`Largest`]).
+    let integer = query.ty == ValueType::Int64;
+    let mut largest = Largest::of_driver(driver);
     for &k in &driven.dense {
         let vars = vars_of(query, k)?;
         let Some((tensor, annotation)) = inputs.get(k).copied().flatten() else {
             // The row-local input: a vector over the driver's first
-            // dimension, read at the entry's first coordinate.
+            // dimension, read at the entry's first coordinate. Its values
+            // are not known before the pass: an integer product runs its
+            // loops.
+            if integer {
+                return Ok(None);
+            }
             if driven.local != Some(k) || vars.first() != driver.vars.first() || vars.len() != 1 {
                 return Err(internal(query, "misses an input"));
             }
@@ -754,11 +815,18 @@ fn prepare<'q, 'a>(
         };
         // A listed operand's values are read when it is listed.
         let values = match rows_listed == Some(k) {
-            true => &[],
-            false => float_values(query, tensor, annotation)?,
+            true => Cow::Borrowed(&[][..]),
+            false => values_as_floats(query, tensor, annotation)?,
         };
+        if integer {
+            let term = driven.sum.iter().any(|&(j, _)| j == k);
+            match rows_listed == Some(k) {
+                true => largest.add(&values_as_floats(query, tensor, annotation)?, term),
+                false => largest.add(&values, term),
+            }
+        }
         let mut operand = Operand {
-            values: Cow::Borrowed(values),
+            values,
             address: Address::default(),
             bounded: Vec::new(),
             free: None,
@@ -832,7 +900,7 @@ fn prepare<'q, 'a>(
         }
         operands.push(operand);
     }
-    if term_sizes < rank {
+    if term_sizes < rank || (integer && !largest.exact()) {
         return Ok(None);
     }
     let Ok(rank) = usize::try_from(rank) else {
@@ -954,7 +1022,7 @@ fn scatter(
     strides: &[usize],
     cells: usize,
 ) -> Result<Vec<f64>> {
-    let values = float_values(query, tensor, annotation)?;
+    let values = values_as_floats(query, tensor, annotation)?;
     let coords: Vec<&[i64]> = (0..strides.len()).map(|d| tensor.coords(d)).collect();
     let address = Address::new(strides);
     let mut array = vec![0.0; cells];
@@ -978,7 +1046,7 @@ fn at_driver_entries(
     annotation: Annotation,
     prefix: &[&[i64]],
 ) -> Result<Vec<f64>> {
-    let values = float_values(query, tensor, annotation)?;
+    let values = values_as_floats(query, tensor, annotation)?;
     let own: Vec<&[i64]> = (0..prefix.len()).map(|d| tensor.coords(d)).collect();
     // How the tensor's entry `p` compares with driver entry `e`.
     let order = |p: usize, e: usize| {

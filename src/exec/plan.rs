@@ -837,7 +837,11 @@ impl PhysicalQuery {
     /// tables that are sets, one of them alone or times patterns of tables
     /// that store every cell, as SQL's `COUNT(*)` beside other
     /// aggregates) runs so too: the pass adds 1 per driver entry in
-    /// doubles, exact below 2^53, more than a table has entries.
+    /// doubles, exact below 2^53, more than a table has entries. So does
+    /// any other `BIGINT` product of such patterns and `BIGINT` inputs
+    /// that are 0 where absent, driven by a pattern: the pass computes it
+    /// in doubles when every sum it takes stays below 2^52 (checked
+    /// before the pass, [`super::driven`]), else the loops run.
     pub fn driven_by(&self, driver: usize) -> Option<Driven> {
         // A stored table's pattern (`X.*`, 1 at every entry) may drive too:
         // the mask the `mask` phase multiplies into a nested sum. So may a
@@ -854,6 +858,13 @@ impl PhysicalQuery {
             )
         };
         let count = self.ty == ValueType::Int64 && (0..self.inputs.len()).all(pattern);
+        // A `BIGINT` product of patterns and `BIGINT` inputs that are 0
+        // where absent, driven by a pattern.
+        let integer = self.ty == ValueType::Int64
+            && pattern(driver)
+            && self.inputs.iter().enumerate().all(|(k, access)| {
+                pattern(k) || (access.ty == ValueType::Int64 && access.fill.is_zero())
+            });
         // One input summed over some of its variables: a projection, as
         // `SUM(k) t[i,j,k]`, added up entry by entry.
         let projection = self.output.len() < self.vars.len();
@@ -904,15 +915,17 @@ impl PhysicalQuery {
             None => self.aggregated.is_empty(),
             Some(_) => false,
         };
-        if !every_input_once || !summed || !(self.ty == ValueType::Float64 || count) {
+        if !every_input_once || !summed || !(self.ty == ValueType::Float64 || count || integer) {
             return None;
         }
-        // An integer input other than the driver may only be the one whose
-        // rows are listed (checked below): its values are read as floats
-        // then, never scattered.
+        // In a float product, an integer input other than the driver may
+        // only be the one whose rows are listed (checked below): its
+        // values are read as floats then, never scattered.
         let vars_of = |k: usize| -> Option<Vec<usize>> {
             let access = &self.inputs[k];
-            let float = access.ty == ValueType::Float64 || (k == driver && pattern(k));
+            let float = access.ty == ValueType::Float64
+                || (k == driver && pattern(k))
+                || (integer && k != driver);
             let bag = matches!(
                 &access.source,
                 Source::Table {
@@ -1046,6 +1059,8 @@ impl PhysicalQuery {
             rows: None,
             listed: None,
         };
+        // A float product lists its one integer input, if any (an integer
+        // product reads every input as floats).
         let integers: Vec<usize> = driven
             .dense
             .iter()
@@ -1053,6 +1068,7 @@ impl PhysicalQuery {
             .filter(|&k| self.inputs[k].ty != ValueType::Float64)
             .collect();
         match integers[..] {
+            _ if integer => {}
             [] => {}
             [k] if self.listable_rows(&driven) == Some(k) => driven.listed = Some(k),
             _ => return None,

@@ -32,7 +32,9 @@
 //!      factors(v))` — the entries it writes and the assignments its loop
 //!      nest visits — and the remaining query likewise, with the estimates
 //!      of the chosen [`SparsityEstimator`]; a plan costs the sum of its
-//!      steps.
+//!      steps. A step that only sums more variables out of the one step
+//!      before it runs in that step's loop nest (the chain is one step):
+//!      it costs the difference of the two steps' entries.
 //!    - **Search.** [`Search::Greedy`] repeatedly takes the cheapest step
 //!      that lowers the plan's cost. [`Search::Exact`] starts from the
 //!      greedy plan and runs a dynamic program over the sets of eliminated
@@ -653,6 +655,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 annihilates: fill.is_some_and(|f| f.is_zero()),
                 key: (1u128 << k, 0),
                 origin: Origin::Input(k),
+                written: 0.0,
             });
         }
         let mut space = Space {
@@ -861,6 +864,8 @@ struct Factor<S> {
     /// keys are equal sub-expressions.
     key: FactorKey,
     origin: Origin,
+    /// The entries a step's result is estimated to write (0 for an input).
+    written: f64,
 }
 
 /// One elimination step of a plan.
@@ -1094,6 +1099,7 @@ struct Candidate<S> {
     stats: Rc<S>,
     annihilates: bool,
     key: FactorKey,
+    written: f64,
     cost: f64,
 }
 
@@ -1112,8 +1118,8 @@ struct Space<'a, E: SparsityEstimator> {
     /// The cost of finishing with a set of factors (by their keys).
     costs: HashMap<Vec<FactorKey>, f64>,
     /// Eliminating a variable from a set of factors (by their keys): the
-    /// step's statistics and cost.
-    steps: HashMap<FactorKey, (Rc<E::Stats>, f64)>,
+    /// step's statistics, estimated entries and cost.
+    steps: HashMap<FactorKey, (Rc<E::Stats>, f64, f64)>,
     /// The memory a step may need ([`step_bytes`]).
     memory_limit: f64,
 }
@@ -1177,6 +1183,10 @@ impl<E: SparsityEstimator> Space<'_, E> {
 
     /// Eliminating `var` from `factors` (see the module documentation), or
     /// `None` when no factor has it or the step would take every factor.
+    /// A step over one earlier step's result alone sums more variables
+    /// out in that step's loop nest ([`Optimizer::materialize_parts`]
+    /// makes the chain one step): it visits nothing more, and writes its
+    /// entries instead of the earlier step's.
     fn candidate(
         &mut self,
         factors: &[Factor<E::Stats>],
@@ -1209,7 +1219,11 @@ impl<E: SparsityEstimator> Space<'_, E> {
         let key = chosen.iter().fold((0u128, bit), |acc, &f| {
             (acc.0 | factors[f].key.0, acc.1 | factors[f].key.1)
         });
-        let (stats, cost) = match self.steps.get(&key) {
+        let chained = match chosen[..] {
+            [f] if matches!(factors[f].origin, Origin::Step(_)) => Some(factors[f].written),
+            _ => None,
+        };
+        let (stats, written, cost) = match self.steps.get(&key) {
             Some(known) => known.clone(),
             None => {
                 let refs: Vec<&Factor<E::Stats>> = chosen.iter().map(|&f| &factors[f]).collect();
@@ -1224,11 +1238,13 @@ impl<E: SparsityEstimator> Space<'_, E> {
                     || step_bytes(written, dims) > self.memory_limit
                 {
                     f64::INFINITY
+                } else if let Some(before) = chained {
+                    WRITE_COST * (written - before)
                 } else {
                     WRITE_COST * written + VISIT_COST * self.estimate(&body)
                 };
-                self.steps.insert(key, (Rc::clone(&stats), cost));
-                (stats, cost)
+                self.steps.insert(key, (Rc::clone(&stats), written, cost));
+                (stats, written, cost)
             }
         };
         Ok(Some(Candidate {
@@ -1237,6 +1253,7 @@ impl<E: SparsityEstimator> Space<'_, E> {
             annihilates: chosen.iter().any(|&f| factors[f].annihilates),
             key,
             chosen,
+            written,
             cost,
         }))
     }
@@ -1269,6 +1286,7 @@ impl<E: SparsityEstimator> Space<'_, E> {
             annihilates: candidate.annihilates,
             key: candidate.key,
             origin: Origin::Step(steps.len() - 1),
+            written: candidate.written,
         });
         State {
             factors,
