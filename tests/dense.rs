@@ -666,9 +666,9 @@ fn printed(db: &Database, setting: &str, statement: &str) -> Vec<String> {
 
 /// A `BIGINT` product of a keyed table's pattern and an integer input
 /// (negative values and absent cells among them) runs sparse-driven,
-/// into an array, grouped or at the driver's entries, and gives the
+/// added into an array or written at the driver's entries, and gives the
 /// loops' answer as integers; with values so large that a sum could pass
-/// 2^53 the same plan runs its loops and the answer stays exact.
+/// 2^52 the same plan runs its loops and the answer stays exact.
 #[test]
 fn integer_products_run_sparse_driven_and_exactly() {
     let on = "SET optimizer = 'exact'; SET disabled_optimizers = ''";
