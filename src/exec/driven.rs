@@ -768,7 +768,8 @@ fn prepare<'q, 'a>(
     // input reading it has (1 without one).
     let mut rank = driven.free.map_or(1, |v| query.vars[v].size);
     let mut term_sizes = u64::MAX;
-    // Scattered arrays and the output array, charged together.
+    // Scattered arrays, integer values read as floats and the output
+    // array, charged together.
     let mut cells = 0usize;
     let mut operands = Vec::with_capacity(driven.dense.len());
     let mut scattered = Vec::new();
@@ -818,6 +819,9 @@ fn prepare<'q, 'a>(
             true => Cow::Borrowed(&[][..]),
             false => values_as_floats(query, tensor, annotation)?,
         };
+        if let Cow::Owned(converted) = &values {
+            cells = cells.saturating_add(converted.len());
+        }
         if integer {
             let term = driven.sum.iter().any(|&(j, _)| j == k);
             match rows_listed == Some(k) {
