@@ -786,6 +786,11 @@ fn prepare<'q, 'a>(
     // 2^52 ([`Largest`]).
     let integer = query.ty == ValueType::Int64;
     let mut largest = Largest::of_driver(driver);
+    // The plan lists rows only for float products; an integer one whose
+    // listed values the bound would not see runs its loops.
+    if integer && rows_listed.is_some() {
+        return Ok(None);
+    }
     for &k in &driven.dense {
         let vars = vars_of(query, k)?;
         let Some((tensor, annotation)) = inputs.get(k).copied().flatten() else {
@@ -823,11 +828,7 @@ fn prepare<'q, 'a>(
             cells = cells.saturating_add(converted.len());
         }
         if integer {
-            let term = driven.sum.iter().any(|&(j, _)| j == k);
-            match rows_listed == Some(k) {
-                true => largest.add(&values_as_floats(query, tensor, annotation)?, term),
-                false => largest.add(&values, term),
-            }
+            largest.add(&values, driven.sum.iter().any(|&(j, _)| j == k));
         }
         let mut operand = Operand {
             values,
@@ -896,11 +897,11 @@ fn prepare<'q, 'a>(
             let itself = std::ptr::eq(tensor, driver.input.0) && vars.len() == driver.vars.len();
             if !itself {
                 cells = cells.saturating_add(driver.entries);
-                at_entries.push((operands.len(), tensor, annotation, vars.len()));
+                at_entries.push((operands.len(), tensor, vars.len()));
             }
         } else if !tensor.is_full() {
             cells = cells.saturating_add(own_cells);
-            scattered.push((operands.len(), tensor, annotation, own_strides, own_cells));
+            scattered.push((operands.len(), tensor, own_strides, own_cells));
         }
         operands.push(operand);
     }
@@ -936,9 +937,9 @@ fn prepare<'q, 'a>(
         .saturating_mul(8)
         .saturating_add(listed_bytes);
     held.reserve(bytes)?;
-    for (n, tensor, annotation, own_strides, own_cells) in scattered {
-        operands[n].values =
-            Cow::Owned(scatter(query, tensor, annotation, &own_strides, own_cells)?);
+    for (n, tensor, own_strides, own_cells) in scattered {
+        let array = scatter(query, tensor, &operands[n].values, &own_strides, own_cells)?;
+        operands[n].values = Cow::Owned(array);
         control.check()?;
     }
     for (n, tensor, annotation, own_strides, own_cells) in listed {
@@ -947,9 +948,10 @@ fn prepare<'q, 'a>(
         operands[n].sparse = Some(rows);
         control.check()?;
     }
-    for (n, tensor, annotation, leading) in at_entries {
+    for (n, tensor, leading) in at_entries {
         let prefix = &driver.coords[..leading];
-        operands[n].values = Cow::Owned(at_driver_entries(query, tensor, annotation, prefix)?);
+        let values = at_driver_entries(tensor, &operands[n].values, prefix)?;
+        operands[n].values = Cow::Owned(values);
         control.check()?;
     }
     Ok(Some(Prepared {
@@ -1018,15 +1020,15 @@ fn finite(tensor: &Tensor, annotation: Annotation) -> bool {
     })
 }
 
-/// A tensor's entries in a row-major array of its stored dimensions.
+/// A tensor's entries, with these `values` (its value column as
+/// floats), in a row-major array of its stored dimensions.
 fn scatter(
     query: &PhysicalQuery,
     tensor: &Tensor,
-    annotation: Annotation,
+    values: &[f64],
     strides: &[usize],
     cells: usize,
 ) -> Result<Vec<f64>> {
-    let values = values_as_floats(query, tensor, annotation)?;
     let coords: Vec<&[i64]> = (0..strides.len()).map(|d| tensor.coords(d)).collect();
     let address = Address::new(strides);
     let mut array = vec![0.0; cells];
@@ -1039,18 +1041,12 @@ fn scatter(
     Ok(array)
 }
 
-/// The values of `tensor`, whose dimensions are the driver's leading ones
-/// in order (`prefix`: the driver's coordinate columns there), at every
-/// driver entry: its value at the entry's coordinates there, 0 where it
-/// has no entry. Both lists are sorted by those coordinates, so one merge
-/// finds every value.
-fn at_driver_entries(
-    query: &PhysicalQuery,
-    tensor: &Tensor,
-    annotation: Annotation,
-    prefix: &[&[i64]],
-) -> Result<Vec<f64>> {
-    let values = values_as_floats(query, tensor, annotation)?;
+/// The `values` of `tensor` (its value column as floats), whose
+/// dimensions are the driver's leading ones in order (`prefix`: the
+/// driver's coordinate columns there), at every driver entry: its value
+/// at the entry's coordinates there, 0 where it has no entry. Both lists
+/// are sorted by those coordinates, so one merge finds every value.
+fn at_driver_entries(tensor: &Tensor, values: &[f64], prefix: &[&[i64]]) -> Result<Vec<f64>> {
     let own: Vec<&[i64]> = (0..prefix.len()).map(|d| tensor.coords(d)).collect();
     // How the tensor's entry `p` compares with driver entry `e`.
     let order = |p: usize, e: usize| {
