@@ -111,6 +111,7 @@ fn report(
             estimator,
             search,
             memory_limit: OptimizerOptions::default().memory_limit,
+            max_step_entries: OptimizerOptions::default().max_step_entries,
             disabled: if semijoin {
                 PhaseSet::EMPTY
             } else {

@@ -92,6 +92,16 @@ pub enum Error {
     #[error("Out of memory: {0}")]
     OutOfMemory(String),
 
+    /// An intermediate step of a plan charged more memory than its guard
+    /// allows (far more than its estimate needs, or the memory limit):
+    /// the session plans the statement again without steps that large
+    /// ([`crate::exec::StepGuards`]), so a user sees it only from the
+    /// executor's API.
+    #[error(
+        "Estimate exceeded: step {0} of the plan charged far more memory than its estimate needs"
+    )]
+    StepOutgrown(String),
+
     /// A broken invariant of the engine, not of the input: a bug in einsql.
     #[error("Internal error: {0} (this is a bug in einsql; please report it)")]
     Internal(String),

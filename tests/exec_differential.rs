@@ -910,12 +910,12 @@ fn optimized_plans_agree_with_the_reference() {
                 let choice = OptimizerOptions {
                     estimator,
                     search,
-                    memory_limit: OptimizerOptions::default().memory_limit,
                     disabled: if semijoin {
                         PhaseSet::EMPTY
                     } else {
                         PhaseSet::EMPTY.with(Phase::Semijoin)
                     },
+                    ..OptimizerOptions::default()
                 };
                 let optimized = optimize(&program, &choice)
                     .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}"));

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use einsql::exec::{ExecOptions, run};
+use einsql::exec::{ExecOptions, StepGuards, run, run_first};
 use einsql::ir::{Annotation, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef};
 use einsql::optimizer::{Optimized, OptimizerOptions, Phase, PhaseSet, Search, check, optimize};
 use einsql::progress::NoProgress;
@@ -134,6 +134,49 @@ fn a_step_past_the_memory_limit_is_not_taken() {
     .expect("the program optimizes");
     assert_eq!(steps(&tight), 0, "{}", tight.logical);
     assert!(same(&answer(&roomy), &answer(&tight)));
+}
+
+/// A step that charges more memory than its guard stops the plan with
+/// `StepOutgrown`, naming it; planned again with `max_step_entries`
+/// lowered to that step's estimate (as the session does), the program
+/// takes no step estimated as large and gives the same answer.
+#[test]
+fn a_step_past_its_guard_stops_and_the_program_plans_again_without_it() {
+    let program = star();
+    let planned = optimized(&program, PhaseSet::EMPTY);
+    let step = planned
+        .steps
+        .first()
+        .expect("the star takes a step")
+        .clone();
+    let estimate = planned.step_estimate(&step).expect("steps are estimated");
+    let guards = planned.step_guards();
+    let options = ExecOptions {
+        threads: 2,
+        memory_limit: 1 << 30,
+    };
+    // Each step's guard allows at least the floor: the plan runs whole.
+    assert!(run_first(&planned.plan, &options, &NoProgress, None, &guards).is_ok());
+    let mut tight = StepGuards::default();
+    tight.insert(step.clone(), 1);
+    match run_first(&planned.plan, &options, &NoProgress, None, &tight) {
+        Err(Error::StepOutgrown(name)) => assert!(name.starts_with(&step), "{name}"),
+        other => panic!("expected the step to outgrow its guard, got {other:?}"),
+    }
+    let again = optimize(
+        &program,
+        &OptimizerOptions {
+            max_step_entries: estimate as u64,
+            ..OptimizerOptions::default()
+        },
+    )
+    .expect("the program optimizes");
+    for s in &again.steps {
+        let e = again.step_estimate(s).expect("steps are estimated");
+        assert!(e < estimate, "{s} estimated {e}, not below {estimate}");
+    }
+    assert_ne!(again.logical, planned.logical);
+    assert!(same(&answer(&planned), &answer(&again)));
 }
 
 #[test]

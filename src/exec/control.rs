@@ -10,6 +10,10 @@
 //! and raises a stop flag that the others poll with the cancellation flag,
 //! so a plan stops promptly and reports the first real error.
 //!
+//! A step of the plan may have a guard ([`StepGuards`]): the most it may
+//! charge from when it begins; past it, or at the limit, it stops with
+//! [`Error::StepOutgrown`] so that the statement can be planned again.
+//!
 //! A worker's charges end with it, except for the entries it hands on:
 //! those stay charged ([`Held`]) until the query's result is stored.
 //! A [`RowBudget`] stops one query early: the rows a caller needs of it
@@ -36,6 +40,30 @@ pub(crate) struct Control<'a> {
     /// The step of the plan that runs now (`#e1[a,c]`), named in the
     /// error when its charges pass the limit.
     step: Mutex<String>,
+    /// The bytes charged when the step began, and the most it may add
+    /// ([`StepGuards`]; `u64::MAX`: no guard).
+    guard_start: AtomicU64,
+    guard_room: AtomicU64,
+}
+
+/// The most memory each guarded step of a plan may charge, by the step's
+/// name: a step that charges more, or that meets the memory limit,
+/// stops with [`Error::StepOutgrown`] instead of running on (the session
+/// then plans the statement again without steps that large). Steps
+/// without a guard, and every output, run to the memory limit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StepGuards(HashMap<String, u64>);
+
+impl StepGuards {
+    /// Guards step `name`: it may charge at most `bytes`.
+    pub fn insert(&mut self, name: String, bytes: u64) {
+        self.0.insert(name, bytes);
+    }
+
+    /// The guard of step `name`, if it has one.
+    pub(crate) fn get(&self, name: &str) -> Option<u64> {
+        self.0.get(name).copied()
+    }
 }
 
 impl<'a> Control<'a> {
@@ -46,12 +74,19 @@ impl<'a> Control<'a> {
             failure: Mutex::new(None),
             memory: MemoryBudget::new(limit),
             step: Mutex::new(String::new()),
+            guard_start: AtomicU64::new(0),
+            guard_room: AtomicU64::new(u64::MAX),
         }
     }
 
-    /// Names the step whose charges follow, for the out-of-memory error.
-    pub(crate) fn enter_step(&self, step: String) {
+    /// Names the step whose charges follow, for the out-of-memory error,
+    /// and sets its guard (see [`StepGuards`]; `None`: none).
+    pub(crate) fn enter_step(&self, step: String, guard: Option<u64>) {
         *self.step.lock().unwrap_or_else(PoisonError::into_inner) = step;
+        self.guard_start
+            .store(self.memory.used.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.guard_room
+            .store(guard.unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// [`Error::Cancelled`] if the user cancelled or another worker failed.
@@ -93,9 +128,27 @@ impl<'a> Control<'a> {
     }
 
     /// Charges `bytes` against the memory limit; past it, the error names
-    /// the step that needed them.
+    /// the step that needed them. Past the guard of a guarded step, or at
+    /// the limit within one, the error is [`Error::StepOutgrown`].
     pub(crate) fn reserve(&self, bytes: u64) -> Result<()> {
-        if self.memory.take(bytes) {
+        let room = self.guard_room.load(Ordering::Relaxed);
+        let taken = self.memory.take(bytes);
+        let outgrown = room != u64::MAX
+            && (!taken
+                || self
+                    .memory
+                    .used
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(self.guard_start.load(Ordering::Relaxed))
+                    > room);
+        if outgrown {
+            if taken {
+                self.memory.release(bytes);
+            }
+            let step = self.step.lock().unwrap_or_else(PoisonError::into_inner);
+            return Err(Error::StepOutgrown(step.clone()));
+        }
+        if taken {
             return Ok(());
         }
         let step = self.step.lock().unwrap_or_else(PoisonError::into_inner);

@@ -55,7 +55,7 @@ use crate::ir::Program;
 use crate::progress::ProgressSink;
 use crate::storage::Tensor;
 
-pub use control::{MemoryBudget, format_bytes};
+pub use control::{MemoryBudget, StepGuards, format_bytes};
 pub use kernel::entry_bytes;
 pub use plan::PhysicalPlan;
 pub use planner::{PlanChoices, QueryChoices, plan, plan_with};
@@ -128,7 +128,7 @@ pub fn run(
     options: &ExecOptions,
     progress: &dyn ProgressSink,
 ) -> Result<Vec<(String, Arc<Tensor>)>> {
-    Ok(run::run_plan(plan, options, progress, None)?.0)
+    Ok(run::run_plan(plan, options, progress, None, &StepGuards::default())?.0)
 }
 
 /// A program's outputs by name, in order.
@@ -140,7 +140,7 @@ pub fn run_profiled(
     options: &ExecOptions,
     progress: &dyn ProgressSink,
 ) -> Result<(Outputs, Vec<QueryRun>)> {
-    run::run_plan(plan, options, progress, None)
+    run::run_plan(plan, options, progress, None, &StepGuards::default())
 }
 
 /// [`run_profiled`] for a caller that needs only the first rows of one
@@ -148,14 +148,18 @@ pub fn run_profiled(
 /// loops bind its output indices in order (the planner's
 /// [`InOrder`](planner::InOrder) makes them so), that query stops once its
 /// entries, in coordinate order, hold `first.rows` rows; its result is
-/// then those first entries. Any other query runs whole.
+/// then those first entries. Any other query runs whole. A step that
+/// `guards` names stops with
+/// [`Error::StepOutgrown`](crate::Error::StepOutgrown) once it charges
+/// more memory than its guard, or meets the memory limit.
 pub fn run_first(
     plan: &PhysicalPlan,
     options: &ExecOptions,
     progress: &dyn ProgressSink,
     first: Option<&FirstRows>,
+    guards: &StepGuards,
 ) -> Result<(Outputs, Vec<QueryRun>)> {
-    run::run_plan(plan, options, progress, first)
+    run::run_plan(plan, options, progress, first, guards)
 }
 
 /// The first rows of one output that a caller needs (a `LIMIT`).

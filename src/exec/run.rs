@@ -2,7 +2,9 @@
 //! it reads, re-indexing where the plan says so), splits the outermost loop
 //! into chunks of balanced work, runs them on the thread pool, merges their
 //! entries in chunk order, and stores the result as a tensor with the
-//! reference evaluator's conventions. The query a caller needs only the
+//! reference evaluator's conventions. A step with a guard
+//! ([`StepGuards`]) stops once it charges more than the guard allows. The
+//! query a caller needs only the
 //! first rows of ([`FirstRows`]) runs its chunks in order under a
 //! [`RowBudget`] and stops when it has them.
 
@@ -20,7 +22,7 @@ use crate::storage::fibertree::FiberTree;
 use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
 use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
-use super::control::{Control, Held, RowBudget, within_threads};
+use super::control::{Control, Held, RowBudget, StepGuards, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{Access, PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::{Entrywise, ExecOptions, FirstRows, Fusion, Limited, Outputs, QueryRun};
@@ -46,6 +48,7 @@ pub(crate) fn run_plan(
     options: &ExecOptions,
     progress: &dyn ProgressSink,
     first: Option<&FirstRows>,
+    guards: &StepGuards,
 ) -> Result<(Outputs, Vec<QueryRun>)> {
     let control = Control::new(progress, options.memory_limit);
     let mut results = Results::new();
@@ -81,7 +84,7 @@ pub(crate) fn run_plan(
         // one, each on its own.
         for query in step {
             control.check()?;
-            control.enter_step(query.head());
+            control.enter_step(query.head(), guards.get(&query.name));
             let start = Instant::now();
             let budget = first
                 .filter(|f| f.query == query.name && in_output_order(query))
@@ -307,13 +310,16 @@ fn run_fused(
     control: &Control<'_>,
     options: &ExecOptions,
 ) -> Result<Option<Vec<Option<Stored>>>> {
-    control.enter_step(format!(
-        "fused pass of {}",
-        step.iter()
-            .map(|q| q.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
+    control.enter_step(
+        format!(
+            "fused pass of {}",
+            step.iter()
+                .map(|q| q.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None,
+    );
     // A result read row-local by a later member is never stored.
     let row_local = |name: &str| {
         step.iter().any(|q| {
@@ -584,6 +590,7 @@ fn clone_error(error: &Error) -> Error {
         Error::Cancelled => Error::Cancelled,
         Error::Overflow(m) => Error::Overflow(m.clone()),
         Error::OutOfMemory(m) => Error::OutOfMemory(m.clone()),
+        Error::StepOutgrown(m) => Error::StepOutgrown(m.clone()),
         Error::Invalid(m) => Error::Invalid(m.clone()),
         Error::NotSupported(m) => Error::NotSupported(m.clone()),
         Error::Type(m) => Error::Type(m.clone()),

@@ -115,12 +115,13 @@ pub const COST_PER_ESTIMATE: f64 = 500.0;
 /// means), with no query slower beyond run-to-run noise.
 pub const EXACT_FLOOR: usize = 4;
 
-/// A step estimated to write more entries than this is never taken: it
+/// A step estimated to write this many entries or more is never taken
+/// (the default of [`super::OptimizerOptions::max_step_entries`]): it
 /// would need gigabytes of memory, and the loop nest of the query that
 /// would read it computes the same without writing it. Below it, a step
 /// whose [`step_bytes`] pass the statement's memory limit is not taken
 /// either.
-pub const MAX_STEP_ENTRIES: f64 = 1e8;
+pub const MAX_STEP_ENTRIES: u64 = 100_000_000;
 
 /// The memory the executor charges for a step of `entries` entries over
 /// `dims` indices at its peak: each entry as it is collected and again
@@ -238,9 +239,11 @@ pub fn eliminate<E: SparsityEstimator>(
     search: Search,
     distribute: bool,
     memory_limit: u64,
+    max_step_entries: u64,
 ) -> Result<LogicalPlan<E::Stats>> {
     let mut optimizer = Optimizer::new(estimator, search, distribute);
     optimizer.memory_limit = memory_limit as f64;
+    optimizer.max_step_entries = max_step_entries as f64;
     for query in &program.queries {
         let expr = optimizer.rewrite(&query.expr)?;
         optimizer.emit(query.name.clone(), query.indices.clone(), expr)?;
@@ -371,6 +374,8 @@ struct Optimizer<'a, E: SparsityEstimator> {
     distribute: bool,
     /// The memory a step may need ([`step_bytes`]).
     memory_limit: f64,
+    /// A step estimated to write this many entries or more is not taken.
+    max_step_entries: f64,
     out: LogicalPlan<E::Stats>,
     /// The first step of every canonical text.
     first: HashMap<String, First>,
@@ -387,6 +392,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             search,
             distribute,
             memory_limit: f64::INFINITY,
+            max_step_entries: MAX_STEP_ENTRIES as f64,
             out: LogicalPlan::new(),
             first: HashMap::new(),
             merged: HashMap::new(),
@@ -675,6 +681,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             costs: HashMap::new(),
             steps: HashMap::new(),
             memory_limit: self.memory_limit,
+            max_step_entries: self.max_step_entries,
         };
         let plan = if factors.len() < 2 || eliminable.is_empty() {
             space.plan(State {
@@ -1122,6 +1129,8 @@ struct Space<'a, E: SparsityEstimator> {
     steps: HashMap<FactorKey, (Rc<E::Stats>, f64, f64)>,
     /// The memory a step may need ([`step_bytes`]).
     memory_limit: f64,
+    /// A step estimated to write this many entries or more is not taken.
+    max_step_entries: f64,
 }
 
 impl<E: SparsityEstimator> Space<'_, E> {
@@ -1234,7 +1243,7 @@ impl<E: SparsityEstimator> Space<'_, E> {
                 );
                 let written = self.estimate(&stats);
                 let dims = neighbours.count_ones() as usize;
-                let cost = if written > MAX_STEP_ENTRIES
+                let cost = if written >= self.max_step_entries
                     || step_bytes(written, dims) > self.memory_limit
                 {
                     f64::INFINITY

@@ -109,7 +109,7 @@ pub use uniform::{UniformEstimator, UniformStats};
 
 use crate::error::Result;
 use crate::exec::planner::{InOrder, PlanChoices, plan_by};
-use crate::exec::{PhysicalPlan, default_memory_limit};
+use crate::exec::{PhysicalPlan, StepGuards, default_memory_limit};
 use crate::ir::{Program, Query};
 use logical::LogicalPlan;
 use physical::PhysicalOptimizer;
@@ -149,6 +149,11 @@ pub struct OptimizerOptions {
     /// taken, as the loop nest that would read it computes the same
     /// without writing it ([`logical::step_bytes`]).
     pub memory_limit: u64,
+    /// An elimination step estimated to write this many entries or more
+    /// is never taken ([`logical::MAX_STEP_ENTRIES`] by default). A
+    /// statement planned again because a step outgrew its estimate
+    /// ([`Optimized::step_guards`]) lowers it to that step's estimate.
+    pub max_step_entries: u64,
 }
 
 impl Default for OptimizerOptions {
@@ -159,6 +164,7 @@ impl Default for OptimizerOptions {
             search: Search::Exact,
             disabled: PhaseSet::EMPTY,
             memory_limit: default_memory_limit(),
+            max_step_entries: logical::MAX_STEP_ENTRIES,
         }
     }
 }
@@ -173,6 +179,8 @@ pub struct Optimized {
     /// The estimated number of entries of every query of `logical` (NaN
     /// when not estimated, as with `SET optimizer = 'none'`).
     pub estimates: Vec<f64>,
+    /// The names of the elimination steps among `logical`'s queries.
+    pub steps: Vec<String>,
     /// The plan the executor runs.
     pub plan: PhysicalPlan,
     /// The estimated cost of the logical plan (see [`logical`]; NaN
@@ -195,6 +203,47 @@ pub struct Optimized {
     pub phases: Vec<PhaseTime>,
     /// The options it ran with.
     pub options: OptimizerOptions,
+}
+
+/// How many times the memory its estimated entries need
+/// ([`logical::step_bytes`]) an elimination step may charge before the
+/// statement is planned again without it ([`Optimized::step_guards`]).
+pub const REPLAN_FACTOR: f64 = 16.0;
+
+/// The least memory a step's guard allows: a step that fits in it runs on
+/// whatever its estimate said, as planning again would cost more than it
+/// could save.
+pub const REPLAN_FLOOR: u64 = 256 << 20;
+
+impl Optimized {
+    /// The guards of the plan's elimination steps ([`StepGuards`]): each
+    /// may charge [`REPLAN_FACTOR`] times the memory its estimated entries
+    /// need, and at least [`REPLAN_FLOOR`]. A step that charges more (its
+    /// estimate was orders of magnitude low) or meets the memory limit
+    /// stops, and the caller plans the statement again with
+    /// [`OptimizerOptions::max_step_entries`] lowered to that step's
+    /// estimate ([`Optimized::step_estimate`]), so no step estimated as
+    /// large is taken again.
+    pub fn step_guards(&self) -> StepGuards {
+        let mut guards = StepGuards::default();
+        for query in &self.plan.queries {
+            if let Some(estimate) = self.step_estimate(&query.name) {
+                let bytes = REPLAN_FACTOR * logical::step_bytes(estimate, query.output.len());
+                guards.insert(query.name.clone(), (bytes as u64).max(REPLAN_FLOOR));
+            }
+        }
+        guards
+    }
+
+    /// The estimated entries of elimination step `name`, if it is one and
+    /// was estimated.
+    pub fn step_estimate(&self, name: &str) -> Option<f64> {
+        if !self.steps.iter().any(|s| s == name) {
+            return None;
+        }
+        let k = self.logical.queries.iter().position(|q| q.name == name)?;
+        self.estimates.get(k).copied().filter(|e| e.is_finite())
+    }
 }
 
 /// Optimizes `program` into a physical plan (see the module
@@ -277,6 +326,7 @@ fn as_written(
     Ok(Optimized {
         logical: program.clone(),
         estimates: vec![f64::NAN; program.queries.len()],
+        steps: Vec::new(),
         plan,
         cost: f64::NAN,
         reductions: Vec::new(),
@@ -419,6 +469,7 @@ fn with<E: SparsityEstimator>(
             options.search,
             distribute,
             options.memory_limit,
+            options.max_step_entries,
         )?;
         let time = begin.elapsed();
         phases.ran(Phase::Eliminate, time.saturating_sub(plan.distribute_time));
@@ -518,6 +569,7 @@ fn with<E: SparsityEstimator>(
     Ok(Optimized {
         logical: logical.program,
         estimates: logical.estimates,
+        steps: logical.intermediates,
         plan,
         cost: logical.cost,
         reductions: reducer.reductions,
@@ -556,6 +608,7 @@ pub fn plan_cost<E: SparsityEstimator>(
             options.search,
             runs(Phase::Distribute),
             options.memory_limit,
+            options.max_step_entries,
         )
         .ok()?;
         if runs(Phase::Cse) {

@@ -267,10 +267,22 @@ pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
 /// actual entries (and estimate) and, if `times`, its time and the
 /// optimization and execution times.
 pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
-    let mut lines = match &run.optimized {
-        Some(optimized) => optimized_lines(optimized),
-        None => vec!["Reference evaluator (the program runs as written)".to_string()],
-    };
+    let mut lines = Vec::new();
+    for replan in &run.replans {
+        let mut line = format!(
+            "Planned again: step {} ({}) outgrew its estimate; no step estimated as large is taken",
+            replan.step,
+            estimated(replan.estimate)
+        );
+        if times {
+            line.push_str(&format!(" (the plan given up ran {})", millis(replan.time)));
+        }
+        lines.push(line);
+    }
+    match &run.optimized {
+        Some(optimized) => lines.extend(optimized_lines(optimized)),
+        None => lines.push("Reference evaluator (the program runs as written)".to_string()),
+    }
     if !run.queries.is_empty() {
         lines.push("Execution:".to_string());
     }

@@ -23,7 +23,7 @@ pub mod statement;
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-pub use profile::{Profile, ProfileLog, ProgramRun};
+pub use profile::{Profile, ProfileLog, ProgramRun, Replan};
 pub use result::QueryResult;
 pub use settings::Settings;
 pub use statement::{ExplainFormat, Statement, parse_script};

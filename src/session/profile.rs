@@ -24,6 +24,22 @@ pub struct ProgramRun {
     pub queries: Vec<QueryRun>,
     /// The time to run the plan.
     pub execute: Duration,
+    /// The plans given up before this one, in order: each had a step that
+    /// outgrew its estimate ([`crate::optimizer::Optimized::step_guards`]).
+    pub replans: Vec<Replan>,
+}
+
+/// A plan given up because one of its elimination steps charged far more
+/// memory than its estimate needs (or met the memory limit).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replan {
+    /// The step's name (`#e3`).
+    pub step: String,
+    /// Its estimated entries: the next plan takes no step estimated at
+    /// as many or more.
+    pub estimate: f64,
+    /// How long the plan ran before the step stopped it.
+    pub time: Duration,
 }
 
 /// Collects the [`ProgramRun`]s of one statement.

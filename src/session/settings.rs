@@ -34,10 +34,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::profile::{ProfileLog, ProgramRun};
+use super::profile::{ProfileLog, ProgramRun, Replan};
 use crate::bound::Literal;
 use crate::error::{Error, Result};
-use crate::exec::{ExecOptions, FirstRows, default_memory_limit, default_threads};
+use crate::exec::{ExecOptions, FirstRows, StepGuards, default_memory_limit, default_threads};
 use crate::ir::Program;
 use crate::optimizer::{EstimatorKind, OptimizerOptions, Phase, PhaseSet, Search};
 use crate::progress::ProgressSink;
@@ -53,6 +53,10 @@ const NAMES: [&str; 7] = [
     "disabled_optimizers",
     "semijoin",
 ];
+
+/// How many times a statement is planned again because a step outgrew
+/// its estimate ([`Settings::evaluate_first`]).
+pub const MAX_REPLANS: usize = 3;
 
 /// The estimators by their setting value.
 const ESTIMATORS: [EstimatorKind; 2] = [EstimatorKind::Chain, EstimatorKind::Uniform];
@@ -134,6 +138,7 @@ impl Settings {
             search,
             disabled: PhaseSet::from_bits(self.disabled.load(Ordering::Relaxed)),
             memory_limit: self.memory_limit(),
+            max_step_entries: crate::optimizer::logical::MAX_STEP_ENTRIES,
         }
     }
 
@@ -168,6 +173,11 @@ impl Settings {
     /// ([`crate::exec::run_first`]); that result then holds its first
     /// entries by coordinates. The reference evaluator computes every
     /// result whole.
+    ///
+    /// An elimination step that outgrows its estimate (its guard,
+    /// [`crate::optimizer::Optimized::step_guards`]) stops the plan, and
+    /// the program is planned again with no step estimated as large as
+    /// it, up to [`MAX_REPLANS`] times; the last plan runs unguarded.
     pub fn evaluate_first(
         &self,
         program: &Program,
@@ -183,24 +193,56 @@ impl Settings {
                     optimized: None,
                     queries: Vec::new(),
                     execute: start.elapsed(),
+                    replans: Vec::new(),
                 });
             }
             return Ok(results);
         }
         let in_order: Vec<String> = first.iter().map(|f| f.query.clone()).collect();
-        let optimized =
-            crate::optimizer::optimize_in_order(program, &self.optimizer_options(), &in_order)?;
-        let start = Instant::now();
-        let (results, queries) =
-            crate::exec::run_first(&optimized.plan, &self.exec_options(), progress, first)?;
-        if let Some(log) = log {
-            log.record(ProgramRun {
-                optimized: Some(optimized),
-                queries,
-                execute: start.elapsed(),
-            });
+        let mut options = self.optimizer_options();
+        let mut replans = Vec::new();
+        loop {
+            let optimized = crate::optimizer::optimize_in_order(program, &options, &in_order)?;
+            // The last plan allowed runs to the memory limit.
+            let guards = if replans.len() < MAX_REPLANS {
+                optimized.step_guards()
+            } else {
+                StepGuards::default()
+            };
+            let start = Instant::now();
+            let ran = crate::exec::run_first(
+                &optimized.plan,
+                &self.exec_options(),
+                progress,
+                first,
+                &guards,
+            );
+            let (results, queries) = match ran {
+                Err(Error::StepOutgrown(step)) => {
+                    let name = step.split('[').next().unwrap_or_default();
+                    let estimate = optimized.step_estimate(name).ok_or_else(|| {
+                        Error::Internal(format!("step {step} stopped without a guard"))
+                    })?;
+                    replans.push(Replan {
+                        step: name.to_string(),
+                        estimate,
+                        time: start.elapsed(),
+                    });
+                    options.max_step_entries = estimate as u64;
+                    continue;
+                }
+                ran => ran?,
+            };
+            if let Some(log) = log {
+                log.record(ProgramRun {
+                    optimized: Some(optimized),
+                    queries,
+                    execute: start.elapsed(),
+                    replans,
+                });
+            }
+            return Ok(results);
         }
-        Ok(results)
     }
 
     /// The executor's options under these settings.
