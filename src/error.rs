@@ -98,7 +98,8 @@ pub enum Error {
     /// ([`crate::exec::StepGuards`]), so a user sees it only from the
     /// executor's API.
     #[error(
-        "Estimate exceeded: step {0} of the plan charged far more memory than its estimate needs"
+        "Estimate exceeded: step {0} of the plan charged far more memory than its estimate \
+         needs, or met the memory limit"
     )]
     StepOutgrown(String),
 

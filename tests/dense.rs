@@ -719,6 +719,54 @@ fn integer_products_run_sparse_driven_and_exactly() {
     assert!(exact.iter().all(|&v| v % i128::from(huge) == 0), "{got:?}");
 }
 
+/// A step whose integer sum passes 2^63 is stored as `HUGEINT`, though
+/// the plan expected a `BIGINT`; the `BIGINT` product that reads it,
+/// planned as a sparse-driven pass, runs its loops instead and gives the
+/// exact counts (it stopped with an internal error before).
+#[test]
+fn a_step_that_comes_out_hugeint_is_read_by_the_loops_exactly() {
+    let db = integer_tables(&mut Rng(0x1a7e_2026_1129_0003), |p| p as i64);
+    let big = 1i64 << 62;
+    let cells: Vec<String> = (0..30)
+        .flat_map(|p| (0..4).map(move |q| format!("({p}, {q}, {big})")))
+        .collect();
+    db.execute_all(&format!(
+        "CREATE TABLE f (p BIGINT, q BIGINT, v BIGINT, PRIMARY KEY (p, q));\n\
+         INSERT INTO f VALUES {};\n\
+         CREATE TABLE g (q BIGINT, v BIGINT, PRIMARY KEY (q));\n\
+         INSERT INTO g VALUES (0, 4), (1, 4), (2, 4), (3, 4);",
+        cells.join(", ")
+    ))
+    .expect("tables");
+    let statement = "c[s] = SUM(o,p,q) l[o,s,p] * f[p,q] * g[q];";
+    let on = "SET optimizer = 'exact'; SET disabled_optimizers = ''";
+    db.execute_all(on).expect("settings");
+    let plan = explain(&db, statement.trim_end_matches(';'));
+    assert!(
+        plan.contains("sparse-driven: for each entry of l"),
+        "{plan}"
+    );
+    let got = printed(&db, on, statement);
+    assert_eq!(got, printed(&db, "SET optimizer = 'none'", statement));
+    // Each line item's part adds 4 · 4 · 2^62 = 2^66.
+    let per_item = 1i128 << 66;
+    let counts: Vec<i128> = got
+        .iter()
+        .map(|row| {
+            row.split('|')
+                .nth(1)
+                .expect("a value")
+                .parse()
+                .expect("an integer")
+        })
+        .collect();
+    assert!(
+        counts.iter().all(|&v| v > 0 && v % per_item == 0),
+        "{got:?}"
+    );
+    assert_eq!(counts.iter().sum::<i128>(), 400 * per_item, "{got:?}");
+}
+
 /// Every shape of [`DRIVEN`] over random data gives the loops' answer
 /// (the optimizer off) with the `dense` phase on and off, and with the
 /// phase on most of them run sparse-driven, some listing a mostly-zero

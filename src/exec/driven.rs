@@ -71,7 +71,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rayon::prelude::*;
 
 use arrow::array::AsArray;
-use arrow::datatypes::{Float64Type, Int64Type};
+use arrow::datatypes::{DataType, Float64Type, Int64Type};
 
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, ScalarOp};
@@ -380,6 +380,20 @@ fn value_column<'t>(
         .ok_or_else(|| internal(query, "reads a value column it does not have"))
 }
 
+/// Whether `annotation` reads a value column of `tensor` that is neither
+/// `DOUBLE` nor `BIGINT`: an earlier step's count that came out `HUGEINT`
+/// (past 2^63) though the plan expected a `BIGINT`. The pass does not
+/// read those; the loops compute the query exactly instead.
+fn huge_values(tensor: &Tensor, annotation: Annotation) -> bool {
+    let Annotation::Column(column) = annotation else {
+        return false;
+    };
+    tensor
+        .annotation_columns()
+        .get(column)
+        .is_some_and(|a| !matches!(a.data_type(), DataType::Float64 | DataType::Int64))
+}
+
 /// The float values of input `k`'s annotation.
 fn float_values<'t>(
     query: &PhysicalQuery,
@@ -436,6 +450,12 @@ pub(crate) fn run(
     control: &Control<'_>,
     options: &ExecOptions,
 ) -> Result<Option<Outcome>> {
+    if inputs
+        .iter()
+        .any(|&(tensor, annotation)| huge_values(tensor, annotation))
+    {
+        return Ok(None);
+    }
     let inputs: Vec<Input<'_>> = inputs.iter().copied().map(Some).collect();
     let driver = Driver::of(query, driven, &inputs)?;
     let held = Held::new(control);
@@ -475,6 +495,16 @@ pub(crate) fn run_fused(
     control: &Control<'_>,
     options: &ExecOptions,
 ) -> Result<Option<Vec<Option<Outcome>>>> {
+    let huge = |member: &Member<'_>| {
+        member
+            .inputs
+            .iter()
+            .flatten()
+            .any(|&(tensor, annotation)| huge_values(tensor, annotation))
+    };
+    if members.iter().any(huge) {
+        return Ok(None);
+    }
     let held = Held::new(control);
     let mut drivers = Vec::with_capacity(members.len());
     for member in members {
