@@ -664,6 +664,19 @@ fn printed(db: &Database, setting: &str, statement: &str) -> Vec<String> {
     lines(&db.execute("SELECT * FROM c").expect("rows"))
 }
 
+/// The values of rows printed as `key|value`, as integers.
+fn integers(rows: &[String]) -> Vec<i128> {
+    rows.iter()
+        .map(|row| {
+            row.split('|')
+                .nth(1)
+                .expect("a value")
+                .parse()
+                .expect("an integer")
+        })
+        .collect()
+}
+
 /// A `BIGINT` product of a keyed table's pattern and an integer input
 /// (negative values and absent cells among them) runs sparse-driven,
 /// added into an array or written at the driver's entries, and gives the
@@ -705,16 +718,7 @@ fn integer_products_run_sparse_driven_and_exactly() {
     assert!(explain(&db, statement.trim_end_matches(';')).contains("sparse-driven"));
     let got = printed(&db, on, statement);
     assert_eq!(got, printed(&db, loops, statement));
-    let exact: Vec<i128> = got
-        .iter()
-        .map(|row| {
-            row.split('|')
-                .nth(1)
-                .expect("a value")
-                .parse()
-                .expect("an integer")
-        })
-        .collect();
+    let exact = integers(&got);
     assert!(exact.iter().any(|&v| v > 8 * i128::from(huge)), "{got:?}");
     assert!(exact.iter().all(|&v| v % i128::from(huge) == 0), "{got:?}");
 }
@@ -750,16 +754,7 @@ fn a_step_that_comes_out_hugeint_is_read_by_the_loops_exactly() {
     assert_eq!(got, printed(&db, "SET optimizer = 'none'", statement));
     // Each line item's part adds 4 · 4 · 2^62 = 2^66.
     let per_item = 1i128 << 66;
-    let counts: Vec<i128> = got
-        .iter()
-        .map(|row| {
-            row.split('|')
-                .nth(1)
-                .expect("a value")
-                .parse()
-                .expect("an integer")
-        })
-        .collect();
+    let counts = integers(&got);
     assert!(
         counts.iter().all(|&v| v > 0 && v % per_item == 0),
         "{got:?}"
