@@ -223,11 +223,15 @@ impl Optimized {
     /// stops, and the caller plans the statement again with
     /// [`OptimizerOptions::max_step_entries`] lowered to that step's
     /// estimate ([`Optimized::step_estimate`]), so no step estimated as
-    /// large is taken again.
+    /// large is taken again. A step estimated at the cap or above has no
+    /// guard: the plan took it because it cannot do without it (a sum of
+    /// a distributed product, which is computed on its own), so planning
+    /// again would take it again.
     pub fn step_guards(&self) -> StepGuards {
         let mut guards = StepGuards::default();
+        let cap = self.options.max_step_entries as f64;
         for query in &self.plan.queries {
-            if let Some(estimate) = self.step_estimate(&query.name) {
+            if let Some(estimate) = self.step_estimate(&query.name).filter(|&e| e < cap) {
                 let bytes = REPLAN_FACTOR * logical::step_bytes(estimate, query.output.len());
                 guards.insert(query.name.clone(), (bytes as u64).max(REPLAN_FLOOR));
             }
