@@ -81,7 +81,7 @@ pub fn to_py(py: Python<'_>, error: einsql::Error) -> PyErr {
         E::Invalid(_) => InvalidInputError::new_err(message),
         E::Cancelled => CancelledError::new_err(message),
         E::Overflow(_) => IntegerOverflowError::new_err(message),
-        E::OutOfMemory(_) => OutOfMemoryError::new_err(message),
+        E::OutOfMemory(_) | E::StepOutgrown(_) => OutOfMemoryError::new_err(message),
         E::Internal(_) => InternalError::new_err(message),
         E::Catalog { .. } => CatalogError::new_err(message),
         E::Arrow(_) => ArrowError::new_err(message),
