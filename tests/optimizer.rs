@@ -258,6 +258,94 @@ fn a_keyed_tables_rows_are_their_own_square_and_a_bags_counts_are_not() {
     assert_eq!(rows, vec!["0|0|12.25"], "{rows:?}");
 }
 
+/// A sum nested under `sigmoid` that reads, by a key, the entry a factor
+/// around it reads is that entry: its variables take the outer factor's
+/// coordinates (a keyed table's rows, a pattern of ones, drop out inside;
+/// a bag's counts stay). A table that `o` is no key of keeps its nested
+/// sum. Every answer equals the unoptimized plan's.
+#[test]
+fn a_nested_sum_that_reads_an_outer_entry_by_its_key_is_that_entry() {
+    let db = Database::open_in_memory();
+    db.execute(
+        "CREATE TABLE k (o BIGINT, s BIGINT, PRIMARY KEY (o, s));
+         INSERT INTO k VALUES (0, 1), (1, 2), (2, 1), (3, 3);
+         CREATE TABLE b (o BIGINT, s BIGINT);
+         INSERT INTO b VALUES (0, 1), (0, 1), (1, 2), (2, 1), (2, 1), (2, 1), (3, 3);
+         CREATE TABLE g (o BIGINT, s BIGINT, PRIMARY KEY (o, s));
+         INSERT INTO g VALUES (0, 1), (0, 2), (1, 2), (2, 1), (3, 3);
+         CREATE TABLE f (s BIGINT, j BIGINT, v DOUBLE, PRIMARY KEY (s, j));
+         INSERT INTO f VALUES (1, 0, 0.5), (1, 1, -2.0), (2, 0, 3.0), (2, 1, 0.25);",
+    )
+    .expect("it loads");
+    for (table, inner) in [
+        ("k", Some("sigmoid(f.v[s,m])")),
+        ("b", Some("sigmoid(b[o,s] * f.v[s,m])")),
+        ("g", None),
+    ] {
+        let statement =
+            format!("y[o,m] = SUM(s) {table}[o,s] * sigmoid(SUM(s2) {table}[o,s2] * f[s2,m])");
+        let answers = under_each_setting(&db, &statement, "y");
+        assert_eq!(answers[0], answers[1], "{table}");
+        assert_eq!(answers[0], answers[2], "{table}");
+        assert_eq!(answers[0].len(), 8, "{table}: {answers:?}");
+        let lines: Vec<String> = plan_lines(&db, &format!("EXPLAIN {statement}"))
+            .into_iter()
+            .skip_while(|l| !l.starts_with("Logical plan"))
+            .take_while(|l| !l.starts_with("Physical plan"))
+            .collect();
+        let unnested = lines.iter().all(|l| !l.contains("s2"));
+        assert_eq!(unnested, inner.is_some(), "{table}: {lines:#?}");
+        if let Some(inner) = inner {
+            assert!(
+                lines.iter().any(|l| l.contains(inner)),
+                "{table}: {lines:#?}"
+            );
+        }
+    }
+    // o = 3 reads s = 3, which f has no entry for: sigmoid(0) times its
+    // row, as without the rewrite.
+    db.execute("y[o,m] = SUM(s) b[o,s] * sigmoid(SUM(s2) b[o,s2] * f[s2,m])")
+        .expect("it runs");
+    let rows = common::lines(
+        &db.execute("SELECT * FROM y WHERE o >= 2 ORDER BY o, m")
+            .expect("it reads"),
+    );
+    let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
+    let expected = [
+        format!("2|0|{}", 3.0 * sigmoid(1.5)),
+        format!("2|1|{}", 3.0 * sigmoid(-6.0)),
+        "3|0|0.5".to_string(),
+        "3|1|0.5".to_string(),
+    ];
+    assert_eq!(rows, expected, "{rows:?}");
+}
+
+/// The star join's logistic regression: the sum under `sigmoid` reads
+/// `l`'s entry by its key `(o, n)`, so it is the entry's features times
+/// theta, which one sparse-driven pass over `l` reads through `sigmoid`
+/// (no nested result per line item). Answers equal every other plan's.
+#[test]
+fn a_sum_of_lookups_under_sigmoid_is_read_in_one_pass_over_the_driver() {
+    let db = star_join();
+    let statement = "y[o,n] = (SUM(s,p) l[o,n,s,p]) \
+                     * sigmoid(SUM(s,p,j) l[o,n,s,p] * (fs[s,j] + fp[p,j]) * theta[j])";
+    let answers = under_each_setting(&db, statement, "y");
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[0], answers[2]);
+    assert_eq!(answers[0].len(), 199, "{answers:?}");
+    let lines = plan_lines(&db, &format!("EXPLAIN {statement}"));
+    let passes_over_l: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("sparse-driven: for each entry of l["))
+        .collect();
+    assert_eq!(passes_over_l.len(), 1, "{lines:#?}");
+    let through = lines
+        .iter()
+        .filter(|l| l.contains("added in the sum, read through sigmoid"))
+        .count();
+    assert_eq!(through, 2, "{lines:#?}");
+}
+
 #[test]
 fn distributed_terms_that_share_the_join_are_one_loop_over_it() {
     let db = star_join();

@@ -37,8 +37,9 @@
 //!
 //! One factor of the product may be a sum or difference of operands
 //! ([`Driven::sum`]): per entry (or per cell of the free variable's row)
-//! their cells are added, an absent cell adding 0, and the sum multiplies
-//! the rest. The driver may be a keyed table without value columns (its
+//! their cells are added, an absent cell adding 0, and the sum (read
+//! through a function such as `sigmoid` when the factor is one,
+//! [`Driven::sum_map`]) multiplies the rest. The driver may be a keyed table without value columns (its
 //! pattern), and a result whose output holds a key of the driver is
 //! written one entry per driver entry, in order when the key leads it.
 //!
@@ -1204,8 +1205,8 @@ impl Pass<'_, '_> {
                             .for_each(|c| *c += sign * term.values[offset]),
                     }
                 }
-                for (cell, s) in row.iter_mut().zip(&sum) {
-                    *cell *= s;
+                for (cell, &s) in row.iter_mut().zip(&sum) {
+                    *cell *= self.sum_factor(s);
                 }
             }
             visit(e, &row);
@@ -1264,6 +1265,16 @@ impl Pass<'_, '_> {
     /// scalar, taken in [`Pass::blocks`].
     fn has_term_rows(&self) -> bool {
         self.terms.iter().any(|t| t.free.is_some())
+    }
+
+    /// The sum factor's value at a cell whose terms add up to `sum`: the
+    /// sum read through its function, if it has one ([`Driven::sum_map`]).
+    #[inline]
+    fn sum_factor(&self, sum: f64) -> f64 {
+        match self.driven.sum_map {
+            Some(op) => op.apply_f64(&[sum]).unwrap_or(f64::NAN),
+            None => sum,
+        }
     }
 
     /// Visits the driver entries in blocks of [`BLOCK`]: the block's
@@ -1380,7 +1391,7 @@ impl Pass<'_, '_> {
                             sum += sign * term.values[offset];
                         }
                     }
-                    *scalar *= sum;
+                    *scalar *= self.sum_factor(sum);
                 }
             }
             visit(start, scalars, bounded.then_some(&*outside));

@@ -151,6 +151,11 @@ pub struct Driven {
     /// * (#e1[s] + #e2[p] + #e3[o] + #e4[c])`; only with
     /// [`DrivenOutput::Entries`].
     pub sum: Vec<(usize, bool)>,
+    /// The function the sum factor is read through, if any
+    /// (`sigmoid(#e1[s] + #e2[p])`, the logistic regression over a join):
+    /// one of [`Driven::maps`]' functions, applied to the sum at each entry
+    /// (or cell of the free variable's row). Only in a `DOUBLE` product.
+    pub sum_map: Option<ScalarOp>,
     /// The inputs (among `dense`) read through a function as a factor of
     /// the product (`sigmoid(#1[o,n])`), with it: a function whose value
     /// is finite for every finite argument, applied to the cell at the
@@ -869,6 +874,7 @@ impl PhysicalQuery {
         // `SUM(k) t[i,j,k]`, added up entry by entry.
         let projection = self.output.len() < self.vars.len();
         let mut sum = Vec::new();
+        let mut sum_map = None;
         let mut maps = Vec::new();
         let product: Vec<usize> = match &self.body {
             Node::Map(ScalarOp::Mul, args) => {
@@ -886,6 +892,16 @@ impl PhysicalQuery {
                             if let [Node::Input(k)] = inner.as_slice() {
                                 maps.push((*k, *op));
                             }
+                        }
+                        Node::Map(
+                            op @ (ScalarOp::Abs | ScalarOp::Relu | ScalarOp::Sigmoid),
+                            inner,
+                        ) if sum.is_empty() && self.ty == ValueType::Float64 => {
+                            let [inner] = inner.as_slice() else {
+                                return None;
+                            };
+                            sum = summed_inputs(inner, false)?;
+                            sum_map = Some(*op);
                         }
                         _ if sum.is_empty() => sum = summed_inputs(arg, false)?,
                         _ => return None,
@@ -1051,6 +1067,7 @@ impl PhysicalQuery {
             dense,
             ones: left_out,
             sum,
+            sum_map,
             maps,
             at_entries,
             free,
@@ -1220,9 +1237,13 @@ impl PhysicalQuery {
             } else {
                 "scattered into an array"
             };
+            let through = driven
+                .sum_map
+                .and_then(ScalarOp::function_name)
+                .map_or(String::new(), |name| format!(", read through {name}"));
             let term = match driven.sum.iter().find(|&&(j, _)| j == k) {
-                Some((_, false)) => "; added in the sum".to_string(),
-                Some((_, true)) => "; subtracted in the sum".to_string(),
+                Some((_, false)) => format!("; added in the sum{through}"),
+                Some((_, true)) => format!("; subtracted in the sum{through}"),
                 None => match driven.maps.iter().find(|&&(j, _)| j == k) {
                     Some((_, op)) => format!("; through {}", op.function_name().unwrap_or("-")),
                     None => String::new(),

@@ -13,7 +13,9 @@
 //!    factors that read the same stored table at the same coordinates of
 //!    a key of it read one entry, so the sum's variables that tell them
 //!    apart are merged ([`merge_key_joins`]: the covariance `Xᵀ X` of a
-//!    join's feature matrix no longer pairs the line items of an order).
+//!    join's feature matrix no longer pairs the line items of an order);
+//!    so are a product's stored inputs and the factors of a sum nested
+//!    under a map in it (`sigmoid(SUM ...)`) that read them by a key.
 //! 2. **Semijoin reduction** ([`super::reduce`]). Each such product's
 //!    stored inputs are shrunk to the coordinates its one-variable factors
 //!    allow, so that they are estimated from exact statistics.
@@ -1641,6 +1643,20 @@ fn lift(expr: Expr) -> Expr {
 /// pattern of ones (a keyed table's rows, [`is_pattern_of_ones`]), whose
 /// square is itself: then one goes, and the loops no longer intersect the
 /// table with itself.
+///
+/// The same holds for a `SUM` nested under a map in a factor of a product
+/// (as in `sigmoid` or `ln` of a sum, which cannot be lifted): where the
+/// product is not 0, each of its stored inputs reads one entry, so a
+/// factor of the nested sum that reads that table at the same key
+/// coordinates reads the same entry, and the nested sum's variables that
+/// tell the two apart take the outer factor's coordinates
+/// ([`unnested_key_reads`]). The logistic regression over a join's pairs,
+/// `SUM(s,p) L[o,n,s,p] * L[q,m,t,p] * sigmoid(SUM(s_2,t_2,p_2,j)
+/// L[o,n,s_2,p_2] * L[q,m,t_2,p_2] * x[s_2,t_2,p_2,j] * θ[j])`, becomes
+/// `SUM(s,p) L[o,n,s,p] * L[q,m,t,p] * sigmoid(SUM(j) x[s,t,p,j] * θ[j])`
+/// (with `(o, n)` a key of `L`, whose rows are a pattern of ones): one
+/// pass over the pairs instead of a nested result of one entry per pair
+/// joined with the pairs again.
 fn merge_key_joins(expr: Expr) -> Expr {
     match expr {
         Expr::Agg {
@@ -1655,12 +1671,109 @@ fn merge_key_joins(expr: Expr) -> Expr {
                     args,
                 } => {
                     let (indices, factors) = merged_key_factors(indices, args);
-                    Expr::sum(indices, Expr::map(ScalarOp::Mul, factors))
+                    Expr::sum(
+                        indices,
+                        Expr::map(ScalarOp::Mul, unnested_key_reads(factors)),
+                    )
                 }
                 body => Expr::sum(indices, body),
             }
         }
+        Expr::Map {
+            op: ScalarOp::Mul,
+            args,
+        } => Expr::map(
+            ScalarOp::Mul,
+            unnested_key_reads(args.into_iter().map(merge_key_joins).collect()),
+        ),
         other => other.map_children(merge_key_joins),
+    }
+}
+
+/// The factors of a product with the `SUM`s nested under maps in them
+/// reading, by a key, the entries that the product's stored inputs read
+/// (see [`merge_key_joins`]): each such sum's variables that tell its
+/// factor apart from the outer one are renamed to the outer one's, and
+/// a factor that then equals an outer pattern of ones is dropped (it is 1
+/// wherever the product is not 0).
+fn unnested_key_reads(factors: Vec<Expr>) -> Vec<Expr> {
+    // Most products (every subgraph count) have no map to look into.
+    if !factors.iter().any(|f| matches!(f, Expr::Map { .. })) {
+        return factors;
+    }
+    let outer: Vec<Expr> = factors
+        .iter()
+        .filter(|f| matches!(f, Expr::Input(_)))
+        .cloned()
+        .collect();
+    if outer.is_empty() {
+        return factors;
+    }
+    factors
+        .into_iter()
+        .map(|f| match f {
+            Expr::Map { .. } => unnest_under_maps(f, &outer),
+            other => other,
+        })
+        .collect()
+}
+
+/// `expr` (a factor of a product whose stored inputs are `outer`) with
+/// the `SUM`s reached through its maps unnested as
+/// [`unnested_key_reads`] says. Other aggregates are left as they are.
+fn unnest_under_maps(expr: Expr, outer: &[Expr]) -> Expr {
+    match expr {
+        Expr::Map { op, args } => Expr::Map {
+            op,
+            args: args
+                .into_iter()
+                .map(|a| unnest_under_maps(a, outer))
+                .collect(),
+        },
+        Expr::Agg {
+            op: AggOp::Sum,
+            mut indices,
+            body,
+        } if !outer.iter().any(|o| reads_any_of(o, &indices)) => {
+            // (Normalized names are unique: an outer factor never reads a
+            // variable the nested sum binds, which would be another one.)
+            let mut body = *body;
+            while let Some((from, to)) = product_factors(&body)
+                .iter()
+                .find_map(|inner| outer.iter().find_map(|o| key_rename(o, inner, &indices)))
+            {
+                indices.retain(|v| *v != from);
+                body = rename(&body, &|v: &str| (v == from).then(|| to.clone()));
+            }
+            let mut factors = product_factors(&body);
+            let before = factors.len();
+            factors.retain(|f| !(is_pattern_of_ones(f) && outer.contains(f)));
+            if factors.len() < before {
+                body = if factors.is_empty() {
+                    Expr::Literal(Value::Int(1))
+                } else {
+                    Expr::product(factors)
+                };
+            }
+            Expr::sum(indices, body)
+        }
+        other => other,
+    }
+}
+
+/// Whether `expr` reads any of the variables `names`.
+fn reads_any_of(expr: &Expr, names: &[String]) -> bool {
+    expr.free_indices().iter().any(|v| names.contains(v))
+}
+
+/// The factors of a product, or the expression itself as the one factor.
+fn product_factors(expr: &Expr) -> Vec<Expr> {
+    match expr {
+        Expr::Map {
+            op: ScalarOp::Mul,
+            args,
+        } => args.clone(),
+        other => vec![other.clone()],
     }
 }
 
