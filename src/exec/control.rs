@@ -40,6 +40,9 @@ pub(crate) struct Control<'a> {
     /// The step of the plan that runs now (`#e1[a,c]`), named in the
     /// error when its charges pass the limit.
     step: Mutex<String>,
+    /// The name of the step that runs under a guard (`#e1`), named in
+    /// [`Error::StepOutgrown`].
+    guarded: Mutex<String>,
     /// The bytes charged when the step began, and the most it may add
     /// ([`StepGuards`]; `u64::MAX`: no guard).
     guard_start: AtomicU64,
@@ -61,9 +64,19 @@ impl StepGuards {
     }
 
     /// The guard of step `name`, if it has one.
-    pub(crate) fn get(&self, name: &str) -> Option<u64> {
-        self.0.get(name).copied()
+    pub(crate) fn get(&self, name: &str) -> Option<StepGuard<'_>> {
+        self.0
+            .get_key_value(name)
+            .map(|(step, &bytes)| StepGuard { step, bytes })
     }
+}
+
+/// The guard of one step ([`StepGuards::get`]): the step's name and the
+/// most memory it may charge.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StepGuard<'g> {
+    pub step: &'g str,
+    pub bytes: u64,
 }
 
 impl<'a> Control<'a> {
@@ -74,19 +87,28 @@ impl<'a> Control<'a> {
             failure: Mutex::new(None),
             memory: MemoryBudget::new(limit),
             step: Mutex::new(String::new()),
+            guarded: Mutex::new(String::new()),
             guard_start: AtomicU64::new(0),
             guard_room: AtomicU64::new(u64::MAX),
         }
     }
 
-    /// Names the step whose charges follow, for the out-of-memory error,
-    /// and sets its guard (see [`StepGuards`]; `None`: none).
-    pub(crate) fn enter_step(&self, step: String, guard: Option<u64>) {
-        *self.step.lock().unwrap_or_else(PoisonError::into_inner) = step;
+    /// Names the step whose charges follow by its head (`#e1[a,c]`), for
+    /// the out-of-memory error, and sets its guard (see [`StepGuards`];
+    /// `None`: none).
+    pub(crate) fn enter_step(&self, head: String, guard: Option<StepGuard<'_>>) {
+        *self.step.lock().unwrap_or_else(PoisonError::into_inner) = head;
+        if let Some(guard) = guard {
+            let mut guarded = self.guarded.lock().unwrap_or_else(PoisonError::into_inner);
+            guarded.clear();
+            guarded.push_str(guard.step);
+        }
         self.guard_start
             .store(self.memory.used.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.guard_room
-            .store(guard.unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.guard_room.store(
+            guard.map_or(u64::MAX, |guard| guard.bytes),
+            Ordering::Relaxed,
+        );
     }
 
     /// [`Error::Cancelled`] if the user cancelled or another worker failed.
@@ -145,7 +167,7 @@ impl<'a> Control<'a> {
             if taken {
                 self.memory.release(bytes);
             }
-            let step = self.step.lock().unwrap_or_else(PoisonError::into_inner);
+            let step = self.guarded.lock().unwrap_or_else(PoisonError::into_inner);
             return Err(Error::StepOutgrown(step.clone()));
         }
         if taken {

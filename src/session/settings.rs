@@ -219,12 +219,11 @@ impl Settings {
             );
             let (results, queries) = match ran {
                 Err(Error::StepOutgrown(step)) => {
-                    let name = step.split('[').next().unwrap_or_default();
-                    let estimate = optimized.step_estimate(name).ok_or_else(|| {
+                    let estimate = optimized.step_estimate(&step).ok_or_else(|| {
                         Error::Internal(format!("step {step} stopped without a guard"))
                     })?;
                     replans.push(Replan {
-                        step: name.to_string(),
+                        step,
                         estimate,
                         time: start.elapsed(),
                     });
