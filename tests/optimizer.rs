@@ -34,6 +34,15 @@ fn plan_lines(db: &Database, sql: &str) -> Vec<String> {
     lines
 }
 
+/// The logical plan's lines of `EXPLAIN statement`.
+fn logical_plan_lines(db: &Database, statement: &str) -> Vec<String> {
+    plan_lines(db, &format!("EXPLAIN {statement}"))
+        .into_iter()
+        .skip_while(|l| !l.starts_with("Logical plan"))
+        .take_while(|l| !l.starts_with("Physical plan"))
+        .collect()
+}
+
 const DIAMONDS: &str = "d[] = SUM(i,j,k,l) e[i,j] * e[i,k] * e[j,k] * e[l,j] * e[l,k];";
 
 #[test]
@@ -288,11 +297,7 @@ fn a_nested_sum_that_reads_an_outer_entry_by_its_key_is_that_entry() {
         assert_eq!(answers[0], answers[1], "{table}");
         assert_eq!(answers[0], answers[2], "{table}");
         assert_eq!(answers[0].len(), 8, "{table}: {answers:?}");
-        let lines: Vec<String> = plan_lines(&db, &format!("EXPLAIN {statement}"))
-            .into_iter()
-            .skip_while(|l| !l.starts_with("Logical plan"))
-            .take_while(|l| !l.starts_with("Physical plan"))
-            .collect();
+        let lines = logical_plan_lines(&db, &statement);
         let unnested = lines.iter().all(|l| !l.contains("s2"));
         assert_eq!(unnested, inner.is_some(), "{table}: {lines:#?}");
         if let Some(inner) = inner {
@@ -381,13 +386,8 @@ fn two_reads_of_one_entry_by_a_key_are_merged() {
     assert_eq!(answers[0], answers[1]);
     assert_eq!(answers[0], answers[2]);
     assert!(answers[0].len() > 8, "{answers:?}");
-    let lines = plan_lines(&db, &format!("EXPLAIN {statement}"));
-    let logical: Vec<&String> = lines
-        .iter()
-        .skip_while(|l| !l.starts_with("Logical plan"))
-        .take_while(|l| !l.starts_with("Physical plan"))
-        .collect();
-    assert!(logical.len() > 1, "{lines:#?}");
+    let logical = logical_plan_lines(&db, statement);
+    assert!(logical.len() > 1, "{logical:#?}");
     assert!(
         logical
             .iter()
