@@ -39,9 +39,10 @@
 //! ([`Driven::sum`]): per entry (or per cell of the free variable's row)
 //! their cells are added, an absent cell adding 0, and the sum (read
 //! through a function such as `sigmoid` when the factor is one,
-//! [`Driven::sum_map`]) multiplies the rest. The driver may be a keyed table without value columns (its
-//! pattern), and a result whose output holds a key of the driver is
-//! written one entry per driver entry, in order when the key leads it.
+//! [`Driven::sum_map`]) multiplies the rest. The driver may be a keyed
+//! table without value columns (its pattern), and a result whose output
+//! holds a key of the driver is written one entry per driver entry, in
+//! order when the key leads it.
 //!
 //! The loops visit only coordinates where every input has an entry. An
 //! input read in place has one everywhere, so both paths multiply the
