@@ -351,6 +351,36 @@ fn a_sum_of_lookups_under_sigmoid_is_read_in_one_pass_over_the_driver() {
     assert_eq!(through, 2, "{lines:#?}");
 }
 
+/// A sum of blocks read through `relu` with a free variable: each entry
+/// of `l` writes a row over `j`, every cell the sum's cell through the
+/// function, as the loops compute it.
+#[test]
+fn a_sum_of_rows_under_relu_is_read_in_one_pass_over_the_driver() {
+    let db = star_join();
+    let statement = "y[o,n,j] = SUM(s,p) l[o,n,s,p] * relu(fs[s,j] - fp[p,j])";
+    let answers = under_each_setting(&db, statement, "y");
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[0], answers[2]);
+    assert!(answers[0].len() > 500, "{}", answers[0].len());
+    let lines = plan_lines(&db, &format!("EXPLAIN {statement}"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("sparse-driven: for each entry of l[")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("subtracted in the sum, read through relu")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("per entry, a row over j")),
+        "{lines:#?}"
+    );
+}
+
 #[test]
 fn distributed_terms_that_share_the_join_are_one_loop_over_it() {
     let db = star_join();
