@@ -1663,22 +1663,22 @@ fn merge_key_joins(expr: Expr) -> Expr {
             op: AggOp::Sum,
             indices,
             body,
-        } => {
-            let body = merge_key_joins(*body);
-            match body {
-                Expr::Map {
-                    op: ScalarOp::Mul,
-                    args,
-                } => {
-                    let (indices, factors) = merged_key_factors(indices, args);
-                    Expr::sum(
-                        indices,
-                        Expr::map(ScalarOp::Mul, unnested_key_reads(factors)),
-                    )
-                }
-                body => Expr::sum(indices, body),
+        } => match *body {
+            // The factors' own sums first; the nested sums are unnested
+            // once, after this sum's variables are merged.
+            Expr::Map {
+                op: ScalarOp::Mul,
+                args,
+            } => {
+                let args = args.into_iter().map(merge_key_joins).collect();
+                let (indices, factors) = merged_key_factors(indices, args);
+                Expr::sum(
+                    indices,
+                    Expr::map(ScalarOp::Mul, unnested_key_reads(factors)),
+                )
             }
-        }
+            body => Expr::sum(indices, merge_key_joins(body)),
+        },
         Expr::Map {
             op: ScalarOp::Mul,
             args,
