@@ -137,6 +137,7 @@ fn results_do_not_depend_on_the_thread_count() {
                         dense: None,
                         driven: None,
                         listed: false,
+                        paired: false,
                     },
                 )]
                 .into_iter()

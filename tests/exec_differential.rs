@@ -720,6 +720,8 @@ fn choices(
                 // Whether a driven run lists the input it can list, at
                 // any fill.
                 listed: rng.below(2) == 0,
+                // Drawn only where the query can run over joined pairs.
+                paired: query.as_paired().is_some() && rng.below(2) == 0,
             },
         );
     }
@@ -775,7 +777,7 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
         tensors: 0,
     };
     let (mut programs, mut plans, mut reference_errors, mut both_failed) = (0, 0, 0, 0);
-    let (mut promoted, mut driven) = (0, 0);
+    let (mut promoted, mut driven, mut paired) = (0, 0, 0);
     for case in 0..3000 {
         let program = generator.program();
         programs += 1;
@@ -847,6 +849,7 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
                 .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}\n{choice:?}"));
             plans += 1;
             driven += plan.queries.iter().filter(|q| q.driven.is_some()).count();
+            paired += plan.queries.iter().filter(|q| q.paired.is_some()).count();
             let single = run(&plan, &options(1), &NoProgress);
             match (&expected, &single) {
                 (Some(expected), Ok(actual)) => {
@@ -870,12 +873,16 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
         }
     }
     eprintln!(
-        "{programs} programs, {plans} plans ({driven} sparse-driven queries); the reference \
-         failed on {reference_errors} (planning too on {both_failed}); {promoted} BIGINT \
+        "{programs} programs, {plans} plans ({driven} sparse-driven queries, {paired} over \
+         joined pairs); the reference failed on {reference_errors} (planning too on {both_failed}); {promoted} BIGINT \
          results promoted to HUGEINT"
     );
     assert!(promoted >= 10, "too few results pass 64 bits: {promoted}");
     assert!(driven >= 20, "too few queries are sparse-driven: {driven}");
+    assert!(
+        paired >= 20,
+        "too few queries run over joined pairs: {paired}"
+    );
     assert!(
         reference_errors < programs / 3,
         "too few programs are checked"

@@ -157,13 +157,19 @@ fn a_constant_coordinate_is_estimated_by_the_entries_it_selects() {
 /// with features of `s` and `p` in two blocks of `j`; every value a
 /// multiple of 1/8, so that sums in any order are exact.
 fn star_join() -> Database {
+    star_join_of(100, 10, 12)
+}
+
+/// [`star_join`] with `orders` orders, `suppliers` suppliers and `parts`
+/// parts.
+fn star_join_of(orders: i64, suppliers: i64, parts: i64) -> Database {
     let mut rows = Vec::new();
-    for o in 0..100 {
+    for o in 0..orders {
         for n in 0..=o % 3 {
             rows.push(format!(
                 "({o}, {n}, {}, {})",
-                (o * 7 + n) % 10,
-                (o * 3 + n * 5) % 12
+                (o * 7 + n) % suppliers,
+                (o * 3 + n * 5) % parts
             ));
         }
     }
@@ -192,8 +198,8 @@ fn star_join() -> Database {
          CREATE TABLE theta (j BIGINT, v DOUBLE, PRIMARY KEY (j));
          INSERT INTO theta VALUES {};",
         rows.join(", "),
-        block(10, 0),
-        block(12, 20),
+        block(suppliers, 0),
+        block(parts, 20),
         theta.join(", ")
     ))
     .expect("the star join loads");
@@ -221,6 +227,22 @@ fn under_each_setting(db: &Database, statement: &str, table: &str) -> Vec<Vec<St
     db.execute("SET optimizer = 'exact'")
         .expect("the setting applies");
     answers
+}
+
+/// The sorted entries of `statement`'s result with the optimizer phases
+/// `phases` off.
+fn with_disabled(db: &Database, phases: &str, statement: &str, table: &str) -> Vec<String> {
+    db.execute(&format!("SET disabled_optimizers = '{phases}'"))
+        .expect("the setting applies");
+    db.execute(statement).expect("the statement runs");
+    let mut rows = common::lines(
+        &db.execute(&format!("SELECT * FROM {table}"))
+            .expect("it reads"),
+    );
+    rows.sort();
+    db.execute("SET disabled_optimizers = ''")
+        .expect("the setting applies");
+    rows
 }
 
 #[test]
@@ -379,6 +401,120 @@ fn a_sum_of_rows_under_relu_is_read_in_one_pass_over_the_driver() {
         lines.iter().any(|l| l.contains("per entry, a row over j")),
         "{lines:#?}"
     );
+}
+
+/// The self-join of `l` through its part, each pair's features those of
+/// both suppliers and of the part, times the weights: a join's pairs
+/// written out, one pass over the pairs (no loops over the join); answers
+/// equal the loops' and every other plan's. With few suppliers and parts
+/// the weighted blocks are one result over `(s1, s2, p)`, read at each
+/// pair; with many, one per block, each read at one table's entries and
+/// added per pair.
+#[test]
+fn a_joins_pairs_are_written_in_one_pass_over_the_pairs() {
+    let statement = "y[o1,n1,o2,n2] = SUM(s1,s2,p,j) l[o1,n1,s1,p] * l[o2,n2,s2,p] \
+                     * (fs[s1,j] + fs[s2,j] + fp[p,j]) * theta[j]";
+    let paired =
+        "paired: each entry of l[o1,n1,s1,p] meets the entries of l[o2,n2,s2,p] that share (p)";
+    for (db, at_pair, at_left, at_right) in [
+        (star_join(), 1, 0, 0),
+        (star_join_of(2_000, 200, 300), 0, 2, 1),
+    ] {
+        let mut answers = under_each_setting(&db, statement, "y");
+        answers.push(with_disabled(&db, "dense", statement, "y"));
+        assert!(answers.iter().all(|a| a == &answers[0]), "{answers:?}");
+        assert!(answers[0].len() > 1_000, "{}", answers[0].len());
+        let lines = plan_lines(&db, &format!("EXPLAIN {statement}"));
+        assert!(lines.iter().any(|l| l.contains(paired)), "{lines:#?}");
+        let read = |at: &str| lines.iter().filter(|l| l.contains(at)).count();
+        let reads = (
+            read("(at each pair)"),
+            read("(at the left table's entries; added in the sum)"),
+            read("(at the right table's entries; added in the sum)"),
+        );
+        assert_eq!(reads, (at_pair, at_left, at_right), "{lines:#?}");
+        let lines = plan_lines(
+            &db,
+            &format!("SET disabled_optimizers = 'dense'; EXPLAIN {statement}"),
+        );
+        assert!(!lines.iter().any(|l| l.contains("paired:")), "{lines:#?}");
+        db.execute("SET disabled_optimizers = ''")
+            .expect("the setting applies");
+    }
+}
+
+/// The same pairs read through `sigmoid`, each side's factors and a
+/// function of a factor on each side: per pair, the two sides' products
+/// times the function of the two sides' sums.
+#[test]
+fn a_function_of_both_sides_sums_is_taken_per_pair() {
+    let db = star_join();
+    let statement = "y[o1,n1,o2,n2] = (SUM(s1,s2,p) l[o1,n1,s1,p] * l[o2,n2,s2,p]) \
+                     * sigmoid(SUM(s1,s2,p,j) l[o1,n1,s1,p] * l[o2,n2,s2,p] \
+                     * (fs[s1,j] + fs[s2,j] + fp[p,j]) * theta[j])";
+    let mut answers = under_each_setting(&db, statement, "y");
+    answers.push(with_disabled(&db, "dense", statement, "y"));
+    assert!(answers.iter().all(|a| a == &answers[0]), "{answers:?}");
+    let lines = plan_lines(&db, &format!("EXPLAIN {statement}"));
+    assert!(
+        lines.iter().any(|l| l.contains("paired: each entry of l[")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("added in the sum, read through sigmoid")),
+        "{lines:#?}"
+    );
+    add_weights(&db);
+    let factors = "y[o1,n1,o2,n2] = SUM(s1,s2,p) l[o1,n1,s1,p] * l[o2,n2,s2,p] \
+                   * w[s1] * relu(w[s2])";
+    let mut answers = under_each_setting(&db, factors, "y");
+    answers.push(with_disabled(&db, "dense", factors, "y"));
+    assert!(answers.iter().all(|a| a == &answers[0]), "{answers:?}");
+    assert!(!answers[0].is_empty());
+    let lines = plan_lines(&db, &format!("EXPLAIN {factors}"));
+    assert!(
+        lines.iter().any(|l| l.contains("paired: each entry of")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("(at the right table's entries; through relu)")),
+        "{lines:#?}"
+    );
+}
+
+/// Pairs whose output does not list the left table's variables first are
+/// written as they come and sorted when stored; an output without a key of
+/// each table is no join's pairs (an entry sums several), and runs its
+/// loops.
+#[test]
+fn pairs_out_of_order_are_sorted_and_an_output_without_keys_is_not_paired() {
+    let db = star_join();
+    add_weights(&db);
+    let shuffled = "y[n1,o2,o1,n2] = SUM(s1,s2,p) l[o1,n1,s1,p] * l[o2,n2,s2,p] * w[s1]";
+    let mut answers = under_each_setting(&db, shuffled, "y");
+    answers.push(with_disabled(&db, "dense", shuffled, "y"));
+    assert!(answers.iter().all(|a| a == &answers[0]), "{answers:?}");
+    let lines = plan_lines(&db, &format!("EXPLAIN {shuffled}"));
+    assert!(lines.iter().any(|l| l.contains("paired:")), "{lines:#?}");
+    let summed = "y[o1,o2] = SUM(n1,n2,s1,s2,p) l[o1,n1,s1,p] * l[o2,n2,s2,p] * w[s1]";
+    let mut answers = under_each_setting(&db, summed, "y");
+    answers.push(with_disabled(&db, "dense", summed, "y"));
+    assert!(answers.iter().all(|a| a == &answers[0]), "{answers:?}");
+    let lines = plan_lines(&db, &format!("EXPLAIN {summed}"));
+    assert!(!lines.iter().any(|l| l.contains("paired:")), "{lines:#?}");
+}
+
+/// Adds `w[s]`, weights of four of `l`'s suppliers, one negative.
+fn add_weights(db: &Database) {
+    db.execute(
+        "CREATE TABLE w (s BIGINT, v DOUBLE, PRIMARY KEY (s));
+         INSERT INTO w VALUES (1, 0.5), (2, -0.25), (4, 0.75), (7, 1.5)",
+    )
+    .expect("w loads");
 }
 
 #[test]

@@ -501,6 +501,8 @@ def plot(results, args) -> None:
             if key + (system,) not in results:
                 continue
             r = results[key + (system,)]
+            if r == "skipped":
+                continue
             if isinstance(r, str):
                 r = None
             if system == "numpy":
@@ -522,7 +524,7 @@ def plot(results, args) -> None:
     ax.set_xticklabels(labels, rotation=25, ha="right", fontsize=8)
     ax.set_ylabel(f"seconds ({args.threads} threads)")
     ax.set_title(f"Galley's TPC-H models at SF {args.sf} (hatched: not finished in "
-                 f"{args.timeout:.0f} s)", fontsize=10)
+                 f"{args.timeout:.0f} s, or out of memory)", fontsize=10)
     ax.grid(True, axis="y", which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -357,7 +357,7 @@ impl Address {
 
 /// Row-major strides of a tensor's stored dimensions; `None` when the
 /// cells overflow `usize`.
-fn strides(tensor: &Tensor) -> Option<(Vec<usize>, usize)> {
+pub(super) fn strides(tensor: &Tensor) -> Option<(Vec<usize>, usize)> {
     let mut strides = vec![0; tensor.dims().len()];
     let mut cells = 1usize;
     for (d, dim) in tensor.dims().iter().enumerate().rev() {
@@ -386,7 +386,7 @@ fn value_column<'t>(
 /// `DOUBLE` nor `BIGINT`: an earlier step's count that came out `HUGEINT`
 /// (past 2^63) though the plan expected a `BIGINT`. The pass does not
 /// read those; the loops compute the query exactly instead.
-fn huge_values(tensor: &Tensor, annotation: Annotation) -> bool {
+pub(super) fn huge_values(tensor: &Tensor, annotation: Annotation) -> bool {
     let Annotation::Column(column) = annotation else {
         return false;
     };
@@ -413,7 +413,7 @@ fn float_values<'t>(
 /// operand of a `BIGINT` product), or 1 per entry for its pattern (a
 /// factor of a `BIGINT` product; the plan takes only tables that store
 /// each row once).
-fn values_as_floats<'t>(
+pub(super) fn values_as_floats<'t>(
     query: &PhysicalQuery,
     tensor: &'t Tensor,
     annotation: Annotation,
@@ -723,7 +723,7 @@ impl Iterator for Rows<'_> {
 }
 
 /// The variable of every dimension of input `k`.
-fn vars_of(query: &PhysicalQuery, k: usize) -> Result<Vec<usize>> {
+pub(super) fn vars_of(query: &PhysicalQuery, k: usize) -> Result<Vec<usize>> {
     query
         .inputs
         .get(k)
@@ -1037,7 +1037,7 @@ struct FiniteColumns(Mutex<HashMap<usize, bool>>);
 
 /// Whether every value the annotation reads of the tensor is finite (a
 /// pattern's, 1, are; a column that is not DOUBLE is not read here).
-fn finite(tensor: &Tensor, annotation: Annotation) -> bool {
+pub(super) fn finite(tensor: &Tensor, annotation: Annotation) -> bool {
     let Annotation::Column(column) = annotation else {
         return true;
     };
@@ -1054,7 +1054,7 @@ fn finite(tensor: &Tensor, annotation: Annotation) -> bool {
 
 /// A tensor's entries, with these `values` (its value column as
 /// floats), in a row-major array of its stored dimensions.
-fn scatter(
+pub(super) fn scatter(
     query: &PhysicalQuery,
     tensor: &Tensor,
     values: &[f64],

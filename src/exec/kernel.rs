@@ -835,7 +835,7 @@ pub fn entry_bytes(dims: usize) -> u64 {
 
 /// The bytes a finished float entry of `dims` dimensions takes
 /// ([`Worker::run_floats`]).
-fn float_entry_bytes(dims: usize) -> u64 {
+pub(crate) fn float_entry_bytes(dims: usize) -> u64 {
     (dims as u64 + 1) * 8
 }
 

@@ -14,8 +14,11 @@
 //! monomorphized path that multiplies each factor in at the depth where its
 //! last index is bound ([`product`]). A query the optimizer marks as one
 //! matrix product of dense-enough operands runs as a dense kernel instead
-//! ([`dense`]), and a product over one sparse input whose other inputs are
-//! dense arrays as one pass over that input's entries ([`driven`]).
+//! ([`dense`]), a product over one sparse input whose other inputs are
+//! dense arrays as one pass over that input's entries ([`driven`]), and a
+//! product of two tables whose output holds a key of each (a join's pairs
+//! written out) as one pass over their joined pairs of entries
+//! ([`paired`]).
 //!
 //! Results are exactly those of the reference evaluator
 //! ([`crate::reference`]): the same fill-value semantics, exact 64-bit
@@ -41,6 +44,7 @@ mod control;
 mod dense;
 mod driven;
 mod kernel;
+mod paired;
 pub mod plan;
 pub mod planner;
 mod product;

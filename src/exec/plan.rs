@@ -107,6 +107,9 @@ pub struct PhysicalQuery {
     /// Set when the query runs entry by entry over one sparse input, the
     /// others read as dense arrays, instead of its loops (see [`Driven`]).
     pub driven: Option<Driven>,
+    /// Set when the query runs as one pass over the joined pairs of two
+    /// tables' entries instead of its loops (see [`Paired`]).
+    pub paired: Option<Paired>,
 }
 
 /// The cells per driver entry from which a sparse-driven query reads an
@@ -193,6 +196,72 @@ pub struct Driven {
     pub listed: Option<usize>,
 }
 
+/// A query that is a product of two tables joined on the variables they
+/// share, whose output's variables tell each table's entries apart (a
+/// join's pairs written out, as the self-join of line items through their
+/// part): it runs as one pass over the entries of the *left* table, each
+/// meeting the entries of the *right* one that agree with it on the shared
+/// variables, instead of its loops, and builds no fibertree index. Every
+/// other input is read as the sparse-driven path reads its operands
+/// ([`Driven`]), at one table's entries when it reads only that table's
+/// variables (a factor, a factor through a function, or a term of the
+/// product's one sum factor), else at each pair (a factor). Each pair is
+/// its own result entry: the two tables' products times the factors read
+/// at the pair and the sum factor (the two tables' terms added, read
+/// through its function).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Paired {
+    /// The table whose entries are gone through in stored order (a
+    /// position in [`PhysicalQuery::inputs`]).
+    pub left: usize,
+    /// The table whose entries are grouped by their shared coordinates.
+    pub right: usize,
+    /// The variables both tables read, in the left's order.
+    pub shared: Vec<usize>,
+    /// Every other input, with the side it is read at and its part in
+    /// the product, in input order.
+    pub reads: Vec<PairedRead>,
+    /// The function the sum factor is read through, if any.
+    pub sum_map: Option<ScalarOp>,
+}
+
+/// The most cells of an input that a [`Paired`] query scatters into an
+/// array (one that does not store every cell): 1 GiB of doubles.
+pub const PAIRED_CELLS: u64 = 1 << 27;
+
+/// An input of a [`Paired`] query other than its two tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairedRead {
+    /// The input (a position in [`PhysicalQuery::inputs`]).
+    pub input: usize,
+    /// Where it is read.
+    pub at: PairedAt,
+    /// How its cell enters the product.
+    pub part: PairedPart,
+}
+
+/// Where an input of a [`Paired`] query is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairedAt {
+    /// At the left table's entries: it reads only the left's variables.
+    Left,
+    /// At the right table's entries: it reads only the right's variables.
+    Right,
+    /// At each pair: it reads variables of both tables, and is a factor.
+    Pair,
+}
+
+/// How an input's cell enters a [`Paired`] query's product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PairedPart {
+    /// A factor.
+    Factor,
+    /// A factor read through a function (`sigmoid(#1[o,n])`).
+    Map(ScalarOp),
+    /// A term of the sum factor, subtracted when `true`.
+    Term(bool),
+}
+
 /// The spec of a built index of a matrix in its stored order whose levels
 /// are dense or compressed, then compressed (a CSR index, declared ones
 /// first): its second level's pointers are where each row's entries
@@ -244,6 +313,60 @@ fn summed_inputs(node: &Node, negated: bool) -> Option<Vec<(usize, bool)>> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// The factors of a product of inputs as the sparse passes read them:
+/// inputs, inputs read through a function (`sigmoid(#1[o,n])`), and at
+/// most one sum or difference of inputs, itself possibly read through a
+/// function (`sigmoid(#e1[s] + #e2[p])`, only in a `DOUBLE` product).
+#[derive(Clone, Debug, Default)]
+struct ProductShape {
+    product: Vec<usize>,
+    maps: Vec<(usize, ScalarOp)>,
+    sum: Vec<(usize, bool)>,
+    sum_map: Option<ScalarOp>,
+}
+
+impl ProductShape {
+    /// The shape of the product of `args`; `None` when a factor is none of
+    /// those, or a second one is a sum.
+    fn of(args: &[Node], float: bool) -> Option<ProductShape> {
+        let mut shape = ProductShape::default();
+        for arg in args {
+            match arg {
+                Node::Input(k) => shape.product.push(*k),
+                Node::Map(
+                    op @ (ScalarOp::Neg | ScalarOp::Abs | ScalarOp::Relu | ScalarOp::Sigmoid),
+                    inner,
+                ) if matches!(inner.as_slice(), [Node::Input(_)]) => {
+                    if let [Node::Input(k)] = inner.as_slice() {
+                        shape.maps.push((*k, *op));
+                    }
+                }
+                Node::Map(op @ (ScalarOp::Abs | ScalarOp::Relu | ScalarOp::Sigmoid), inner)
+                    if shape.sum.is_empty() && float =>
+                {
+                    let [inner] = inner.as_slice() else {
+                        return None;
+                    };
+                    shape.sum = summed_inputs(inner, false)?;
+                    shape.sum_map = Some(*op);
+                }
+                _ if shape.sum.is_empty() => shape.sum = summed_inputs(arg, false)?,
+                _ => return None,
+            }
+        }
+        Some(shape)
+    }
+
+    /// Every input the product reads, with repeats.
+    fn inputs(&self) -> impl Iterator<Item = usize> + '_ {
+        self.product
+            .iter()
+            .copied()
+            .chain(self.sum.iter().map(|&(k, _)| k))
+            .chain(self.maps.iter().map(|&(k, _)| k))
     }
 }
 
@@ -873,51 +996,23 @@ impl PhysicalQuery {
         // One input summed over some of its variables: a projection, as
         // `SUM(k) t[i,j,k]`, added up entry by entry.
         let projection = self.output.len() < self.vars.len();
-        let mut sum = Vec::new();
-        let mut sum_map = None;
-        let mut maps = Vec::new();
-        let product: Vec<usize> = match &self.body {
+        let shape = match &self.body {
             Node::Map(ScalarOp::Mul, args) => {
-                let mut product = Vec::new();
-                for arg in args {
-                    match arg {
-                        Node::Input(k) => product.push(*k),
-                        Node::Map(
-                            op @ (ScalarOp::Neg
-                            | ScalarOp::Abs
-                            | ScalarOp::Relu
-                            | ScalarOp::Sigmoid),
-                            inner,
-                        ) if matches!(inner.as_slice(), [Node::Input(_)]) => {
-                            if let [Node::Input(k)] = inner.as_slice() {
-                                maps.push((*k, *op));
-                            }
-                        }
-                        Node::Map(
-                            op @ (ScalarOp::Abs | ScalarOp::Relu | ScalarOp::Sigmoid),
-                            inner,
-                        ) if sum.is_empty() && self.ty == ValueType::Float64 => {
-                            let [inner] = inner.as_slice() else {
-                                return None;
-                            };
-                            sum = summed_inputs(inner, false)?;
-                            sum_map = Some(*op);
-                        }
-                        _ if sum.is_empty() => sum = summed_inputs(arg, false)?,
-                        _ => return None,
-                    }
-                }
-                product
+                ProductShape::of(args, self.ty == ValueType::Float64)?
             }
-            Node::Input(k) if count || projection => vec![*k],
+            Node::Input(k) if count || projection => ProductShape {
+                product: vec![*k],
+                ..ProductShape::default()
+            },
             _ => return None,
         };
-        let mut seen: Vec<usize> = product
-            .iter()
-            .chain(sum.iter().map(|(k, _)| k))
-            .chain(maps.iter().map(|(k, _)| k))
-            .copied()
-            .collect();
+        let mut seen: Vec<usize> = shape.inputs().collect();
+        let ProductShape {
+            product,
+            maps,
+            sum,
+            sum_map,
+        } = shape;
         let read = seen.len();
         seen.sort_unstable();
         seen.dedup();
@@ -1093,6 +1188,140 @@ impl PhysicalQuery {
         Some(driven)
     }
 
+    /// The query as a pass over joined pairs of entries (see [`Paired`]),
+    /// if it can be one: a `DOUBLE` `SUM` of a product (or a product), 0
+    /// where its inputs are absent, of two tables (see
+    /// [`PhysicalQuery::pair_side`]) that share a variable and together
+    /// read every variable, each one's entries told apart by the output's
+    /// variables, times `DOUBLE` inputs that each read only one table's
+    /// variables (factors, factors read through a function, or terms of at
+    /// most one sum factor) or variables of both (factors read at each
+    /// pair), each scattered into at most [`PAIRED_CELLS`] cells. The left
+    /// table is the one that reads the output's first variable.
+    pub fn as_paired(&self) -> Option<Paired> {
+        let summed = match self.aggregate {
+            Some(AggOp::Sum) => true,
+            None => self.aggregated.is_empty(),
+            Some(_) => false,
+        };
+        if self.ty != ValueType::Float64 || !summed || !self.fill.is_zero() {
+            return None;
+        }
+        let Node::Map(ScalarOp::Mul, args) = &self.body else {
+            return None;
+        };
+        let shape = ProductShape::of(args, true)?;
+        let mut seen: Vec<usize> = shape.inputs().collect();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != shape.inputs().count() || seen.len() != self.inputs.len() {
+            return None;
+        }
+        let first = *self.output.first()?;
+        let mut sides: Vec<usize> = shape.product.clone();
+        // The table that reads the output's first variable goes left.
+        sides.sort_by_key(|&k| !self.inputs[k].terms.contains(&Term::Var(first)));
+        for &left in &sides {
+            for &right in &sides {
+                if left == right {
+                    continue;
+                }
+                if let Some(paired) = self.pair(&shape, (left, right)) {
+                    return Some(paired);
+                }
+            }
+        }
+        None
+    }
+
+    /// [`PhysicalQuery::as_paired`] with `left` and `right` the tables.
+    fn pair(&self, shape: &ProductShape, (left, right): (usize, usize)) -> Option<Paired> {
+        let left_vars = self.pair_side(left)?;
+        let right_vars = self.pair_side(right)?;
+        let shared: Vec<usize> = left_vars
+            .iter()
+            .copied()
+            .filter(|v| right_vars.contains(v))
+            .collect();
+        let read = |v: &usize| left_vars.contains(v) || right_vars.contains(v);
+        if shared.is_empty() || !self.output.iter().all(read) || !self.aggregated.iter().all(read) {
+            return None;
+        }
+        let mut reads = Vec::new();
+        for (k, access) in self.inputs.iter().enumerate() {
+            if k == left || k == right {
+                continue;
+            }
+            let part = if shape.product.contains(&k) {
+                PairedPart::Factor
+            } else if let Some(&(_, op)) = shape.maps.iter().find(|&&(j, _)| j == k) {
+                PairedPart::Map(op)
+            } else {
+                let &(_, negated) = shape.sum.iter().find(|&&(j, _)| j == k)?;
+                PairedPart::Term(negated)
+            };
+            let column = matches!(
+                &access.source,
+                Source::Table {
+                    annotation: Annotation::Column(_),
+                    ..
+                } | Source::Result(_)
+            );
+            if !column || access.ty != ValueType::Float64 || !access.fill.is_zero() {
+                return None;
+            }
+            let vars = access.distinct_vars()?;
+            let full = matches!(&access.source, Source::Table { tensor, .. } if tensor.is_full());
+            let cells = vars
+                .iter()
+                .try_fold(1u64, |c, &v| c.checked_mul(self.vars[v].size));
+            if !full && cells.is_none_or(|c| c > PAIRED_CELLS) {
+                return None;
+            }
+            let at = if vars.iter().all(|v| left_vars.contains(v)) {
+                PairedAt::Left
+            } else if vars.iter().all(|v| right_vars.contains(v)) {
+                PairedAt::Right
+            } else if part == PairedPart::Factor {
+                PairedAt::Pair
+            } else {
+                return None;
+            };
+            reads.push(PairedRead { input: k, at, part });
+        }
+        Some(Paired {
+            left,
+            right,
+            shared,
+            reads,
+            sum_map: shape.sum_map,
+        })
+    }
+
+    /// The variables of input `k`, when it can be a table of a [`Paired`]
+    /// query: a stored table's `DOUBLE` or `BIGINT` value column or its
+    /// pattern, each row stored once, whose entries the output's
+    /// variables tell apart ([`Tensor::distinct_at`]), or an earlier
+    /// `DOUBLE` or `BIGINT` result (whose entries the run checks so), 0
+    /// where absent, read by distinct variables.
+    fn pair_side(&self, k: usize) -> Option<Vec<usize>> {
+        let access = &self.inputs[k];
+        let vars = access.distinct_vars()?;
+        let numbers = matches!(access.ty, ValueType::Float64 | ValueType::Int64);
+        if !access.fill.is_zero() || !numbers {
+            return None;
+        }
+        match &access.source {
+            Source::Table { tensor, .. } => {
+                let written: Vec<usize> = (0..vars.len())
+                    .filter(|&d| self.output.contains(&vars[d]))
+                    .collect();
+                (tensor.counts_each_entry_once() && tensor.distinct_at(&written)).then_some(vars)
+            }
+            Source::Result(_) => Some(vars),
+        }
+    }
+
     /// Whether input `k` of a query driven by `entries` entries over
     /// `driver_vars` is read at the driver's entries (see
     /// [`Driven::at_entries`]).
@@ -1266,6 +1495,38 @@ impl PhysicalQuery {
                 "\n    result: grouped (entries sorted by the output's coordinates and added)"
             }
         })
+    }
+
+    /// The EXPLAIN lines of a query run by `paired`: its two tables, the
+    /// variables they share and how each other input is read.
+    fn write_paired(&self, f: &mut fmt::Formatter<'_>, paired: &Paired) -> fmt::Result {
+        let shared: Vec<&str> = paired.shared.iter().map(|&v| self.var_name(v)).collect();
+        write!(
+            f,
+            "\n  paired: each entry of {} meets the entries of {} that share ({})",
+            self.input_name(paired.left),
+            self.input_name(paired.right),
+            shared.join(",")
+        )?;
+        for read in &paired.reads {
+            let at = match read.at {
+                PairedAt::Left => "at the left table's entries",
+                PairedAt::Right => "at the right table's entries",
+                PairedAt::Pair => "at each pair",
+            };
+            let through = paired
+                .sum_map
+                .and_then(ScalarOp::function_name)
+                .map_or(String::new(), |name| format!(", read through {name}"));
+            let part = match read.part {
+                PairedPart::Factor => String::new(),
+                PairedPart::Map(op) => format!("; through {}", op.function_name().unwrap_or("-")),
+                PairedPart::Term(false) => format!("; added in the sum{through}"),
+                PairedPart::Term(true) => format!("; subtracted in the sum{through}"),
+            };
+            write!(f, "\n    {} ({at}{part})", self.input_name(read.input))?;
+        }
+        f.write_str("\n    result: one entry per pair")
     }
 
     fn write_node(&self, f: &mut fmt::Formatter<'_>, node: &Node) -> fmt::Result {
@@ -1457,6 +1718,9 @@ impl fmt::Display for PhysicalQuery {
         }
         if let Some(driven) = &self.driven {
             return self.write_driven(f, driven);
+        }
+        if let Some(paired) = &self.paired {
+            return self.write_paired(f, paired);
         }
         for (k, access) in self.inputs.iter().enumerate() {
             let declared = match &access.source {

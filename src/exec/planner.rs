@@ -91,6 +91,10 @@ pub struct QueryChoices {
     /// Whether such a run lists the rows of the input that can be listed
     /// by their non-zero cells ([`PhysicalQuery::listable_rows`]).
     pub listed: bool,
+    /// Whether to run the query as one pass over the joined pairs of two
+    /// of its tables when it can be ([`PhysicalQuery::as_paired`]) and
+    /// runs neither as a dense product nor sparse-driven.
+    pub paired: bool,
 }
 
 /// Decides the loop order, drivers and formats of each physical query as
@@ -415,6 +419,7 @@ impl Planner<'_> {
             fill,
             dense: None,
             driven: None,
+            paired: None,
         };
         let bound = loop_vars(&query);
         if let Some(&unbound) = query.output.iter().find(|v| !bound.contains(v)) {
@@ -462,6 +467,9 @@ impl Planner<'_> {
                 driven
             });
         }
+        if query.dense.is_none() && query.driven.is_none() && choices.paired {
+            query.paired = query.as_paired();
+        }
         for depth in 0..query.loops.len() {
             if let Driver::Input(k) = query.loops[depth].driver
                 && !query.inputs_at(depth).contains(&k)
@@ -484,6 +492,9 @@ impl Planner<'_> {
                 }),
             ) => vec![OutputFormat::Dense; query.output.len()],
             (_, Some(_)) => vec![OutputFormat::Sorted; query.output.len()],
+            (None, None) if query.paired.is_some() => {
+                vec![OutputFormat::Sorted; query.output.len()]
+            }
             (None, None) => output_formats(&query, choices.accumulator)?,
         };
         self.results.insert(

@@ -26,7 +26,7 @@ use super::control::{Control, Held, RowBudget, StepGuards, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{Access, PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::{Entrywise, ExecOptions, FirstRows, Fusion, Limited, Outputs, QueryRun};
-use super::{aligned, dense, driven, product, tiled};
+use super::{aligned, dense, driven, paired, product, tiled};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
 /// number, so that results do not depend on the thread count.
@@ -217,6 +217,15 @@ fn run_query(
         if let Some(outcome) = driven::run(query, driven, &inputs, control, options)? {
             let (driver, _) = inputs[driven.driver];
             let tensor = store_outcome(query, driver, outcome, control, options)?;
+            return Ok(Ran::whole(tensor, fill, Path::Kernel));
+        }
+    }
+    if let Some(pairs) = &query.paired {
+        let inputs: Vec<(&Tensor, Annotation)> =
+            tensors.iter().map(|(t, a, _)| (t.as_ref(), *a)).collect();
+        if let Some(outcome) = paired::run(query, pairs, &inputs, control, options)? {
+            let (left, _) = inputs[pairs.left];
+            let tensor = store_outcome(query, left, outcome, control, options)?;
             return Ok(Ran::whole(tensor, fill, Path::Kernel));
         }
     }

@@ -16,7 +16,8 @@
 //! an error (never a wrap); `/`, `exp`, `ln`, `log` (base 10),
 //! `sqrt`, `power` and `sigmoid` always give floats; `floor` and `%` (`mod`)
 //! keep the arithmetic type; `greatest` and `least`
-//! give the widest argument type; `hugeint` gives a `HUGEINT`; comparisons, `and`, `or` give booleans
+//! give the widest argument type (NaN ranks above every number, as in
+//! DuckDB, so their value does not depend on the arguments' order); `hugeint` gives a `HUGEINT`; comparisons, `and`, `or` give booleans
 //! (numbers are true when non-zero). Division follows the sparse convention
 //! that 0 divided by anything is 0, so absent entries stay absent; a non-zero
 //! value divided by zero is an error. Float results follow IEEE rules
@@ -438,8 +439,17 @@ impl ScalarOp {
                 } else {
                     Ordering::Less
                 };
+                // NaN ranks above every number (as in DuckDB): `greatest`
+                // of a NaN is NaN and `least` passes it by, whatever the
+                // order of the arguments (and so of a `MAX` or `MIN`).
+                let rank = |a: Value, b: Value| match (a.is_nan(), b.is_nan()) {
+                    (true, true) => Some(Ordering::Equal),
+                    (true, false) => Some(Ordering::Greater),
+                    (false, true) => Some(Ordering::Less),
+                    (false, false) => a.compare(b),
+                };
                 let best = args.iter().copied().fold(args[0], |best, a| {
-                    if a.compare(best) == Some(wanted) {
+                    if rank(a, best) == Some(wanted) {
                         a
                     } else {
                         best
@@ -933,6 +943,27 @@ mod tests {
                     prop_assert_eq!(result.value_type(), op.result_type(&types), "{:?}", op);
                 }
             }
+        }
+    }
+
+    proptest! {
+        /// `greatest` and `least` do not depend on the order of their
+        /// arguments, NaN included (it ranks above every number), so
+        /// neither do `MAX` and `MIN` on any plan.
+        #[test]
+        fn greatest_and_least_take_any_order(args in prop::collection::vec(float(), 2..5)) {
+            let args: Vec<Value> = args.into_iter().map(Value::Float).collect();
+            let mut reversed = args.clone();
+            reversed.reverse();
+            for op in [ScalarOp::Greatest, ScalarOp::Least] {
+                let (a, b) = (op.apply(&args)?, op.apply(&reversed)?);
+                prop_assert!((a.is_nan() && b.is_nan()) || a.same(b), "{:?}: {:?} against {:?}", op, a, b);
+            }
+            let nan = args.iter().any(|a| a.is_nan());
+            let greatest = ScalarOp::Greatest.apply(&args)?;
+            prop_assert_eq!(greatest.is_nan(), nan);
+            let least = ScalarOp::Least.apply(&args)?;
+            prop_assert_eq!(least.is_nan(), args.iter().all(|a| a.is_nan()));
         }
     }
 

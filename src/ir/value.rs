@@ -161,6 +161,11 @@ impl Value {
         self.compare(other) == Some(Ordering::Equal)
     }
 
+    /// Whether the value is a float NaN.
+    pub fn is_nan(self) -> bool {
+        matches!(self, Value::Float(x) if x.is_nan())
+    }
+
     /// Numeric order across types; integers compare exactly, and `None`
     /// when a NaN is involved.
     pub fn compare(self, other: Value) -> Option<Ordering> {

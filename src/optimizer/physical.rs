@@ -70,6 +70,14 @@
 //!   visit per cell of its row an entry visits, and two array cells per
 //!   listed cell. SpMV, SpMM, SDDMM,
 //!   MTTKRP and element-wise products with dense factors take it.
+//! - **Joined pairs.** With the same phase on, a product that neither
+//!   runs as a dense product nor sparse-driven, of two tables joined on
+//!   their shared variables whose output tells each one's entries apart
+//!   ([`PhysicalQuery::as_paired`]: a join's pairs written out, as the
+//!   self-join of line items through their part), always runs as one pass
+//!   over the pairs: it visits exactly the pairs the loops would write,
+//!   without their levels, accumulator or re-indexed inputs, and skips
+//!   those a factor that is 0 on one side rules out.
 //! - **Drivers.** Every loop keeps [`Driver::Smallest`]: at run time the
 //!   input with the shortest fiber under the current outer coordinates is
 //!   iterated and the others are looked up. That is the choice Galley
@@ -269,11 +277,16 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
         if let Some((driver, _, _)) = driven {
             self.note_row_sum(query, driver);
         }
+        // A join's pairs written out: the pass visits the pairs the loops
+        // would, without their levels, and skips the pairs the loops
+        // would not reach (a factor that is 0 on one side).
+        let paired =
+            self.dense && driven.is_none() && dense.is_none() && query.as_paired().is_some();
         self.dense_time += begin.elapsed();
         self.costs
             .push(driven.map_or(kernel_cost, |(_, driven, _)| driven));
         self.factorize_time += search.tree_time;
-        if driven.is_none() && dense.is_none() {
+        if driven.is_none() && dense.is_none() && !paired {
             self.note_reindexes(query, &order, &search);
         }
         let accumulator = search.accumulator(&order);
@@ -305,6 +318,7 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             dense: dense.map(|(kernel, _)| kernel),
             driven: driven.map(|(driver, _, _)| driver),
             listed: driven.is_some_and(|(_, _, listed)| listed),
+            paired,
         })
     }
 }

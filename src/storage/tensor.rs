@@ -49,7 +49,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::storage::fibertree::{DeclaredIndex, FiberTree, IndexLayout, IndexSpec};
-use crate::storage::statistics::Statistics;
+use crate::storage::statistics::{DimSet, Statistics};
 use crate::storage::tiles::{TileSpec, TiledIndex};
 
 /// Name of the hidden value column that holds row multiplicities of a bag.
@@ -808,6 +808,55 @@ impl Tensor {
             .derived::<UnitMultiplicities>()
             .0
             .get_or_init(|| counts.iter().all(|&m| m == 1))
+    }
+
+    /// Whether no two stored entries share their coordinates at `dims` (a
+    /// key of the tensor, not only a prefix): at once when those hold the
+    /// key prefix ([`Tensor::key_prefix`]), when they have fewer cells
+    /// than the tensor has entries (not), or when the statistics are
+    /// computed (the distinct projections D(`dims`|∅) against the
+    /// entries); else by sorting the entries' coordinates there packed
+    /// into one number (`false` when those numbers would pass 64 bits),
+    /// found once per set of dimensions and kept with the tensor.
+    pub fn distinct_at(&self, dims: &[usize]) -> bool {
+        #[derive(Default)]
+        struct DistinctAt(Mutex<HashMap<Vec<usize>, bool>>);
+        if (0..self.key_prefix()).all(|d| dims.contains(&d)) {
+            return true;
+        }
+        let mut strides = Vec::with_capacity(dims.len());
+        let mut space = 1u64;
+        for &d in dims.iter().rev() {
+            let Some(dim) = self.dims.get(d) else {
+                return false;
+            };
+            strides.push((d, space));
+            let Some(next) = space.checked_mul(dim.size) else {
+                return false;
+            };
+            space = next;
+        }
+        if space < self.nnz() as u64 {
+            return false;
+        }
+        let degree = self
+            .statistics
+            .get()
+            .and_then(|statistics| statistics.degree(DimSet::of(dims)?, DimSet::EMPTY));
+        if let Some(distinct) = degree {
+            return distinct == self.nnz() as u64;
+        }
+        let known = self.derived::<DistinctAt>();
+        let mut known = known.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *known.entry(dims.to_vec()).or_insert_with(|| {
+            let columns: Vec<(&[i64], u64)> =
+                strides.iter().map(|&(d, s)| (self.coords(d), s)).collect();
+            let mut keys: Vec<u64> = (0..self.nnz())
+                .map(|e| columns.iter().map(|&(c, s)| c[e] as u64 * s).sum())
+                .collect();
+            keys.par_sort_unstable();
+            keys.windows(2).all(|w| w[0] != w[1])
+        })
     }
 
     /// The length of the shortest prefix of the dimensions (in stored
