@@ -1858,3 +1858,41 @@ fn a_sum_of_lookups_runs_over_the_entries_of_a_keyed_fact_table() {
     let planned = answer(&db, "SET optimizer = 'exact'", statement);
     assert!(agree(&planned, &loops), "{planned:?}\n{loops:?}");
 }
+
+/// A layer of a network over a fact table's entries, `c[o,n,k] = SUM(m)
+/// h[o,n,m] * w[k,m]` with `w` full, as loops: the innermost loop over
+/// `k` adds an entry's row of `w` into the dense accumulator at once
+/// (the product path's dense row). Equal to a direct computation with
+/// the plan as the optimizer makes it (the dense kernels off) and
+/// without the optimizer.
+#[test]
+fn a_dense_row_per_entry_is_added_into_the_accumulator_at_once() {
+    let mut rng = Rng(0x0de5_2026_1129_0001);
+    let db = Database::open_in_memory();
+    let (orders, lines, width, hidden) = (40, 4, 6, 5);
+    let h = random(&mut rng, &[orders, lines, width], 50);
+    let w = random(&mut rng, &[hidden, width], 100);
+    store(&db, "h", &[("o", orders), ("n", lines), ("m", width)], &h);
+    store(&db, "w", &[("k", hidden), ("m", width)], &w);
+    let mut expected = Entries::new();
+    for (key, hv) in &h {
+        for k in 0..hidden as i64 {
+            if let Some(wv) = w.get(&vec![k, key[2]]) {
+                *expected.entry(vec![key[0], key[1], k]).or_insert(0.0) += hv * wv;
+            }
+        }
+    }
+    expected.retain(|_, v| *v != 0.0);
+    let statement = "c[o,n,k] = SUM(m) h[o,n,m] * w[k,m];";
+    for setting in [
+        "SET optimizer = 'none'",
+        "SET optimizer = 'exact'; SET disabled_optimizers = 'dense'",
+    ] {
+        assert_eq!(answer(&db, setting, statement), expected, "{setting}");
+    }
+    let plan = explain(&db, "c[o,n,k] = SUM(m) h[o,n,m] * w[k,m]");
+    assert!(
+        plan.contains("for k: iterate w.v[k,m] (dense)") && plan.contains("sorted/sorted/dense"),
+        "{plan}"
+    );
+}

@@ -505,6 +505,56 @@ impl<S: Copy> Accumulator<S> {
         Ok(false)
     }
 
+    /// Adds `value(row[c])` at coordinate `c` of a dense accumulator over
+    /// one level, for every cell of `row` whose value is `Some` (SpMM's
+    /// row of a factor matrix, times the entry): the coordinates are the
+    /// slots, without computing an index per cell. Returns how many
+    /// coordinates are new; `None` when the accumulator is not dense over
+    /// one level of at least `row`'s length.
+    pub(crate) fn add_row<R: Copy>(
+        &mut self,
+        row: &[R],
+        mut value: impl FnMut(R) -> Result<Option<S>>,
+        merge: impl Fn(&mut S, S) -> Result<()>,
+    ) -> Option<Result<usize>> {
+        let Accumulator::Dense {
+            sizes,
+            slots,
+            touched,
+        } = self
+        else {
+            return None;
+        };
+        let [size] = sizes.as_slice() else {
+            return None;
+        };
+        let size = usize::try_from(*size).ok().filter(|&n| n >= row.len())?;
+        if slots.is_empty() {
+            slots.resize(size, None);
+        }
+        let mut new = 0;
+        for ((c, &cell), slot) in row.iter().enumerate().zip(slots.iter_mut()) {
+            let v = match value(cell) {
+                Ok(Some(v)) => v,
+                Ok(None) => continue,
+                Err(e) => return Some(Err(e)),
+            };
+            match slot {
+                Some(s) => {
+                    if let Err(e) = merge(s, v) {
+                        return Some(Err(e));
+                    }
+                }
+                None => {
+                    *slot = Some(v);
+                    touched.push(c);
+                    new += 1;
+                }
+            }
+        }
+        Some(Ok(new))
+    }
+
     /// How many coordinates were written since the last drain: the
     /// entries the next drain hands out.
     pub(crate) fn written(&self) -> usize {

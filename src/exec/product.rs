@@ -8,7 +8,9 @@
 //! seek; an innermost loop over two sorted fibers merges them, or maps the
 //! one that stays while the loop above runs and scans the other; a loop
 //! that reads one input's sorted fiber walks its coordinates directly,
-//! which a fact table's key levels do once per row); sibling
+//! which a fact table's key levels do once per row; an innermost output
+//! loop over a dense leaf adds the leaf's row into the dense accumulator
+//! at once, as SpMM's `k` in `SUM(m) X[i,m] * W[k,m]`); sibling
 //! subtrees of a factorized loop nest run one after the other and their
 //! sums multiply; a factor is multiplied in at the depth where its last
 //! index is bound, and the aggregated inner loops return their sums to the
@@ -843,6 +845,9 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             };
             return self.walk(after, partial.times(sum)?);
         }
+        if let Some(result) = self.dense_row(depth, partial) {
+            return result;
+        }
         visit(self, depth, |w, positions| {
             let factor = w.factors(depth, positions)?;
             if factor == T::ZERO {
@@ -862,6 +867,53 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
             }
             Ok(())
         })
+    }
+
+    /// The innermost loop when it binds the one output variable written
+    /// at random (after a summed loop, as SpMM's `k` in `SUM(m) X[i,m] *
+    /// W[m,k]` looping `i, m, k`) into a dense accumulator, and one input
+    /// drives it with a dense leaf whose value is the loop's only factor:
+    /// the leaf's row times `partial` added into the accumulator cell by
+    /// cell, without the general loop's dispatch per cell (a zero cell, as
+    /// an absent one holds, is skipped, as [`ProductWorker::factors`]
+    /// skips it). `None` when the
+    /// loop does not have that shape.
+    fn dense_row(&mut self, depth: usize, partial: T) -> Option<Result<()>> {
+        let kernel = self.shared.kernel;
+        let n = kernel.vars.len();
+        let [part] = kernel.parts[depth].as_slice() else {
+            return None;
+        };
+        if depth + 1 != n
+            || kernel.group != n
+            || part.count != 1
+            || kernel.suffix.as_slice() != [kernel.vars[depth]]
+            || self.shared.product.completes[depth].as_slice() != [0]
+        {
+            return None;
+        }
+        let level = kernel.inputs[part.input].tree.levels().get(part.level)?;
+        if level.format() != LevelFormat::Dense {
+            return None;
+        }
+        let (base, stride) = level.fiber(self.pos[part.input]).slots()?;
+        let row = self.shared.values[part.input]
+            .slice()?
+            .get(base..base + stride)?;
+        let scaled = |cell: T| {
+            if cell == T::ZERO {
+                return Ok(None);
+            }
+            partial.times(cell).map(Some)
+        };
+        let new = match self.acc.add_row(row, scaled, |a, b| a.add(b))? {
+            Ok(new) => new,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(
+            self.charge(entry_bytes(kernel.suffix.len()) * new as u64)
+                .and_then(|()| self.count_steps(stride)),
+        )
     }
 
     /// The sum over the loops from `depth` to `end` (siblings in the loop
