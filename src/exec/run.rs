@@ -211,21 +211,22 @@ fn run_query(
         .iter()
         .map(|access| source(access, results))
         .collect::<Result<Vec<_>>>()?;
-    if let Some(driven) = &query.driven {
+    // A sparse-driven pass, or one over joined pairs, when planned and
+    // the inputs allow it; the input named is the one whose coordinates
+    // the result may share.
+    if query.driven.is_some() || query.paired.is_some() {
         let inputs: Vec<(&Tensor, Annotation)> =
             tensors.iter().map(|(t, a, _)| (t.as_ref(), *a)).collect();
-        if let Some(outcome) = driven::run(query, driven, &inputs, control, options)? {
-            let (driver, _) = inputs[driven.driver];
-            let tensor = store_outcome(query, driver, outcome, control, options)?;
-            return Ok(Ran::whole(tensor, fill, Path::Kernel));
-        }
-    }
-    if let Some(pairs) = &query.paired {
-        let inputs: Vec<(&Tensor, Annotation)> =
-            tensors.iter().map(|(t, a, _)| (t.as_ref(), *a)).collect();
-        if let Some(outcome) = paired::run(query, pairs, &inputs, control, options)? {
-            let (left, _) = inputs[pairs.left];
-            let tensor = store_outcome(query, left, outcome, control, options)?;
+        let pass = match (&query.driven, &query.paired) {
+            (Some(driven), _) => driven::run(query, driven, &inputs, control, options)?
+                .map(|outcome| (outcome, driven.driver)),
+            (None, Some(pairs)) => paired::run(query, pairs, &inputs, control, options)?
+                .map(|outcome| (outcome, pairs.left)),
+            (None, None) => None,
+        };
+        if let Some((outcome, k)) = pass {
+            let (shared, _) = inputs[k];
+            let tensor = store_outcome(query, shared, outcome, control, options)?;
             return Ok(Ran::whole(tensor, fill, Path::Kernel));
         }
     }
