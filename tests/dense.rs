@@ -865,7 +865,8 @@ fn explain_names_the_driver_and_how_each_operand_is_read() {
     assert!(
         spmm.contains(
             "sparse-driven: for each entry of x.v[i,j]\n      b.v[j,k] (read in place)\n      \
-             per entry, a row over k (16)\n      result: added into a dense array"
+             per entry, a row over k (16)\n      result: added into a row per (i) of the driver's \
+             entries"
         ),
         "{spmm}"
     );
@@ -1117,7 +1118,10 @@ fn a_dense_result_array_is_listed_as_the_loops_result() {
         ),
     ] {
         let plan = explain(&db, statement.trim_end_matches(';'));
-        assert!(plan.contains("result: added into a dense array"), "{plan}");
+        assert!(
+            plan.contains("result: added into a row per (i) of the driver's entries"),
+            "{plan}"
+        );
         let got = answer(&db, "SET disabled_optimizers = ''", statement);
         assert_eq!(got.len(), cells, "{statement}");
         let loops = answer(&db, "SET optimizer = 'none'", statement);

@@ -26,6 +26,7 @@ use einsql::exec::{ExecOptions, PlanChoices, QueryChoices, plan_with, run, run_p
 use einsql::ir::{
     AggOp, Annotation, Arity, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef, Value,
 };
+use einsql::optimizer::fuse::fuse;
 use einsql::optimizer::{EstimatorKind, OptimizerOptions, Phase, PhaseSet, Search, optimize};
 use einsql::progress::NoProgress;
 use einsql::storage::fibertree::{DeclaredIndex, IndexLayout, IndexSpec, LevelFormat};
@@ -777,7 +778,9 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
         tensors: 0,
     };
     let (mut programs, mut plans, mut reference_errors, mut both_failed) = (0, 0, 0, 0);
-    let (mut promoted, mut driven, mut paired) = (0, 0, 0);
+    let (mut promoted, mut driven, mut paired, mut finished) = (0, 0, 0, 0);
+    // Its own stream, so that the programs drawn stay the same.
+    let mut folds = Rng(0x0971_2026_1129_0f01);
     for case in 0..3000 {
         let program = generator.program();
         programs += 1;
@@ -845,11 +848,17 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
             }
         }
         for choice in variants {
-            let plan = plan_with(&program, &choice)
+            let mut plan = plan_with(&program, &choice)
                 .unwrap_or_else(|e| panic!("case {case}: {e}\n{program}\n{choice:?}"));
+            // Half the plans with the `fuse` phase's fused passes and
+            // folded maps.
+            if folds.below(2) == 0 {
+                fuse(&mut plan);
+            }
             plans += 1;
             driven += plan.queries.iter().filter(|q| q.driven.is_some()).count();
             paired += plan.queries.iter().filter(|q| q.paired.is_some()).count();
+            finished += plan.queries.iter().filter(|q| q.finish.is_some()).count();
             let single = run(&plan, &options(1), &NoProgress);
             match (&expected, &single) {
                 (Some(expected), Ok(actual)) => {
@@ -874,9 +883,11 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
     }
     eprintln!(
         "{programs} programs, {plans} plans ({driven} sparse-driven queries, {paired} over \
-         joined pairs); the reference failed on {reference_errors} (planning too on {both_failed}); {promoted} BIGINT \
-         results promoted to HUGEINT"
+         joined pairs, {finished} with a map folded in); the reference failed on \
+         {reference_errors} (planning too on {both_failed}); {promoted} BIGINT results promoted \
+         to HUGEINT"
     );
+    assert!(finished >= 10, "too few maps are folded: {finished}");
     assert!(promoted >= 10, "too few results pass 64 bits: {promoted}");
     assert!(driven >= 20, "too few queries are sparse-driven: {driven}");
     assert!(

@@ -508,6 +508,101 @@ fn pairs_out_of_order_are_sorted_and_an_output_without_keys_is_not_paired() {
     assert!(!lines.iter().any(|l| l.contains("paired:")), "{lines:#?}");
 }
 
+/// Adds the weights of a two-layer network over `l`'s 40 features:
+/// `w1[k,j]` (6 × 40) and `w2[k,m]` (5 × 6), multiples of 1/8 of both
+/// signs, so that some of each layer's sums are negative (`relu` takes
+/// them to 0) and sums in any order are exact.
+fn add_layers(db: &Database) {
+    let cells = |rows: i64, columns: i64, seed: i64| {
+        let mut cells = Vec::new();
+        for k in 0..rows {
+            for j in 0..columns {
+                let v = (k * 7 + j * seed) % 9 - 4;
+                if v != 0 {
+                    cells.push(format!("({k}, {j}, {})", v as f64 / 8.0));
+                }
+            }
+        }
+        cells.join(", ")
+    };
+    db.execute(&format!(
+        "CREATE TABLE w1 (k BIGINT, j BIGINT, v DOUBLE, PRIMARY KEY (k, j));
+         INSERT INTO w1 VALUES {};
+         CREATE TABLE w2 (k BIGINT, m BIGINT, v DOUBLE, PRIMARY KEY (k, m));
+         INSERT INTO w2 VALUES {};",
+        cells(6, 40, 5),
+        cells(5, 6, 3)
+    ))
+    .expect("the weights load");
+}
+
+/// A network layer, `relu` of a sum per line item and hidden unit: the
+/// `fuse` phase folds the `relu` into the query that makes the sum, which
+/// stores the layer itself, each value through `relu` as it is written
+/// (the zeros it makes dropped). The first layer runs one pass over `l`
+/// writing a row of hidden units per line item; the second, over the
+/// first layer's entries `h[o,n,m]`, adds each into a row per `(o, n)`,
+/// reading `w2[k,m]` along `k`. Every setting gives the same entries, on
+/// one thread and on two; a map that does not keep 0 at 0 (`sigmoid`) is
+/// not folded.
+#[test]
+fn a_layers_relu_is_applied_as_the_layer_is_written() {
+    let db = star_join_of(3_000, 10, 12);
+    add_layers(&db);
+    let first = "h[o,n,k] = relu(SUM(s,p,j) l[o,n,s,p] * (fs[s,j] + fp[p,j]) * w1[k,j])";
+    let second = "h2[o,n,k] = relu(SUM(m) h[o,n,m] * w2[k,m])";
+    for (statement, table, result) in [
+        (first, "h", "result: written at the driver's entries"),
+        (
+            second,
+            "h2",
+            "result: added into a row per (o,n) of the driver's entries",
+        ),
+    ] {
+        let mut answers = under_each_setting(&db, statement, table);
+        answers.push(with_disabled(&db, "fuse", statement, table));
+        answers.push(with_disabled(&db, "dense", statement, table));
+        db.execute("SET threads = 1").expect("the setting applies");
+        answers.push(with_disabled(&db, "", statement, table));
+        db.execute("SET threads = 2").expect("the setting applies");
+        assert!(answers.iter().all(|a| a == &answers[0]), "{statement}");
+        // Some sums are negative, so the layer stores fewer entries than
+        // a row per line item.
+        let rows = common::lines(&db.execute("SELECT COUNT(*) FROM l").expect("it counts"));
+        let items: usize = rows[0].trim().parse().expect("a count");
+        assert!(
+            answers[0].len() > items && answers[0].len() < items * 6,
+            "{statement}"
+        );
+        let lines = plan_lines(&db, &format!("EXPLAIN {statement}"));
+        let head = format!("Query {table}[o,n,k] (output DOUBLE");
+        let folded = lines
+            .iter()
+            .any(|l| l.contains(&head) && l.contains("= relu(SUM("));
+        assert!(folded, "{lines:#?}");
+        assert!(!lines.iter().any(|l| l.contains("= relu(#")), "{lines:#?}");
+        assert!(lines.iter().any(|l| l.contains(result)), "{lines:#?}");
+        let lines = plan_lines(
+            &db,
+            &format!("SET disabled_optimizers = 'fuse'; EXPLAIN {statement}"),
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("= relu(#1[o,n,k])")),
+            "{lines:#?}"
+        );
+        db.execute("SET disabled_optimizers = ''")
+            .expect("the setting applies");
+    }
+    let squashed = "y[o,n,k] = sigmoid(SUM(m) h[o,n,m] * w2[k,m])";
+    let answers = under_each_setting(&db, squashed, "y");
+    assert!(answers.iter().all(|a| a == &answers[0]));
+    let lines = plan_lines(&db, &format!("EXPLAIN {squashed}"));
+    assert!(
+        lines.iter().any(|l| l.contains("= sigmoid(#1[o,n,k])")),
+        "{lines:#?}"
+    );
+}
+
 /// Adds `w[s]`, weights of four of `l`'s suppliers, one negative.
 fn add_weights(db: &Database) {
     db.execute(

@@ -30,9 +30,15 @@
 //! is the values when every cell is non-zero), or, when each row along
 //! the last output variable is non-zero throughout or zero, kept as rows
 //! ([`Outcome::Rows`]: the present rows' leading coordinates and their
-//! cells, stored without coordinate columns). An output of the driver's
-//! first variable and the free one (SpMM, MTTKRP) is added into a row
-//! per first coordinate the driver has, not per coordinate. Sums along `r` are taken
+//! cells, stored without coordinate columns). An output of a prefix of
+//! the driver's variables and the free one (SpMM, MTTKRP, a network
+//! layer over `h[o,n,m]`) is added into a row per distinct prefix the
+//! driver has, not per cell of the prefix's variables ([`RowStarts`]);
+//! a result written at the driver's entries with such an output is too,
+//! a row per entry. The rows' cells are listed into the result's
+//! columns in parallel pieces. An operand read along `r` by a dimension
+//! that is not its last is copied with that dimension last
+//! ([`FreeLast`]), so that its rows are contiguous. Sums along `r` are taken
 //! in [`LANES`] partial sums that the compiler vectorizes.
 //!
 //! One factor of the product may be a sum or difference of operands
@@ -83,6 +89,7 @@ use crate::storage::{Tensor, ValueType};
 use super::ExecOptions;
 use super::accumulate::{Entries, Finished};
 use super::control::{Control, Held, pool};
+use super::finish;
 use super::plan::{Driven, DrivenOutput, PhysicalQuery, Source};
 
 /// What a sparse-driven run produced.
@@ -116,6 +123,9 @@ const CHUNKS: usize = 64;
 
 /// The fewest driver entries of a chunk.
 const CHUNK_ENTRIES: usize = 1 << 15;
+
+/// The fewest rows of an output array listed as one piece.
+const LIST_ROWS: usize = 1 << 12;
 
 /// The most cells of the partial result arrays of all chunks together,
 /// for a result that is not split by rows (and at most as many as the
@@ -442,7 +452,8 @@ pub(crate) type Input<'a> = Option<(&'a Tensor, Annotation)>;
 
 /// Runs `query` over the entries of its driver; `inputs` are the tensors
 /// its inputs read with their annotations, in input order. Returns the
-/// result (the caller stores it as the loops' would be), or `None` when a
+/// result, through the query's finish (the caller stores it as the
+/// loops' would be), or `None` when a
 /// scattered input meets a value that is not finite (the caller runs the
 /// loops).
 pub(crate) fn run(
@@ -461,15 +472,31 @@ pub(crate) fn run(
     let inputs: Vec<Input<'_>> = inputs.iter().copied().map(Some).collect();
     let driver = Driver::of(query, driven, &inputs)?;
     let held = Held::new(control);
-    let Some(prepared) = prepare(query, driven, &inputs, &driver, true, (&held, control))? else {
+    let Some(prepared) = prepare(
+        query,
+        driven,
+        &inputs,
+        &driver,
+        Keeps::Own,
+        (&held, control),
+    )?
+    else {
         return Ok(None);
     };
     let pass = prepared.pass(&driver, None, options.threads, control);
+    // Each way applies the query's finish: to the array's cells before it
+    // is listed, to the entries as they are written, to the grouped sums.
     match driven.output {
         DrivenOutput::Array if driven.sum.is_empty() => pass.add_into_array(prepared.out_cells),
         DrivenOutput::Array => Err(internal(query, "adds a sum of operands into an array")),
-        DrivenOutput::Entries => pass.write_entries(),
-        DrivenOutput::Grouped => pass.group(),
+        DrivenOutput::Entries => match pass.row_starts {
+            Some(starts) => pass.add_into_rows(&pass.array_out(), starts),
+            None => pass.write_entries(),
+        },
+        DrivenOutput::Grouped => match (pass.group()?, &query.finish) {
+            (outcome, Some(f)) => pass.in_pool(|| finish::outcome(query, f, outcome)),
+            (outcome, None) => Ok(outcome),
+        },
     }
     .map(Some)
 }
@@ -522,13 +549,16 @@ pub(crate) fn run_fused(
     let mut prepared = Vec::with_capacity(members.len());
     for (member, driver) in members.iter().zip(&drivers) {
         let driven = driven_of(member.query)?;
-        let stores = !member.row_local;
+        let keeps = match member.row_local {
+            true => Keeps::Nothing,
+            false => Keeps::Array,
+        };
         match prepare(
             member.query,
             driven,
             &member.inputs,
             driver,
-            stores,
+            keeps,
             (&held, control),
         )? {
             Some(p) => prepared.push(p),
@@ -741,6 +771,123 @@ struct Prepared<'q, 'a> {
     rank: usize,
     /// The cells of the output array ([`DrivenOutput::Array`]).
     out_cells: usize,
+    /// Where the rows of the output start among the driver's entries,
+    /// when the pass adds into a row per prefix of them.
+    row_starts: Option<RowStarts>,
+}
+
+/// The most cells of an operand that [`FreeLast`] moves.
+const FREE_LAST_CELLS: usize = 1 << 20;
+
+/// An operand read along the free variable by a dimension that is not
+/// its last (`W[k,m]` in `SUM(m) x[o,n,m] * W[k,m]`): its cells moved
+/// so that that dimension is the last, and each entry's row along the
+/// free variable is contiguous cells, which the pass multiplies in a
+/// loop the compiler vectorizes rather than one cell a stride apart at a
+/// time.
+struct FreeLast {
+    /// The size of each of the operand's dimensions.
+    sizes: Vec<usize>,
+    /// Its row-major strides.
+    strides: Vec<usize>,
+    /// The dimension the free variable reads.
+    free: usize,
+    /// The driver dimension each other dimension reads, with it.
+    driver_dims: Vec<(usize, usize)>,
+    /// The driver's dimensions.
+    driver_len: usize,
+}
+
+impl FreeLast {
+    fn apply(self, operand: &mut Operand<'_>) {
+        let FreeLast {
+            sizes,
+            strides,
+            free,
+            driver_dims,
+            driver_len,
+        } = self;
+        let order: Vec<usize> = (0..sizes.len())
+            .filter(|&d| d != free)
+            .chain([free])
+            .collect();
+        let mut moved = vec![0; sizes.len()];
+        let mut cells = 1;
+        for &d in order.iter().rev() {
+            moved[d] = cells;
+            cells *= sizes[d];
+        }
+        let mut values = vec![0.0; cells];
+        for (at, &value) in operand.values.iter().enumerate() {
+            if value == 0.0 {
+                continue;
+            }
+            let (mut rest, mut to) = (at, 0);
+            for (&stride, &new) in strides.iter().zip(&moved) {
+                to += rest / stride * new;
+                rest %= stride;
+            }
+            values[to] = value;
+        }
+        let mut by_driver = vec![0; driver_len];
+        for (p, d) in driver_dims {
+            by_driver[p] = moved[d];
+        }
+        operand.values = Cow::Owned(values);
+        operand.address = Address::new(&by_driver);
+        operand.free = Some(1);
+    }
+}
+
+/// What a pass keeps of its output array, which [`prepare`] charges.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keeps {
+    /// Nothing: a fused pass's row-local result.
+    Nothing,
+    /// The whole array: a fused pass's stored member.
+    Array,
+    /// The pass's own result: a row per distinct prefix of the driver's
+    /// entries where it can add into those ([`RowStarts`]), else the
+    /// whole array.
+    Own,
+}
+
+/// The rows of an output that is a prefix of the driver's variables and
+/// then the free variable ([`Driven::row_prefix`]): a row of the output
+/// array per distinct prefix among the driver's entries (SpMM's result
+/// rows, a row of `X` each), so that the rows the driver lacks are
+/// neither cleared nor scanned.
+struct RowStarts {
+    /// The first entry of each row.
+    starts: Vec<usize>,
+    /// The prefix of each row: a column per leading output variable.
+    keys: Vec<Vec<i64>>,
+    /// The cells of a row: the free variable's size.
+    width: usize,
+    /// The cells of all rows.
+    cells: usize,
+}
+
+impl RowStarts {
+    fn of(query: &PhysicalQuery, driven: &Driven, driver: &Driver<'_>) -> Option<RowStarts> {
+        let prefix = driven.row_prefix?;
+        let width = usize::try_from(query.vars[driven.free?].size).ok()?;
+        let leading = &driver.coords[..prefix];
+        let starts: Vec<usize> = (0..driver.entries)
+            .filter(|&e| e == 0 || leading.iter().any(|c| c[e] != c[e - 1]))
+            .collect();
+        let keys = leading
+            .iter()
+            .map(|c| starts.iter().map(|&e| c[e]).collect())
+            .collect();
+        let cells = starts.len().checked_mul(width)?;
+        Some(RowStarts {
+            starts,
+            keys,
+            width,
+            cells,
+        })
+    }
 }
 
 /// A bound on every sum a pass takes, for a `BIGINT` product computed in
@@ -793,7 +940,7 @@ fn prepare<'q, 'a>(
     driven: &'q Driven,
     inputs: &[Input<'a>],
     driver: &Driver<'a>,
-    stores: bool,
+    keeps: Keeps,
     (held, control): (&Held<'_>, &Control<'_>),
 ) -> Result<Option<Prepared<'q, 'a>>> {
     // The free variable's cells that can be non-zero: the fewest any
@@ -812,6 +959,9 @@ fn prepare<'q, 'a>(
     let mut listed = Vec::new();
     let mut listed_bytes = 0u64;
     let rows_listed = driven.listed;
+    // The operands whose rows along the free variable are strided, moved
+    // so that they are contiguous ([`FreeLast`]).
+    let mut free_last = Vec::new();
     // A `BIGINT` product is computed in doubles when that is exact: the
     // largest sum it can take, the driver's entries times each factor's
     // largest absolute value (the sum factor's terms' added), is below
@@ -881,11 +1031,14 @@ fn prepare<'q, 'a>(
             sparse: None,
         };
         let mut by_driver = vec![0; driver.vars.len()];
+        let mut free_dim = None;
+        let mut driver_dims = Vec::new();
         for (d, &v) in vars.iter().enumerate() {
             let size = tensor.dims()[d].size;
             match driver.vars.iter().position(|&w| w == v) {
                 Some(p) => {
                     by_driver[p] = own_strides[d];
+                    driver_dims.push((p, d));
                     if size < driver.sizes[p] {
                         operand.bounded.push((p, size as i64));
                     }
@@ -898,11 +1051,29 @@ fn prepare<'q, 'a>(
                 }
                 None => {
                     operand.free = Some(own_strides[d]);
+                    free_dim = Some(d);
                     rank = rank.min(size);
                 }
             }
         }
         operand.address = Address::new(&by_driver);
+        let plain = rows_listed != Some(k) && !driven.at_entries.contains(&k);
+        if let Some(free) = free_dim.filter(|_| plain && operand.free != Some(1))
+            && operand.map.is_none()
+            && own_cells <= FREE_LAST_CELLS
+        {
+            cells = cells.saturating_add(own_cells);
+            free_last.push((
+                operands.len(),
+                FreeLast {
+                    sizes: tensor.dims().iter().map(|d| d.size as usize).collect(),
+                    strides: own_strides.clone(),
+                    free,
+                    driver_dims,
+                    driver_len: by_driver.len(),
+                },
+            ));
+        }
         if rows_listed == Some(k) {
             // Listed, whatever its fill (chosen by the plan).
             if operand.free != Some(1) {
@@ -952,9 +1123,15 @@ fn prepare<'q, 'a>(
     let Some(out_cells) = out_cells else {
         return Ok(None);
     };
-    if stores {
-        cells = cells.saturating_add(out_cells);
-    }
+    let row_starts = match keeps {
+        Keeps::Own => RowStarts::of(query, driven, driver),
+        Keeps::Nothing | Keeps::Array => None,
+    };
+    cells = cells.saturating_add(match (keeps, &row_starts) {
+        (Keeps::Nothing, _) => 0,
+        (_, Some(starts)) => starts.cells,
+        (_, None) => out_cells,
+    });
     cells = cells.saturating_add(rank);
     if !scattered.is_empty() || !at_entries.is_empty() || driven.local.is_some() {
         let operands = driven
@@ -972,6 +1149,10 @@ fn prepare<'q, 'a>(
     for (n, tensor, own_strides, own_cells) in scattered {
         let array = scatter(query, tensor, &operands[n].values, &own_strides, own_cells)?;
         operands[n].values = Cow::Owned(array);
+        control.check()?;
+    }
+    for (n, layout) in free_last {
+        layout.apply(&mut operands[n]);
         control.check()?;
     }
     for (n, tensor, annotation, own_strides, own_cells) in listed {
@@ -992,6 +1173,7 @@ fn prepare<'q, 'a>(
         operands,
         rank,
         out_cells,
+        row_starts,
     }))
 }
 
@@ -1024,6 +1206,7 @@ impl<'q, 'a> Prepared<'q, 'a> {
             mapped,
             local,
             rank: self.rank,
+            row_starts: self.row_starts.as_ref(),
             threads,
             control,
         }
@@ -1132,6 +1315,9 @@ struct Pass<'p, 'a> {
     local: Option<(&'p [f64], usize)>,
     /// The cells of the free variable (1 without one).
     rank: usize,
+    /// Where the output's rows start, when the pass adds into a row per
+    /// prefix of the driver's entries.
+    row_starts: Option<&'p RowStarts>,
     /// The threads the pass may use.
     threads: usize,
     control: &'p Control<'p>,
@@ -1196,6 +1382,13 @@ impl Pass<'_, '_> {
                         continue;
                     };
                     match term.free {
+                        // A contiguous row: a loop the compiler vectorizes.
+                        Some(1) => {
+                            let cells = &term.values[offset..offset + rank];
+                            for (cell, &v) in sum.iter_mut().zip(cells) {
+                                *cell += sign * v;
+                            }
+                        }
                         Some(stride) => {
                             for (cell, r) in sum.iter_mut().zip(0..) {
                                 *cell += sign * term.values[offset + r * stride];
@@ -1206,8 +1399,13 @@ impl Pass<'_, '_> {
                             .for_each(|c| *c += sign * term.values[offset]),
                     }
                 }
-                for (cell, &s) in row.iter_mut().zip(&sum) {
-                    *cell *= self.sum_factor(s);
+                match self.driven.sum_map {
+                    None => row.iter_mut().zip(&sum).for_each(|(cell, &s)| *cell *= s),
+                    Some(_) => {
+                        for (cell, &s) in row.iter_mut().zip(&sum) {
+                            *cell *= self.sum_factor(s);
+                        }
+                    }
                 }
             }
             visit(e, &row);
@@ -1598,8 +1796,8 @@ impl Pass<'_, '_> {
     /// coordinates, its non-zero cells listed in output order.
     fn add_into_array(&self, cells: usize) -> Result<Outcome> {
         let array = self.array_out();
-        if self.rows_of_driver(&array) {
-            return self.add_into_rows(&array);
+        if let Some(starts) = self.row_starts {
+            return self.add_into_rows(&array, starts);
         }
         let chunks = self.chunks();
         let mut out = vec![0.0; cells];
@@ -1612,7 +1810,10 @@ impl Pass<'_, '_> {
                     parts
                         .into_par_iter()
                         .zip(chunks)
-                        .try_for_each(|((part, first), chunk)| self.add(&array, chunk, part, first))
+                        .try_for_each(|((part, first), chunk)| {
+                            part.fill(0.0);
+                            self.add(&array, chunk, part, first)
+                        })
                 })?;
             }
             Split::Partials => {
@@ -1622,53 +1823,41 @@ impl Pass<'_, '_> {
                     chunks
                         .into_par_iter()
                         .map(|chunk| {
-                            let mut partial = vec![0.0; cells];
+                            let mut partial = zeros(cells);
                             self.add(&array, chunk, &mut partial, 0)?;
                             Ok(partial)
                         })
                         .collect::<Result<Vec<_>>>()
                 })?;
+                out.fill(0.0);
                 for partial in &partials {
                     add_up(&mut out, partial);
                 }
             }
-            Split::Whole => self.add(&array, 0..self.entries, &mut out, 0)?,
+            Split::Whole => {
+                out.fill(0.0);
+                self.add(&array, 0..self.entries, &mut out, 0)?;
+            }
         }
         self.control.check()?;
-        Ok(self.list(&array, RowKeys::Every(&array.strides), out))
+        self.list(&array, RowKeys::Every(&array.strides), out)
     }
 
-    /// Whether the output is the driver's first variable and the free one,
-    /// read through one or two operands' contiguous rows, in floats: then
-    /// [`Pass::add_into_rows`] keeps a row of the array per first
-    /// coordinate the driver has, not per coordinate of the variable.
-    fn rows_of_driver(&self, array: &ArrayOut) -> bool {
-        let query = self.query;
-        query.ty == ValueType::Float64
-            && query.output.len() == 2
-            && query.output.first() == self.driver_vars.first()
-            && array.free_stride == Some(1)
-            && matches!(self.rows.len(), 1 | 2)
-            && !self.coords.is_empty()
-    }
-
-    /// [`Pass::add_into_array`] into a row per distinct first coordinate
-    /// of the driver (SpMM's result rows, a row of `X` each): the rows the
-    /// driver lacks are neither cleared nor scanned, and when every row is
-    /// non-zero throughout, the array is the result's values as it is.
-    fn add_into_rows(&self, array: &ArrayOut) -> Result<Outcome> {
-        let first = self.coords[0];
-        // A row of the output array: the free variable's cells (`rank`
-        // of them can be non-zero).
-        let width = self.query.vars[self.query.output[1]].size as usize;
-        let starts: Vec<usize> = (0..self.entries)
-            .filter(|&e| e == 0 || first[e] != first[e - 1])
-            .collect();
-        let keys: Vec<i64> = starts.iter().map(|&e| first[e]).collect();
+    /// [`Pass::add_into_array`] into a row per distinct prefix of the
+    /// driver's entries ([`RowStarts`]); when every row is non-zero
+    /// throughout, the array is the result's values as it is.
+    fn add_into_rows(&self, array: &ArrayOut, rows: &RowStarts) -> Result<Outcome> {
+        let RowStarts {
+            starts,
+            keys,
+            width,
+            cells,
+        } = rows;
+        let (starts, width) = (&starts[..], *width);
         let chunks = self.chunks();
-        let mut out = vec![0.0; starts.len() * width];
-        // Chunks end where the first coordinate changes: each adds into
-        // the rows of its own entries.
+        let mut out = vec![0.0; *cells];
+        // Chunks end where the first coordinate changes, so at the start
+        // of a row: each adds into the rows of its own entries.
         let mut parts = Vec::with_capacity(chunks.len());
         let mut rest = &mut out[..];
         for chunk in &chunks {
@@ -1678,90 +1867,157 @@ impl Pass<'_, '_> {
             parts.push((part, from));
             rest = tail;
         }
+        // One or two operands' rows scaled by the entry's product; else
+        // each entry's row of products as the pass computes it.
+        let scaled = self.terms.is_empty() && matches!(self.rows.len(), 1 | 2);
         self.in_pool(|| {
             parts
                 .into_par_iter()
                 .zip(chunks)
                 .try_for_each(|((part, from), chunk)| {
+                    part.fill(0.0);
                     let mut row = from;
-                    self.add_scaled_rows(chunk, 1, part, |e| {
+                    let mut base = |e: usize| {
                         while starts.get(row + 1).is_some_and(|&s| s <= e) {
                             row += 1;
                         }
                         (row - from) * width
+                    };
+                    if scaled {
+                        return self.add_scaled_rows(chunk, 1, part, base);
+                    }
+                    self.each(chunk, |e, cells| {
+                        let at = base(e);
+                        for (cell, &v) in part[at..at + cells.len()].iter_mut().zip(cells) {
+                            *cell += v;
+                        }
                     })
                 })
         })?;
         self.control.check()?;
-        Ok(self.list(array, RowKeys::Driver(&keys), out))
+        self.list(array, RowKeys::Driver(keys), out)
     }
 
     /// The output array's non-zero cells in output order; a count's as
     /// integers.
-    fn list(&self, array: &ArrayOut, rows: RowKeys<'_>, out: Vec<f64>) -> Outcome {
+    fn list(&self, array: &ArrayOut, rows: RowKeys<'_>, mut out: Vec<f64>) -> Result<Outcome> {
         let query = self.query;
         if query.ty == ValueType::Int64 {
-            return Outcome::Entries(Finished::Int(vec![counts(query, array, &out)]));
+            return Ok(Outcome::Entries(Finished::Int(vec![counts(
+                query, array, &out,
+            )])));
+        }
+        // Through the query's finish, which takes the absent cells' 0 to 0.
+        if let Some(f) = &query.finish {
+            pool(self.threads)?.install(|| finish::floats(f, &mut out));
         }
         if query.output.is_empty() {
             let mut entries = Entries::new(0);
             entries.push([], out.first().copied().unwrap_or(0.0));
-            return Outcome::Entries(Finished::Float(vec![entries]));
+            return Ok(Outcome::Entries(Finished::Float(vec![entries])));
         }
         // Row by row along the last output variable: the leading
         // coordinates are divided out once per row, not per cell.
-        let row_cells = query.vars[query.output[query.output.len() - 1]].size as usize;
-        let present: Vec<usize> = out
-            .chunks(row_cells.max(1))
-            .map(|cells| cells.iter().fold(0, |n, &v| n + usize::from(v != 0.0)))
-            .collect();
+        let row_cells = (query.vars[query.output[query.output.len() - 1]].size as usize).max(1);
+        let present: Vec<usize> = self.in_pool(|| {
+            Ok(out
+                .par_chunks(row_cells)
+                .map(|cells| cells.iter().fold(0, |n, &v| n + usize::from(v != 0.0)))
+                .collect())
+        })?;
         let last = query.output.len() - 1;
         let rows_only = present.iter().all(|&n| n == 0 || n == row_cells);
         if last > 0 && query.ty == ValueType::Float64 && query.fill.is_zero() && rows_only {
-            return full_rows(rows, last, &present, row_cells, out);
+            return Ok(full_rows(rows, last, &present, row_cells, out));
         }
         // The lists are sized up front (growing them would copy them, and
         // fresh memory is dear: the kernel clears every page on first
-        // touch), and a result with every cell non-zero keeps the array
-        // as its values.
-        let kept = present.iter().sum();
-        let mut coords = vec![Vec::with_capacity(kept); query.output.len()];
-        let mut values = Vec::with_capacity(if kept == out.len() { 0 } else { kept });
-        for ((row, cells), &present) in out.chunks(row_cells.max(1)).enumerate().zip(&present) {
-            if present == 0 {
-                continue;
+        // touch) and written in pieces of rows in parallel, each piece
+        // into its own stretch of them; a result with every cell non-zero
+        // keeps the array as its values.
+        let kept: usize = present.iter().sum();
+        let every = kept == out.len();
+        // Allocated zeroed, each page first touched by a piece's writes.
+        let mut coords: Vec<Vec<i64>> = (0..query.output.len()).map(|_| vec![0; kept]).collect();
+        let mut values = vec![0.0; if every { 0 } else { kept }];
+        let pieces: Vec<Range<usize>> = (0..present.len())
+            .step_by(present.len().div_ceil(CHUNKS).max(LIST_ROWS))
+            .map(|start| {
+                start..(start + present.len().div_ceil(CHUNKS).max(LIST_ROWS)).min(present.len())
+            })
+            .collect();
+        let counts: Vec<usize> = pieces
+            .iter()
+            .map(|p| present[p.clone()].iter().sum())
+            .collect();
+        let mut parts: Vec<(Vec<&mut [i64]>, &mut [f64])> = Vec::with_capacity(pieces.len());
+        let mut columns: Vec<&mut [i64]> = coords.iter_mut().map(|c| &mut c[..]).collect();
+        let mut rest_values = &mut values[..];
+        for &count in &counts {
+            let mut piece = Vec::with_capacity(columns.len());
+            for column in &mut columns {
+                let (part, tail) = std::mem::take(column).split_at_mut(count);
+                piece.push(part);
+                *column = tail;
             }
-            rows.each(row, row_cells, |column, key| {
-                coords[column].extend(iter::repeat_n(key, present));
-            });
-            if present == cells.len() {
-                // A full row (SpMM's, a dense factor's): its columns in
-                // order and its cells as they are, without a test per cell.
-                coords[last].extend(0..present as i64);
-                if kept != out.len() {
-                    values.extend_from_slice(cells);
-                }
-                continue;
-            }
-            // A row with a zero: not every cell is kept, so the values
-            // are listed apart from the array.
-            for (column, &v) in cells.iter().enumerate() {
-                if v != 0.0 {
-                    coords[last].push(column as i64);
-                    values.push(v);
-                }
-            }
+            let taken = if every { 0 } else { count };
+            let (part, tail) = std::mem::take(&mut rest_values).split_at_mut(taken);
+            rest_values = tail;
+            parts.push((piece, part));
         }
-        if kept == out.len() {
+        self.in_pool(|| {
+            parts
+                .into_par_iter()
+                .zip(&pieces)
+                .for_each(|((mut columns, values), piece)| {
+                    let mut at = 0;
+                    for row in piece.clone() {
+                        let present = present[row];
+                        if present == 0 {
+                            continue;
+                        }
+                        let cells = &out[row * row_cells..(row + 1) * row_cells];
+                        rows.each(row, row_cells, |column, key| {
+                            columns[column][at..at + present].fill(key);
+                        });
+                        if present == cells.len() {
+                            // A full row (SpMM's, a dense factor's): its columns
+                            // in order and its cells as they are, without a test
+                            // per cell.
+                            for (slot, column) in
+                                columns[last][at..at + present].iter_mut().zip(0..)
+                            {
+                                *slot = column;
+                            }
+                            if !every {
+                                values[at..at + present].copy_from_slice(cells);
+                            }
+                            at += present;
+                            continue;
+                        }
+                        // A row with a zero: only its non-zero cells.
+                        for (column, &v) in cells.iter().enumerate() {
+                            if v != 0.0 {
+                                columns[last][at] = column as i64;
+                                values[at] = v;
+                                at += 1;
+                            }
+                        }
+                    }
+                });
+            Ok(())
+        })?;
+        if every {
             values = out;
         }
-        Outcome::Columns(coords, values)
+        Ok(Outcome::Columns(coords, values))
     }
 
     /// The result as one entry per driver entry (per cell of the free
     /// variable when the output reads it), in the driver's order: only
     /// the values when the output's coordinates are the driver's, in its
-    /// order.
+    /// order. The values go through the query's finish as they are
+    /// written, and the entries it takes to 0 are not.
     fn write_entries(&self) -> Result<Outcome> {
         let query = self.query;
         // Where each output coordinate comes from: a driver dimension, or
@@ -1790,6 +2046,9 @@ impl Pass<'_, '_> {
                 }
                 if free_in_output {
                     for (r, &value) in row.iter().enumerate() {
+                        let Some(value) = self.finished(value) else {
+                            continue;
+                        };
                         for (slot, source) in key.iter_mut().zip(&sources) {
                             if source.is_none() {
                                 *slot = r as i64;
@@ -1797,8 +2056,8 @@ impl Pass<'_, '_> {
                         }
                         entries.push(key.iter().copied(), value);
                     }
-                } else {
-                    entries.push(key.iter().copied(), lanes_sum(row));
+                } else if let Some(value) = self.finished(lanes_sum(row)) {
+                    entries.push(key.iter().copied(), value);
                 }
             })?;
             Ok(entries)
@@ -1922,13 +2181,26 @@ impl Pass<'_, '_> {
             parts.into_par_iter().try_for_each(|(chunk, part)| {
                 let first = chunk.start;
                 if self.driven.free.is_none() {
-                    self.blocks(chunk, |e, scalar| part[e - first] = scalar)
+                    self.blocks(chunk, |e, scalar| part[e - first] = scalar)?;
                 } else {
-                    self.each(chunk, |e, row| part[e - first] = lanes_sum(row))
+                    self.each(chunk, |e, row| part[e - first] = lanes_sum(row))?;
                 }
+                if let Some(finish) = &self.query.finish {
+                    part.iter_mut().for_each(|v| *v = finish.apply(*v));
+                }
+                Ok(())
             })
         })?;
         Ok(values)
+    }
+
+    /// A written entry's value through the query's finish; `None` when
+    /// the finish takes it to 0 (the entry is dropped).
+    fn finished(&self, value: f64) -> Option<f64> {
+        match &self.query.finish {
+            None => Some(value),
+            Some(finish) => Some(finish.apply(value)).filter(|&v| v != 0.0),
+        }
     }
 }
 
@@ -2006,9 +2278,9 @@ enum RowKeys<'a> {
     /// Every combination of the leading output coordinates, in row-major
     /// order: the array's strides.
     Every(&'a [usize]),
-    /// The driver's distinct first coordinates, the output's only leading
-    /// one: a row each.
-    Driver(&'a [i64]),
+    /// The distinct prefixes of the driver's entries (a column per
+    /// leading output coordinate): a row each.
+    Driver(&'a [Vec<i64>]),
 }
 
 impl RowKeys<'_> {
@@ -2023,7 +2295,11 @@ impl RowKeys<'_> {
                     rest %= stride;
                 }
             }
-            RowKeys::Driver(keys) => key(0, keys[row]),
+            RowKeys::Driver(keys) => {
+                for (column, keys) in keys.iter().enumerate() {
+                    key(column, keys[row]);
+                }
+            }
         }
     }
 }
@@ -2052,6 +2328,20 @@ fn full_rows(
     }
     out.truncate(kept);
     Outcome::Rows(leading, out)
+}
+
+/// `cells` zeros, written rather than only allocated, for an array that
+/// a pass adds into. Fresh memory's pages are mapped on first touch: one
+/// read first (an add reads before it writes) maps the shared zero page,
+/// and the write after it faults again and flushes the other threads'
+/// TLBs; written first, each page faults once. A pass that adds into its
+/// own part of a shared array writes zeros over the part first for the
+/// same reason (on its own thread, so the pages fault in parallel), and
+/// one that adds into a whole array writes zeros over it first.
+fn zeros(cells: usize) -> Vec<f64> {
+    let mut array = Vec::with_capacity(cells);
+    array.resize(cells, 0.0);
+    array
 }
 
 /// Sets the scalars of the entries `outside` some operand to 0, so that
@@ -2158,7 +2448,7 @@ impl Fused<'_, '_> {
                     }
                     _ => {
                         for targets in &mut per_chunk {
-                            targets.push(Target::Partial(vec![0.0; cells(m)]));
+                            targets.push(Target::Partial(zeros(cells(m))));
                         }
                     }
                 }
@@ -2196,7 +2486,8 @@ impl Fused<'_, '_> {
         self.control.check()?;
         let mut outcomes: Vec<Option<Outcome>> = (0..self.members.len()).map(|_| None).collect();
         for (out, &m) in outs.into_iter().zip(&stored) {
-            outcomes[m] = Some(passes[m].list(&arrays[m], RowKeys::Every(&arrays[m].strides), out));
+            outcomes[m] =
+                Some(passes[m].list(&arrays[m], RowKeys::Every(&arrays[m].strides), out)?);
         }
         Ok(outcomes)
     }
@@ -2212,6 +2503,12 @@ impl Fused<'_, '_> {
         chunk: Range<usize>,
         targets: &mut [Target<'_>],
     ) -> Result<()> {
+        // Written first, so that the pages fault once (see [`zeros`]).
+        for target in targets.iter_mut() {
+            if let Target::Rows(part, _) = target {
+                part.fill(0.0);
+            }
+        }
         let Some(rows) = passes.first().and_then(|p| p.coords.first()) else {
             return Err(internal(
                 self.members[0].query,

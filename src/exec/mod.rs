@@ -43,6 +43,7 @@ mod aligned;
 mod control;
 mod dense;
 mod driven;
+mod finish;
 mod kernel;
 mod paired;
 pub mod plan;

@@ -52,6 +52,7 @@ use super::accumulate::{Entries, Finished};
 use super::control::{Control, Held, pool};
 use super::driven::Outcome;
 use super::driven::{finite, huge_values, scatter, strides, values_as_floats, vars_of};
+use super::finish;
 use super::kernel::float_entry_bytes;
 use super::plan::{PAIRED_CELLS, Paired, PairedAt, PairedPart, PhysicalQuery};
 
@@ -73,7 +74,8 @@ const FEW_KEYS: u64 = 1 << 16;
 
 /// Runs `query` over the joined pairs of its two tables; `inputs` are the
 /// tensors its inputs read with their annotations, in input order.
-/// Returns the result (the caller stores it as the loops' would be), or
+/// Returns the result, through the query's finish (the caller stores it
+/// as the loops' would be), or
 /// `None` when an input holds a value that is not finite, an array cannot
 /// be addressed, or the output does not tell an earlier result's entries
 /// apart (the caller runs the loops).
@@ -132,6 +134,9 @@ pub(crate) fn run(
         control,
     };
     let (mut coords, mut values) = pass.write_all(query.output.len(), options.threads, &held)?;
+    if let Some(finish) = &query.finish {
+        pool(options.threads)?.install(|| finish::floats(finish, &mut values));
+    }
     drop_zeros(&mut coords, &mut values);
     if in_order(&sources, &left, &right, paired) {
         return Ok(Some(Outcome::Columns(coords, values)));

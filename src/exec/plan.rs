@@ -22,7 +22,10 @@
 //! - the pointwise [`Node`] expression over the inputs and the aggregate;
 //! - the output format of every output level ([`OutputFormat`]): levels
 //!   written in loop order are sorted (sequential writes), the others are
-//!   accumulated in a dense array or a hash table (random writes).
+//!   accumulated in a dense array or a hash table (random writes);
+//! - an element-wise map of the result applied as it is stored
+//!   ([`Finish`]), where the `fuse` phase folded the query that maps it
+//!   (`relu(#1[o,n,k])`) into this one.
 //!
 //! The [`Display`](fmt::Display) form is the text `EXPLAIN` prints: one line
 //! per query, re-index step and loop, stable across runs.
@@ -110,6 +113,67 @@ pub struct PhysicalQuery {
     /// Set when the query runs as one pass over the joined pairs of two
     /// tables' entries instead of its loops (see [`Paired`]).
     pub paired: Option<Paired>,
+    /// Set when each value of the result goes through an element-wise
+    /// map before it is stored (see [`Finish`]).
+    pub finish: Option<Finish>,
+}
+
+/// An element-wise map a query applies to each value of its result
+/// before storing it: the `fuse` phase folds the query `h[o,n,k] =
+/// relu(#1[o,n,k])` into the query that makes `#1`, which then stores
+/// `h` itself. The map is the folded query's body, over
+/// [`Node::Input`]`(0)`, the value. Every operator in it has float
+/// arithmetic ([`ScalarOp::apply_f64`], the operators' own on floats),
+/// its constants are floats, and it takes 0 to 0, so the result's absent
+/// entries stay absent; the entries it takes to 0 are dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finish(Node);
+
+impl Finish {
+    /// The map `body` makes of `Node::Input(0)`, when it qualifies (see
+    /// the type's documentation).
+    pub fn of(body: &Node) -> Option<Finish> {
+        let finish = Finish(body.clone());
+        (finish.value(0.0)? == 0.0).then_some(finish)
+    }
+
+    /// The map's body.
+    pub fn body(&self) -> &Node {
+        &self.0
+    }
+
+    /// The map's value at `x`.
+    #[inline]
+    pub fn apply(&self, x: f64) -> f64 {
+        // One function of the value (`relu`) without the tree's walk.
+        if let Node::Map(op, args) = &self.0
+            && let [Node::Input(_)] = args.as_slice()
+        {
+            return op.apply_f64(&[x]).unwrap_or(f64::NAN);
+        }
+        // `of` found float arithmetic for every operator, which does not
+        // depend on the operands' values.
+        self.value(x).unwrap_or(f64::NAN)
+    }
+
+    fn value(&self, x: f64) -> Option<f64> {
+        fn at(node: &Node, x: f64) -> Option<f64> {
+            match node {
+                Node::Input(_) => Some(x),
+                Node::Literal(Value::Float(c)) => Some(*c),
+                Node::Literal(_) | Node::Coord(_) => None,
+                Node::Map(op, args) => {
+                    let mut operands = [0.0; 4];
+                    let slots = operands.get_mut(..args.len())?;
+                    for (slot, arg) in slots.iter_mut().zip(args) {
+                        *slot = at(arg, x)?;
+                    }
+                    op.apply_f64(slots)
+                }
+            }
+        }
+        at(&self.0, x)
+    }
 }
 
 /// The cells per driver entry from which a sparse-driven query reads an
@@ -194,6 +258,12 @@ pub struct Driven {
     /// always for an integer input (a count), the one kind of integer
     /// input a driven query may have.
     pub listed: Option<usize>,
+    /// Set when the result is added into a row per distinct prefix of
+    /// this many of the driver's leading variables
+    /// ([`PhysicalQuery::row_prefix`]), by the planner; the `fuse` phase
+    /// clears it for the members of a fused pass, which add into whole
+    /// arrays.
+    pub row_prefix: Option<usize>,
 }
 
 /// A query that is a product of two tables joined on the variables they
@@ -953,6 +1023,40 @@ impl PhysicalQuery {
             && matches!((self.output.as_slice(), first), ([v], Some(Term::Var(w))) if v == w)
     }
 
+    /// How many of the driver's leading variables the output starts with,
+    /// when it is those and then the free variable (SpMM's `(i, r)`, a
+    /// network layer's `(o, n, k)` over `x[o,n,m]`) and the result is a
+    /// `DOUBLE` added into an array, with one or two factors (no sum of
+    /// operands nor function of one) reading the free variable, or
+    /// written at the driver's entries: the pass then adds into a row of
+    /// the output per distinct prefix of the driver's entries rather than
+    /// into the whole array (or a list of entries).
+    pub fn row_prefix(&self, driven: &Driven) -> Option<usize> {
+        let free = driven.free?;
+        let (&last, leading) = self.output.split_last()?;
+        let terms = &self.inputs.get(driven.driver)?.terms;
+        let prefix = !leading.is_empty()
+            && leading.len() <= terms.len()
+            && leading.iter().zip(terms).all(|(&v, t)| *t == Term::Var(v));
+        let rows = driven
+            .dense
+            .iter()
+            .filter(|&&k| {
+                self.inputs[k].terms.contains(&Term::Var(free))
+                    && !driven.maps.iter().any(|&(j, _)| j == k)
+            })
+            .count();
+        // Written entries (the prefix holds a key of the driver: a row per
+        // entry) take any product the pass computes row by row.
+        let adds_rows = self.ty == ValueType::Float64
+            && match driven.output {
+                DrivenOutput::Array => driven.sum.is_empty() && matches!(rows, 1 | 2),
+                DrivenOutput::Entries => driven.listed.is_none(),
+                DrivenOutput::Grouped => false,
+            };
+        (last == free && prefix && adds_rows).then_some(leading.len())
+    }
+
     /// The query run entry by entry over input `driver` (see [`Driven`]),
     /// if it is a product that can be: a `SUM` of a product (or a product)
     /// of two or more float inputs that are 0 where absent (or of one such
@@ -1170,6 +1274,7 @@ impl PhysicalQuery {
             local: None,
             rows: None,
             listed: None,
+            row_prefix: None,
         };
         // A float product lists its one integer input, if any (an integer
         // product reads every input as floats).
@@ -1488,6 +1593,17 @@ impl PhysicalQuery {
                 self.vars[v].size
             )?;
         }
+        if let (DrivenOutput::Array, Some(prefix)) = (driven.output, driven.row_prefix) {
+            let names: Vec<&str> = self.output[..prefix]
+                .iter()
+                .map(|&v| self.var_name(v))
+                .collect();
+            return write!(
+                f,
+                "\n    result: added into a row per ({}) of the driver's entries",
+                names.join(",")
+            );
+        }
         f.write_str(match driven.output {
             DrivenOutput::Array => "\n    result: added into a dense array",
             DrivenOutput::Entries => "\n    result: written at the driver's entries",
@@ -1529,9 +1645,28 @@ impl PhysicalQuery {
         f.write_str("\n    result: one entry per pair")
     }
 
+    /// The value before a finish: the aggregate and the body.
+    fn write_value(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(op) = self.aggregate {
+            let names: Vec<&str> = self.aggregated.iter().map(|&v| self.var_name(v)).collect();
+            write!(f, "{}({}) ", op.name(), names.join(","))?;
+        }
+        self.write_node(f, &self.body)
+    }
+
     fn write_node(&self, f: &mut fmt::Formatter<'_>, node: &Node) -> fmt::Result {
+        self.write_tree(f, node, &|f, k| f.write_str(&self.input_name(k)))
+    }
+
+    /// `node`, each input written by `input`.
+    fn write_tree(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        node: &Node,
+        input: &dyn Fn(&mut fmt::Formatter<'_>, usize) -> fmt::Result,
+    ) -> fmt::Result {
         match node {
-            Node::Input(k) => f.write_str(&self.input_name(*k)),
+            Node::Input(k) => input(f, *k),
             Node::Literal(v) => write!(f, "{v}"),
             Node::Coord(v) => write!(f, "coord({})", self.var_name(*v)),
             Node::Map(op, args) => {
@@ -1539,7 +1674,7 @@ impl PhysicalQuery {
                 match (op.symbol(), args.as_slice()) {
                     (Some(symbol), [arg]) => {
                         write!(f, "{symbol}(")?;
-                        self.write_node(f, arg)?;
+                        self.write_tree(f, arg, input)?;
                         f.write_str(")")
                     }
                     (Some(symbol), _) => {
@@ -1548,7 +1683,7 @@ impl PhysicalQuery {
                             if n > 0 {
                                 write!(f, " {symbol} ")?;
                             }
-                            self.write_node(f, arg)?;
+                            self.write_tree(f, arg, input)?;
                         }
                         f.write_str(")")
                     }
@@ -1558,7 +1693,7 @@ impl PhysicalQuery {
                             if n > 0 {
                                 f.write_str(", ")?;
                             }
-                            self.write_node(f, arg)?;
+                            self.write_tree(f, arg, input)?;
                         }
                         f.write_str(")")
                     }
@@ -1694,11 +1829,10 @@ impl fmt::Display for PhysicalQuery {
             write!(f, ", fill {}", self.fill)?;
         }
         f.write_str(") = ")?;
-        if let Some(op) = self.aggregate {
-            let names: Vec<&str> = self.aggregated.iter().map(|&v| self.var_name(v)).collect();
-            write!(f, "{}({}) ", op.name(), names.join(","))?;
+        match &self.finish {
+            Some(finish) => self.write_tree(f, finish.body(), &|f, _| self.write_value(f))?,
+            None => self.write_value(f)?,
         }
-        self.write_node(f, &self.body)?;
         if let Some(product) = self.dense.filter(|p| p.tiled) {
             let names = (
                 self.input_name(product.left),

@@ -420,6 +420,7 @@ impl Planner<'_> {
             dense: None,
             driven: None,
             paired: None,
+            finish: None,
         };
         let bound = loop_vars(&query);
         if let Some(&unbound) = query.output.iter().find(|v| !bound.contains(v)) {
@@ -464,6 +465,7 @@ impl Planner<'_> {
                 if choices.listed && driven.listed.is_none() {
                     driven.listed = query.listable_rows(&driven);
                 }
+                driven.row_prefix = query.row_prefix(&driven);
                 driven
             });
         }

@@ -22,11 +22,11 @@ use crate::storage::fibertree::FiberTree;
 use crate::storage::{DimensionSpec, Tensor, ValueData, ValueType};
 
 use super::accumulate::{AccumulatorPool, Entries, Finished, Slot};
-use super::control::{Control, Held, RowBudget, StepGuards, within_threads};
+use super::control::{Control, Held, RowBudget, StepGuards, pool, within_threads};
 use super::kernel::{Cands, InputRt, Kernel, Worker, entry_bytes, values_of};
 use super::plan::{Access, PhysicalPlan, PhysicalQuery, Role, Source, Term};
 use super::{Entrywise, ExecOptions, FirstRows, Fusion, Limited, Outputs, QueryRun};
-use super::{aligned, dense, driven, paired, product, tiled};
+use super::{aligned, dense, driven, finish, paired, product, tiled};
 
 /// How many chunks the outermost loop is split into (at most): a fixed
 /// number, so that results do not depend on the thread count.
@@ -132,9 +132,11 @@ fn fill_of(query: &PhysicalQuery) -> Value {
 /// Whether `query` writes its entries in the order of its output indices
 /// without aggregating: its loops bind exactly the output variables, in
 /// order. Then its first entries in loop order are its first by
-/// coordinates, and a row budget may stop it.
+/// coordinates, and a row budget may stop it (not under a finish, which
+/// may drop some of them).
 fn in_output_order(query: &PhysicalQuery) -> bool {
     query.aggregate.is_none()
+        && query.finish.is_none()
         && !query.loops.is_empty()
         && query
             .loops
@@ -201,7 +203,7 @@ fn run_query(
         };
         if let Some(entries) = entries {
             let tensor = within_threads(options.threads, entries.len(), || {
-                store(query, entries, control)
+                store(query, through_finish(query, entries)?, control)
             })?;
             return Ok(Ran::whole(tensor, fill, Path::Kernel));
         }
@@ -239,6 +241,10 @@ fn run_query(
         None => aligned::run(query, &inputs, control, options)?,
     };
     if let Some((aligned, how)) = aligned {
+        let aligned = match &query.finish {
+            Some(f) => pool(options.threads)?.install(|| finish::aligned(f, aligned)),
+            None => aligned,
+        };
         let tensor = match aligned {
             aligned::Aligned::Total(sum) => {
                 let mut entries = Entries::new(0);
@@ -301,7 +307,7 @@ fn run_query(
         None => run_general(&kernel, control, options, &chunks)?,
     };
     let tensor = within_threads(options.threads, entries.len(), || {
-        store(query, entries, control)
+        store(query, through_finish(query, entries)?, control)
     })?;
     Ok(Ran {
         stored: (Arc::new(tensor), fill),
@@ -405,6 +411,14 @@ fn store_outcome(
         driven::Outcome::AtDriver(values) => store_at(query, driver, values, control),
         driven::Outcome::Columns(coords, values) => store_columns(query, coords, values, control),
         driven::Outcome::Rows(leading, values) => store_rows(query, leading, values, control),
+    }
+}
+
+/// `entries` through the query's finish, if it has one.
+fn through_finish(query: &PhysicalQuery, entries: Finished) -> Result<Finished> {
+    match &query.finish {
+        Some(f) => finish::finished(query, f, entries),
+        None => Ok(entries),
     }
 }
 

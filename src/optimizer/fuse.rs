@@ -30,20 +30,44 @@
 //! ([`Driven::rows`](crate::exec::plan::Driven::rows)) instead of reading
 //! every entry's row coordinate.
 //!
+//! The phase also folds an element-wise map of a result into the query
+//! that makes it ([`Finish`]): a network layer `h[o,n,k] =
+//! relu(SUM(m) x[o,n,m] * W[k,m])` plans as `#1[o,n,k] = SUM(m) ...` and
+//! `h[o,n,k] = relu(#1[o,n,k])`, and then the first query stores `h`
+//! itself, each value through `relu` as it is written, where the second
+//! would have listed `#1`'s entries (tens of millions of them), indexed
+//! them and written them again. It folds a query whose one input is the
+//! result of the query just before it, read by no other query, over the
+//! same variables in the same order, and whose body is a map that
+//! [`Finish::of`] takes (float arithmetic, 0 to 0) of a `DOUBLE` result
+//! whose absent entries are 0. Neither query may be a member of a fused
+//! pass.
+//!
 //! Fusing adds no work and drops the passes' repeated reads and the
-//! row-local results' storing and scattering, so it is done wherever it
-//! applies, without a cost comparison. Switched off (`SET
-//! disabled_optimizers = 'fuse'`), each query makes its own pass.
+//! row-local results' storing and scattering, and folding a map drops a
+//! pass over a result, so both are done wherever they apply, without a
+//! cost comparison. Switched off (`SET disabled_optimizers = 'fuse'`),
+//! each query makes its own pass.
 
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::exec::plan::{DrivenOutput, PhysicalPlan, PhysicalQuery, Source, Term, row_index};
+use crate::exec::plan::{
+    DrivenOutput, Finish, PhysicalPlan, PhysicalQuery, Role, Source, Term, row_index,
+};
+use crate::storage::ValueType;
 
 /// Groups the plan's runs of fusable queries into fused passes
-/// ([`PhysicalPlan::fused`]) and marks the inputs read row-local (see the
+/// ([`PhysicalPlan::fused`]), marks the inputs read row-local, and folds
+/// element-wise maps of results into the queries that make them (see the
 /// module documentation).
 pub fn fuse(plan: &mut PhysicalPlan) {
+    group(plan);
+    fold_maps(plan);
+}
+
+/// Groups the plan's runs of fusable queries into fused passes.
+fn group(plan: &mut PhysicalPlan) {
     plan.fused.clear();
     let mut start = 0;
     while start < plan.queries.len() {
@@ -59,6 +83,8 @@ pub fn fuse(plan: &mut PhysicalPlan) {
                 if let Some(driven) = plan.queries[n].driven.as_mut() {
                     driven.local = local;
                     driven.rows.clone_from(&rows);
+                    // A fused pass adds into each member's whole array.
+                    driven.row_prefix = None;
                 }
             }
             plan.fused.push(start..end);
@@ -160,4 +186,87 @@ fn readers(plan: &PhysicalPlan, name: &str) -> usize {
         .flat_map(|q| &q.inputs)
         .filter(|a| matches!(&a.source, Source::Result(r) if r == name))
         .count()
+}
+
+/// Folds every query that maps the result of the query just before it
+/// into that query, as its finish.
+fn fold_maps(plan: &mut PhysicalPlan) {
+    let mut n = 1;
+    while n < plan.queries.len() {
+        match foldable_map(plan, n) {
+            Some(finish) => fold(plan, n, finish),
+            None => n += 1,
+        }
+    }
+}
+
+/// The finish query `n` makes of the result of query `n - 1`, when it
+/// can be folded into it (see the module documentation).
+fn foldable_map(plan: &PhysicalPlan, n: usize) -> Option<Finish> {
+    let (producer, map) = (&plan.queries[n - 1], &plan.queries[n]);
+    let [access] = map.inputs.as_slice() else {
+        return None;
+    };
+    let reads_producer = matches!(&access.source, Source::Result(name) if *name == producer.name);
+    let in_order = access
+        .terms
+        .iter()
+        .map(|t| match t {
+            Term::Var(v) => Some(*v),
+            Term::Const(_) => None,
+        })
+        .eq(map.output.iter().copied().map(Some));
+    let same_dims = producer.output.len() == map.output.len()
+        && producer.output.iter().zip(&map.output).all(|(&p, &m)| {
+            let (p, m) = (&producer.vars[p], &map.vars[m]);
+            let same_keys = match (&p.dictionary, &m.dictionary) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            };
+            p.size == m.size && same_keys
+        });
+    // The producer's other variables keep their names beside the
+    // output's new ones.
+    let names_apart = (0..producer.vars.len())
+        .filter(|v| !producer.output.contains(v))
+        .all(|v| map.vars.iter().all(|w| w.name != producer.vars[v].name));
+    let qualifies = reads_producer
+        && in_order
+        && same_dims
+        && names_apart
+        && map.aggregate.is_none()
+        && map.vars.len() == map.output.len()
+        && map.ty == ValueType::Float64
+        && map.fill.is_zero()
+        && producer.ty == ValueType::Float64
+        && producer.fill.is_zero()
+        && producer.role == Role::Intermediate
+        && producer.finish.is_none()
+        && readers(plan, &producer.name) == 1
+        && plan.fused_pass(n - 1).is_none()
+        && plan.fused_pass(n).is_none();
+    if !qualifies {
+        return None;
+    }
+    Finish::of(&map.body)
+}
+
+/// Folds query `n` into query `n - 1` as its finish: that query makes
+/// `n`'s result, under its name, role and output variables.
+fn fold(plan: &mut PhysicalPlan, n: usize, finish: Finish) {
+    let map = plan.queries.remove(n);
+    let producer = &mut plan.queries[n - 1];
+    for (&p, &m) in producer.output.iter().zip(&map.output) {
+        producer.vars[p] = map.vars[m].clone();
+    }
+    producer.name = map.name;
+    producer.role = map.role;
+    producer.nested = map.nested;
+    producer.finish = Some(finish);
+    for run in &mut plan.fused {
+        if run.start > n {
+            *run = run.start - 1..run.end - 1;
+        }
+    }
 }

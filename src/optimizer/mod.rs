@@ -17,7 +17,7 @@
 //! | `physical` | each query's loop order and output formats ([`physical`]), while the executor's planner builds the plan |
 //! | `factorize` | loop nests of sums of products made trees, independent subtrees' sums multiplied, a repeated sibling taken once (within `physical`, timed apart: the costing of the trees) |
 //! | `dense` | matrix products of operands that fill most of their cells run as one dense kernel where estimated cheaper (within `physical`, timed apart) |
-//! | `fuse` | consecutive sparse-driven queries over the same driver run as one pass, a row sum that only the next reads kept row-local (SystemML's MAgg and Row, [`fuse`]) |
+//! | `fuse` | consecutive sparse-driven queries over the same driver run as one pass, a row sum that only the next reads kept row-local (SystemML's MAgg and Row, [`fuse`]); an element-wise map of a query's result applied as that query stores it |
 //!
 //! The phases compare candidates by estimated non-zeros, from the
 //! estimator [`SET estimator`](EstimatorKind) selects; [`SET

@@ -65,7 +65,11 @@
 //!   variable's cells at 4 multiply-adds to a visit per input reading
 //!   them, and a quarter of a visit per cell of the arrays it fills
 //!   (scattered inputs, a dense result; a row sum that the `fuse` phase
-//!   will compute in the same pass is not scattered); an input with at
+//!   will compute in the same pass is not scattered; a result of a row per
+//!   distinct prefix of the driver's entries, [`PhysicalQuery::row_prefix`],
+//!   counts those rows' cells, the prefixes the statistics' or, before
+//!   they are computed, the fewer of the driver's entries and the
+//!   prefix's cells); an input with at
 //!   most one non-zero cell in 8, listed row by row instead, costs a loop
 //!   visit per cell of its row an entry visits, and two array cells per
 //!   listed cell. SpMV, SpMM, SDDMM,
@@ -105,6 +109,7 @@ use crate::exec::plan::{
 use crate::exec::planner::{Choose, QueryChoices};
 use crate::ir::{IndexTerm, Value};
 use crate::storage::Tensor;
+use crate::storage::statistics::DimSet;
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator};
 use super::lattice::bits;
@@ -437,7 +442,13 @@ fn cheapest_driver(
             // The result array's cells, and the work per entry of a
             // grouped result.
             let (result, grouped) = match driven.output {
-                DrivenOutput::Array => (cells(&mut query.output.iter().copied()), 0.0),
+                DrivenOutput::Array => match query.row_prefix(&driven) {
+                    Some(prefix) => {
+                        let width = driven.free.map_or(1.0, |v| query.vars[v].size as f64);
+                        (prefixes(tensor, prefix) * width, 0.0)
+                    }
+                    None => (cells(&mut query.output.iter().copied()), 0.0),
+                },
                 DrivenOutput::Entries => (0.0, 0.0),
                 DrivenOutput::Grouped => (0.0, GROUPED_ENTRY),
             };
@@ -463,6 +474,25 @@ fn cheapest_driver(
             ))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// The distinct prefixes of `prefix` dimensions among a table's entries:
+/// the statistics' count when they are computed, else at most its
+/// entries and the prefix's cells.
+fn prefixes(tensor: &Tensor, prefix: usize) -> f64 {
+    let dims: Vec<usize> = (0..prefix).collect();
+    let counted = tensor
+        .computed_statistics()
+        .zip(DimSet::of(&dims))
+        .and_then(|(statistics, dims)| statistics.degree(dims, DimSet::EMPTY));
+    match counted {
+        Some(count) => count as f64,
+        None => tensor.dims()[..prefix]
+            .iter()
+            .map(|d| d.size as f64)
+            .product::<f64>()
+            .min(tensor.nnz() as f64),
+    }
 }
 
 /// The cheapest way to run `product` on the dense path, with its
