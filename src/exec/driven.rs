@@ -486,17 +486,14 @@ pub(crate) fn run(
     let pass = prepared.pass(&driver, None, options.threads, control);
     // Each way applies the query's finish: to the array's cells before it
     // is listed, to the entries as they are written, to the grouped sums.
+    if let Some(starts) = &prepared.row_starts {
+        return pass.add_into_rows(&pass.array_out(), starts).map(Some);
+    }
     match driven.output {
         DrivenOutput::Array if driven.sum.is_empty() => pass.add_into_array(prepared.out_cells),
         DrivenOutput::Array => Err(internal(query, "adds a sum of operands into an array")),
-        DrivenOutput::Entries => match pass.row_starts {
-            Some(starts) => pass.add_into_rows(&pass.array_out(), starts),
-            None => pass.write_entries(),
-        },
-        DrivenOutput::Grouped => match (pass.group()?, &query.finish) {
-            (outcome, Some(f)) => pass.in_pool(|| finish::outcome(query, f, outcome)),
-            (outcome, None) => Ok(outcome),
-        },
+        DrivenOutput::Entries => pass.write_entries(),
+        DrivenOutput::Grouped => pass.group(),
     }
     .map(Some)
 }
@@ -1206,7 +1203,6 @@ impl<'q, 'a> Prepared<'q, 'a> {
             mapped,
             local,
             rank: self.rank,
-            row_starts: self.row_starts.as_ref(),
             threads,
             control,
         }
@@ -1315,9 +1311,6 @@ struct Pass<'p, 'a> {
     local: Option<(&'p [f64], usize)>,
     /// The cells of the free variable (1 without one).
     rank: usize,
-    /// Where the output's rows start, when the pass adds into a row per
-    /// prefix of the driver's entries.
-    row_starts: Option<&'p RowStarts>,
     /// The threads the pass may use.
     threads: usize,
     control: &'p Control<'p>,
@@ -1796,9 +1789,6 @@ impl Pass<'_, '_> {
     /// coordinates, its non-zero cells listed in output order.
     fn add_into_array(&self, cells: usize) -> Result<Outcome> {
         let array = self.array_out();
-        if let Some(starts) = self.row_starts {
-            return self.add_into_rows(&array, starts);
-        }
         let chunks = self.chunks();
         let mut out = vec![0.0; cells];
         match array.split(&chunks, cells, self.coords) {
@@ -1908,9 +1898,7 @@ impl Pass<'_, '_> {
             )])));
         }
         // Through the query's finish, which takes the absent cells' 0 to 0.
-        if let Some(f) = &query.finish {
-            pool(self.threads)?.install(|| finish::floats(f, &mut out));
-        }
+        pool(self.threads)?.install(|| finish::floats(query, &mut out));
         if query.output.is_empty() {
             let mut entries = Entries::new(0);
             entries.push([], out.first().copied().unwrap_or(0.0));
@@ -2145,6 +2133,14 @@ impl Pass<'_, '_> {
             }
         }
         pairs.truncate(kept);
+        // Through the query's finish (only `DOUBLE` results have one),
+        // the sums it takes to 0 dropped.
+        if let Some(finish) = &query.finish {
+            for pair in &mut pairs {
+                pair.1 = finish.apply(pair.1);
+            }
+            pairs.retain(|&(_, value)| value != 0.0);
+        }
         let coordinate = |key: u64, k: usize| match k {
             0 => key / strides[0],
             _ => key % strides[k - 1] / strides[k],

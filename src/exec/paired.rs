@@ -134,9 +134,7 @@ pub(crate) fn run(
         control,
     };
     let (mut coords, mut values) = pass.write_all(query.output.len(), options.threads, &held)?;
-    if let Some(finish) = &query.finish {
-        pool(options.threads)?.install(|| finish::floats(finish, &mut values));
-    }
+    pool(options.threads)?.install(|| finish::floats(query, &mut values));
     drop_zeros(&mut coords, &mut values);
     if in_order(&sources, &left, &right, paired) {
         return Ok(Some(Outcome::Columns(coords, values)));

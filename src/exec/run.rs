@@ -203,7 +203,7 @@ fn run_query(
         };
         if let Some(entries) = entries {
             let tensor = within_threads(options.threads, entries.len(), || {
-                store(query, through_finish(query, entries)?, control)
+                store(query, finish::finished(query, entries)?, control)
             })?;
             return Ok(Ran::whole(tensor, fill, Path::Kernel));
         }
@@ -241,10 +241,7 @@ fn run_query(
         None => aligned::run(query, &inputs, control, options)?,
     };
     if let Some((aligned, how)) = aligned {
-        let aligned = match &query.finish {
-            Some(f) => pool(options.threads)?.install(|| finish::aligned(f, aligned)),
-            None => aligned,
-        };
+        let aligned = pool(options.threads)?.install(|| finish::aligned(query, aligned));
         let tensor = match aligned {
             aligned::Aligned::Total(sum) => {
                 let mut entries = Entries::new(0);
@@ -307,7 +304,7 @@ fn run_query(
         None => run_general(&kernel, control, options, &chunks)?,
     };
     let tensor = within_threads(options.threads, entries.len(), || {
-        store(query, through_finish(query, entries)?, control)
+        store(query, finish::finished(query, entries)?, control)
     })?;
     Ok(Ran {
         stored: (Arc::new(tensor), fill),
@@ -411,14 +408,6 @@ fn store_outcome(
         driven::Outcome::AtDriver(values) => store_at(query, driver, values, control),
         driven::Outcome::Columns(coords, values) => store_columns(query, coords, values, control),
         driven::Outcome::Rows(leading, values) => store_rows(query, leading, values, control),
-    }
-}
-
-/// `entries` through the query's finish, if it has one.
-fn through_finish(query: &PhysicalQuery, entries: Finished) -> Result<Finished> {
-    match &query.finish {
-        Some(f) => finish::finished(query, f, entries),
-        None => Ok(entries),
     }
 }
 

@@ -211,11 +211,8 @@ fn foldable_map(plan: &PhysicalPlan, n: usize) -> Option<Finish> {
     let in_order = access
         .terms
         .iter()
-        .map(|t| match t {
-            Term::Var(v) => Some(*v),
-            Term::Const(_) => None,
-        })
-        .eq(map.output.iter().copied().map(Some));
+        .copied()
+        .eq(map.output.iter().map(|&v| Term::Var(v)));
     let same_dims = producer.output.len() == map.output.len()
         && producer.output.iter().zip(&map.output).all(|(&p, &m)| {
             let (p, m) = (&producer.vars[p], &map.vars[m]);
