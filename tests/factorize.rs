@@ -85,7 +85,7 @@ fn results(db: &Database, settings: &[&str], statement: &str, table: &str) -> Ve
 /// variable elimination (so that the loop nest does all the work).
 fn plan_without_elimination(db: &Database, statement: &str) -> Vec<String> {
     db.execute("RESET optimizer").expect("resets");
-    db.execute("SET disabled_optimizers = 'eliminate'")
+    db.execute("SET disabled_optimizers = 'eliminate, trivial'")
         .expect("sets");
     lines(
         &db.execute(&format!("EXPLAIN {statement}"))
@@ -97,8 +97,8 @@ fn plan_without_elimination(db: &Database, statement: &str) -> Vec<String> {
 fn factorized_counts_agree_with_every_other_plan() {
     let mut rng = Rng(0xfac7_0212_2026_1126);
     let settings = [
-        "SET disabled_optimizers = 'eliminate'",
-        "SET disabled_optimizers = 'eliminate, factorize'",
+        "SET disabled_optimizers = 'eliminate, trivial'",
+        "SET disabled_optimizers = 'eliminate, factorize, trivial'",
         "SET disabled_optimizers = ''",
         "SET disabled_optimizers = 'factorize'",
         "SET optimizer = 'none'",
@@ -140,7 +140,7 @@ fn explain_shows_the_loop_tree() {
     db.execute_all(
         "CREATE TABLE e (s BIGINT, d BIGINT);
          INSERT INTO e VALUES (0,1),(1,0),(0,2),(2,0),(1,2),(2,1),(2,3),(3,2),(1,3),(3,1);
-         SET disabled_optimizers = 'eliminate';",
+         SET disabled_optimizers = 'eliminate, trivial';",
     )
     .expect("loads");
     // Given x and y, the common neighbours a and b are independent: the
@@ -175,7 +175,7 @@ fn explain_shows_the_loop_tree() {
     );
     db.execute_all(statement).expect("counts");
     let factorized = lines(&db.execute("SELECT * FROM c").expect("reads"));
-    db.execute("SET disabled_optimizers = 'eliminate, factorize'")
+    db.execute("SET disabled_optimizers = 'eliminate, factorize, trivial'")
         .expect("sets");
     let plan = lines(
         &db.execute(&format!("EXPLAIN {statement}"))
@@ -220,7 +220,7 @@ fn only_siblings_that_read_the_same_values_are_taken_once() {
          INSERT INTO e VALUES (0,1),(1,0),(0,2),(2,0),(1,2),(2,1),(2,3),(3,2),(1,3),(3,1);
          CREATE TABLE f (s BIGINT, d BIGINT);
          INSERT INTO f VALUES (0,1),(1,0),(0,2),(2,0),(1,2),(2,1),(0,3),(3,0);
-         SET disabled_optimizers = 'eliminate';",
+         SET disabled_optimizers = 'eliminate, trivial';",
     )
     .expect("loads");
     let repeated = |loops: &[String]| loops.iter().filter(|l| l.ends_with("taken once")).count();
@@ -239,12 +239,12 @@ fn only_siblings_that_read_the_same_values_are_taken_once() {
         "c = SUM(x,y,a,b) e[x,y] * e[x,a] * e[y,a] * e[x,b] * e[b,y];",
         "c = SUM(x,y,a,b) e[x,y] * e[x,a] * e[y,a] * e[x,b];",
     ] {
-        db.execute("SET disabled_optimizers = 'eliminate'")
+        db.execute("SET disabled_optimizers = 'eliminate, trivial'")
             .expect("sets");
         let (loops, count) = plan_and_count(&db, statement);
         assert!(loops.iter().any(|l| l.starts_with("× for")), "{loops:#?}");
         assert_eq!(repeated(&loops), 0, "{statement}\n{loops:#?}");
-        db.execute("SET disabled_optimizers = 'eliminate, factorize'")
+        db.execute("SET disabled_optimizers = 'eliminate, factorize, trivial'")
             .expect("sets");
         let (_, path) = plan_and_count(&db, statement);
         assert_eq!(count, path, "{statement}");
@@ -255,8 +255,8 @@ fn only_siblings_that_read_the_same_values_are_taken_once() {
 fn summed_subtrees_ahead_of_output_loops_agree_with_every_other_plan() {
     let mut rng = Rng(0x0a7e_ad0f_2026_1128);
     let settings = [
-        "SET disabled_optimizers = 'eliminate'",
-        "SET disabled_optimizers = 'eliminate, factorize'",
+        "SET disabled_optimizers = 'eliminate, trivial'",
+        "SET disabled_optimizers = 'eliminate, factorize, trivial'",
         "SET disabled_optimizers = ''",
         "SET optimizer = 'none'",
     ];
@@ -314,7 +314,7 @@ fn a_sum_that_shares_no_input_with_the_output_loops_runs_ahead_of_them() {
          INSERT INTO a VALUES (1,1,0.5),(1,2,2.0),(2,1,1.5),(2,3,-1.0),(3,2,4.0);
          CREATE TABLE b (o BIGINT, p BIGINT, v DOUBLE, PRIMARY KEY (o, p));
          INSERT INTO b VALUES (1,1,1.0),(2,1,2.0),(3,1,3.0),(1,2,0.25),(4,2,0.75),(5,3,2.0);
-         SET disabled_optimizers = 'eliminate';",
+         SET disabled_optimizers = 'eliminate, trivial';",
     )
     .expect("loads");
     // The Gram matrix of `a`'s rows weighted by the sums of `b`'s columns:
@@ -342,7 +342,7 @@ fn a_sum_that_shares_no_input_with_the_output_loops_runs_ahead_of_them() {
     assert!(loops[2].starts_with("× for j"), "{plan:#?}");
     db.execute_all(statement).expect("computes");
     let ahead = lines(&db.execute("SELECT * FROM r").expect("reads"));
-    db.execute("SET disabled_optimizers = 'eliminate, factorize'")
+    db.execute("SET disabled_optimizers = 'eliminate, factorize, trivial'")
         .expect("sets");
     db.execute_all(statement).expect("computes");
     assert_eq!(lines(&db.execute("SELECT * FROM r").expect("reads")), ahead);

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use einsql::exec::{ExecOptions, StepGuards, run, run_first};
 use einsql::ir::{Annotation, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef};
+use einsql::optimizer::logical::trivial_cost;
 use einsql::optimizer::{Optimized, OptimizerOptions, Phase, PhaseSet, Search, check, optimize};
 use einsql::progress::NoProgress;
 use einsql::storage::{Coo, DimensionSpec, Tensor};
@@ -20,17 +21,24 @@ use einsql::{Error, reference};
 /// A graph of 40 vertices, each with edges to the next three (mod 40),
 /// read as a bag.
 fn edges() -> TensorRef {
+    ring(40)
+}
+
+/// A graph of `n` vertices, each with edges to the next three (mod `n`),
+/// read as a bag.
+fn ring(n: i64) -> TensorRef {
     let (mut src, mut dst) = (Vec::new(), Vec::new());
-    for v in 0..40 {
+    for v in 0..n {
         for step in 1..=3 {
             src.push(v);
-            dst.push((v + step) % 40);
+            dst.push((v + step) % n);
         }
     }
+    let size = u64::try_from(n).expect("a vertex count");
     let tensor = Tensor::from_coo(Coo {
         dims: vec![
-            DimensionSpec::new("src", Some(40)),
-            DimensionSpec::new("dst", Some(40)),
+            DimensionSpec::new("src", Some(size)),
+            DimensionSpec::new("dst", Some(size)),
         ],
         coords: vec![src, dst],
         values: Vec::new(),
@@ -54,13 +62,17 @@ fn edge(e: &TensorRef, a: &str, b: &str) -> Expr {
 /// A star: per center `c`, the product of the number of two-paths out of
 /// it along each of its three arms, which are equal up to renaming.
 fn star() -> Program {
-    let e = edges();
+    star_over(&edges())
+}
+
+/// [`star`] over the graph `e`.
+fn star_over(e: &TensorRef) -> Program {
     let mut factors = Vec::new();
     let mut summed = Vec::new();
     for arm in ["a", "b", "d"] {
         let far = format!("{arm}2");
-        factors.push(edge(&e, "c", arm));
-        factors.push(edge(&e, arm, &far));
+        factors.push(edge(e, "c", arm));
+        factors.push(edge(e, arm, &far));
         summed.push(arm.to_string());
         summed.push(far);
     }
@@ -198,6 +210,7 @@ fn phase_names_round_trip() {
             "semijoin",
             "eliminate",
             "distribute",
+            "trivial",
             "cse",
             "physical",
             "factorize",
@@ -254,7 +267,11 @@ fn every_phase_that_runs_is_timed() {
             .filter(|t| {
                 !matches!(
                     t.phase,
-                    Phase::Distribute | Phase::Factorize | Phase::Dense | Phase::Fuse
+                    Phase::Distribute
+                        | Phase::Trivial
+                        | Phase::Factorize
+                        | Phase::Dense
+                        | Phase::Fuse
                 )
             })
             .all(|t| t.time > Duration::ZERO),
@@ -307,10 +324,36 @@ fn every_phase_that_runs_is_timed() {
 }
 
 #[test]
+fn a_sum_cheaper_to_run_than_to_search_is_kept_as_written() {
+    // Over 5 vertices, the star's loop nest as written is estimated below
+    // what the search's first round would cost: it stays one loop nest.
+    let small = star_over(&ring(5));
+    let kept = optimized(&small, PhaseSet::EMPTY);
+    assert_eq!(kept.trivial, 1);
+    assert!(kept.steps.is_empty(), "{:?}", kept.steps);
+    assert!(kept.cost < trivial_cost(6), "{}", kept.cost);
+    let trivial = kept.phases.iter().find(|t| t.phase == Phase::Trivial);
+    assert!(trivial.is_some_and(|t| !t.skipped), "{:?}", kept.phases);
+    // Searched, it takes steps; the answer is the same.
+    let searched = optimized(&small, PhaseSet::EMPTY.with(Phase::Trivial));
+    assert_eq!(searched.trivial, 0);
+    assert!(!searched.steps.is_empty(), "{}", searched.logical);
+    assert!(same(&answer(&kept), &answer(&searched)));
+    // Over 40 vertices the search pays: it runs, and takes the steps.
+    let large = optimized(&star(), PhaseSet::EMPTY);
+    assert_eq!(large.trivial, 0);
+    assert!(!large.steps.is_empty(), "{}", large.logical);
+}
+
+#[test]
 fn equal_steps_are_computed_once() {
+    // The search takes a step per arm only with `trivial` off: on 40
+    // vertices, what is left after the first arm costs less to run than
+    // the next round of the greedy search.
     let program = star();
-    let merged = optimized(&program, PhaseSet::EMPTY);
-    let separate = optimized(&program, PhaseSet::EMPTY.with(Phase::Cse));
+    let searched = PhaseSet::EMPTY.with(Phase::Trivial);
+    let merged = optimized(&program, searched);
+    let separate = optimized(&program, searched.with(Phase::Cse));
     let steps = |o: &Optimized| {
         o.logical
             .queries

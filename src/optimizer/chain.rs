@@ -590,6 +590,10 @@ impl ChainEstimator {
 impl SparsityEstimator for ChainEstimator {
     type Stats = ChainStats;
 
+    fn bounds(&self) -> bool {
+        true
+    }
+
     fn leaf(&self, leaf: Leaf<'_, ChainStats>) -> Result<ChainStats> {
         match leaf {
             Leaf::Stored { tensor, terms } => self.stored(tensor, terms),

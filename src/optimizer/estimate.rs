@@ -107,6 +107,14 @@ pub trait SparsityEstimator {
     fn projections(&self, _stats: &Self::Stats, _vars: &[String]) -> Option<Vec<f64>> {
         None
     }
+
+    /// Whether every estimate is an upper bound on the true number of
+    /// entries (the chain bound's are; a guess's, such as the uniform
+    /// estimator's, are not). The `trivial` phase keeps a plan without
+    /// search only on a cost estimated from bounds.
+    fn bounds(&self) -> bool {
+        false
+    }
 }
 
 /// What an `Alias` of the estimated expression refers to.

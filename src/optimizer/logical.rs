@@ -50,6 +50,17 @@
 //!      would run ([`COST_PER_ESTIMATE`]). Estimates are cached by the set
 //!      of input factors and eliminated variables a candidate covers, so
 //!      each distinct sub-expression is estimated once.
+//!    - **Trivial sums** (the `trivial` phase, within this one). Neither
+//!      search runs on a sum whose loop nest as written is estimated to
+//!      cost less than the greedy search's first round, two estimates per
+//!      variable to eliminate ([`trivial_cost`]): the estimate is an upper
+//!      bound, so no plan could save more than the search would spend
+//!      (with an estimator whose estimates are not bounds,
+//!      [`SparsityEstimator::bounds`], every sum is searched).
+//!      The sum stays one loop nest (the subgraph queries whose inputs the
+//!      semijoin reduction left at a few hundred entries). Likewise the
+//!      greedy search stops once what is left of its plan costs less than
+//!      its next round would.
 //! 4. **Distributivity** (Galley 5.1, example 3). A product with factors
 //!    that are sums or differences is also planned distributed into a
 //!    signed sum of products (`S * (P + C) * θ` as `S*P*θ + S*C*θ`, each
@@ -90,6 +101,7 @@ use crate::error::{Error, Result};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_with_fill};
+use super::{OptimizerOptions, Phase};
 
 /// Sums with at most this many variables to eliminate are searched
 /// exactly (2^n states); larger ones greedily.
@@ -110,12 +122,21 @@ pub const EXACT_BUDGET: usize = 200;
 pub const COST_PER_ESTIMATE: f64 = 500.0;
 
 /// Estimates the exact search may always make beyond the greedy search,
-/// however cheap the greedy plan: about 15 µs, enough to look one step
-/// past a greedy plan that stops early on small inputs (the Galley
-/// examples in `tests/slt/optimizer.slt`). It was 24: at 0 or 4, the
+/// however cheap the greedy plan, when the `trivial` phase is off: about
+/// 15 µs, enough to look one step past a greedy plan that stops early on
+/// small inputs (the Galley examples in `tests/slt/optimizer.slt`). With
+/// the phase on, such plans are kept as the greedy search found them. It was 24: at 0 or 4, the
 /// lite subgraph queries ran 7% (hprd) and 1% (yeast) faster (geometric
 /// means), with no query slower beyond run-to-run noise.
 pub const EXACT_FLOOR: usize = 4;
+
+/// The estimated cost below which a sum with `eliminable` variables to
+/// eliminate is kept as written (the `trivial` phase): what the greedy
+/// search's first round costs, two estimates (a step's entries and its
+/// loop nest's assignments) per variable, at [`COST_PER_ESTIMATE`] each.
+pub fn trivial_cost(eliminable: usize) -> f64 {
+    2.0 * eliminable as f64 * COST_PER_ESTIMATE
+}
 
 /// A step estimated to write this many entries or more is never taken
 /// (the default of [`super::OptimizerOptions::max_step_entries`]): it
@@ -178,6 +199,8 @@ pub struct LogicalPlan<S> {
     pub cost: f64,
     /// How long the distributivity phase took within [`eliminate`].
     pub distribute_time: Duration,
+    /// The sums the trivial phase kept as written ([`trivial_cost`]).
+    pub trivial: usize,
     /// The canonical text of every step, by position in `intermediates`:
     /// steps with equal texts are equal up to renaming their variables.
     keys: Vec<String>,
@@ -194,6 +217,7 @@ impl<S> LogicalPlan<S> {
             stats: Aliases::new(),
             cost: 0.0,
             distribute_time: Duration::ZERO,
+            trivial: 0,
             keys: Vec::new(),
         }
     }
@@ -228,24 +252,23 @@ pub fn normalize(program: &Program) -> Program {
     }
 }
 
-/// The elimination phase, and within it the distributivity phase when
-/// `distribute`: every sum over a product of `program` rewritten into the
-/// steps the `search` finds, every query estimated (see the module
-/// documentation).
+/// The elimination phase, and within it the distributivity and trivial
+/// phases unless `options` disables them: every sum over a product of
+/// `program` rewritten into the steps its search finds, every query
+/// estimated (see the module documentation).
 ///
 /// Errors: what estimating the program's expressions reports (unknown
 /// aliases, indices that index no tensor).
 pub fn eliminate<E: SparsityEstimator>(
     estimator: &E,
     program: &Program,
-    search: Search,
-    distribute: bool,
-    memory_limit: u64,
-    max_step_entries: u64,
+    options: &OptimizerOptions,
 ) -> Result<LogicalPlan<E::Stats>> {
-    let mut optimizer = Optimizer::new(estimator, search, distribute);
-    optimizer.memory_limit = memory_limit as f64;
-    optimizer.max_step_entries = max_step_entries as f64;
+    let runs = |phase: Phase| !options.disabled.contains(phase);
+    let mut optimizer = Optimizer::new(estimator, options.search, runs(Phase::Distribute));
+    optimizer.trivial = runs(Phase::Trivial) && estimator.bounds();
+    optimizer.memory_limit = options.memory_limit as f64;
+    optimizer.max_step_entries = options.max_step_entries as f64;
     for query in &program.queries {
         let expr = optimizer.rewrite(&query.expr)?;
         optimizer.emit(query.name.clone(), query.indices.clone(), expr)?;
@@ -374,6 +397,9 @@ struct Optimizer<'a, E: SparsityEstimator> {
     search: Search,
     /// Whether products of sums are also planned distributed.
     distribute: bool,
+    /// Whether sums cheaper to run as written than to search are kept as
+    /// written ([`trivial_cost`]).
+    trivial: bool,
     /// The memory a step may need ([`step_bytes`]).
     memory_limit: f64,
     /// A step estimated to write this many entries or more is not taken.
@@ -393,6 +419,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             estimator,
             search,
             distribute,
+            trivial: false,
             memory_limit: f64::INFINITY,
             max_step_entries: MAX_STEP_ENTRIES as f64,
             out: LogicalPlan::new(),
@@ -684,19 +711,29 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             steps: HashMap::new(),
             memory_limit: self.memory_limit,
             max_step_entries: self.max_step_entries,
+            trivial: self.trivial,
         };
-        let plan = if factors.len() < 2 || eliminable.is_empty() {
+        let as_written = |space: &mut Space<'_, E>, inputs| {
             space.plan(State {
                 factors: inputs,
                 steps: Vec::new(),
                 cost: 0.0,
-            })?
+            })
+        };
+        let plan = if factors.len() < 2 || eliminable.is_empty() {
+            as_written(&mut space, inputs)?
+        } else if self.trivial && space.finish(&inputs)? < trivial_cost(eliminable.len()) {
+            self.out.trivial += 1;
+            as_written(&mut space, inputs)?
         } else {
             match self.search {
                 Search::Exact if eliminable.len() <= EXACT_LIMIT => {
                     let greedy = space.greedy(&inputs, &eliminable)?;
                     // A saturating cast: an infinite cost allows everything.
-                    let worth = ((greedy.cost / COST_PER_ESTIMATE) as usize).max(EXACT_FLOOR);
+                    // The floor looks past greedy plans that stop early on
+                    // small inputs; the trivial phase keeps those as found.
+                    let floor = if self.trivial { 0 } else { EXACT_FLOOR };
+                    let worth = ((greedy.cost / COST_PER_ESTIMATE) as usize).max(floor);
                     let budget = EXACT_BUDGET.min(space.estimates.saturating_add(worth));
                     space.exact(&inputs, &eliminable, greedy, budget)?
                 }
@@ -1133,6 +1170,9 @@ struct Space<'a, E: SparsityEstimator> {
     memory_limit: f64,
     /// A step estimated to write this many entries or more is not taken.
     max_step_entries: f64,
+    /// Whether the greedy search stops where a round would cost more than
+    /// what is left of the plan ([`trivial_cost`]).
+    trivial: bool,
 }
 
 impl<E: SparsityEstimator> Space<'_, E> {
@@ -1316,7 +1356,8 @@ impl<E: SparsityEstimator> Space<'_, E> {
     }
 
     /// Greedy search: take the cheapest step that lowers the plan's cost,
-    /// until none does.
+    /// until none does, or (with `trivial`) until what is left of the plan
+    /// costs less than the next round's estimates would.
     fn greedy(&mut self, inputs: &[Factor<E::Stats>], vars: &[usize]) -> Result<Plan> {
         let mut state = State {
             factors: inputs.to_vec(),
@@ -1326,6 +1367,9 @@ impl<E: SparsityEstimator> Space<'_, E> {
         let mut left: Vec<usize> = vars.to_vec();
         loop {
             let now = self.finish(&state.factors)?;
+            if self.trivial && now < trivial_cost(left.len()) {
+                return self.plan(state);
+            }
             let mut candidates = Vec::new();
             for &v in &left {
                 if let Some(c) = self.candidate(&state.factors, v)? {

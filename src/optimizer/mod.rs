@@ -186,6 +186,9 @@ pub struct Optimized {
     /// The estimated cost of the logical plan (see [`logical`]; NaN
     /// without the `eliminate` phase).
     pub cost: f64,
+    /// The sums the `trivial` phase kept as written, estimated cheaper to
+    /// run than to search ([`logical::trivial_cost`]).
+    pub trivial: usize,
     /// The inputs the semijoin reduction replaced, in order.
     pub reductions: Vec<Reduction>,
     /// The filters the reductions made redundant, left out of their
@@ -268,6 +271,10 @@ impl Optimized {
 ///   estimates the queries as written;
 /// - without `distribute` or `cse`, products of sums stay as written and
 ///   equal steps are computed each;
+/// - without `trivial`, every sum and loop nest is searched, however
+///   little it is estimated to cost as written; it is skipped when
+///   neither `eliminate` nor `physical`, whose searches it skips, runs,
+///   and with an estimator whose estimates are not upper bounds;
 /// - without `physical`, the planner's default loop orders and formats
 ///   are used ([`PlanChoices`]), and `factorize` and `dense`, which work
 ///   on them, are skipped too;
@@ -333,6 +340,7 @@ fn as_written(
         steps: Vec::new(),
         plan,
         cost: f64::NAN,
+        trivial: 0,
         reductions: Vec::new(),
         absorbed: Vec::new(),
         rewritten: Vec::new(),
@@ -467,14 +475,7 @@ fn with<E: SparsityEstimator>(
     if phases.runs(Phase::Eliminate) {
         let begin = Instant::now();
         let distribute = phases.runs(Phase::Distribute);
-        let plan = logical::eliminate(
-            estimator,
-            &program,
-            options.search,
-            distribute,
-            options.memory_limit,
-            options.max_step_entries,
-        )?;
+        let plan = logical::eliminate(estimator, &program, options)?;
         let time = begin.elapsed();
         phases.ran(Phase::Eliminate, time.saturating_sub(plan.distribute_time));
         let which: &[Phase] = if distribute {
@@ -489,6 +490,16 @@ fn with<E: SparsityEstimator>(
     } else {
         phases.skipped(Phase::Eliminate);
         phases.skipped(Phase::Distribute);
+    }
+    // The trivial phase's time is part of the elimination's and the
+    // physical phase's: it only decides to skip their searches.
+    if phases.runs(Phase::Trivial)
+        && estimator.bounds()
+        && (phases.runs(Phase::Eliminate) || phases.runs(Phase::Physical))
+    {
+        phases.ran(Phase::Trivial, Duration::ZERO);
+    } else {
+        phases.skipped(Phase::Trivial);
     }
 
     match &mut eliminated {
@@ -509,8 +520,7 @@ fn with<E: SparsityEstimator>(
         };
         let factorize = phases.runs(Phase::Factorize);
         let dense = phases.runs(Phase::Dense);
-        let fuse = phases.runs(Phase::Fuse);
-        let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, factorize, dense, fuse);
+        let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, options);
         let mut plan = plan_by(
             &logical.program,
             &logical.intermediates,
@@ -576,6 +586,7 @@ fn with<E: SparsityEstimator>(
         steps: logical.intermediates,
         plan,
         cost: logical.cost,
+        trivial: logical.trivial,
         reductions: reducer.reductions,
         absorbed: reducer.absorbed,
         rewritten,
@@ -606,15 +617,7 @@ pub fn plan_cost<E: SparsityEstimator>(
         mask::mask_program(estimator, &mut program);
     }
     let logical = if runs(Phase::Eliminate) {
-        let mut plan = logical::eliminate(
-            estimator,
-            &program,
-            options.search,
-            runs(Phase::Distribute),
-            options.memory_limit,
-            options.max_step_entries,
-        )
-        .ok()?;
+        let mut plan = logical::eliminate(estimator, &program, options).ok()?;
         if runs(Phase::Cse) {
             logical::cse(&mut plan);
         }
@@ -622,13 +625,7 @@ pub fn plan_cost<E: SparsityEstimator>(
     } else {
         logical::as_written(estimator, program).ok()?
     };
-    let mut chooser = PhysicalOptimizer::new(
-        estimator,
-        &logical.stats,
-        runs(Phase::Factorize),
-        runs(Phase::Dense),
-        runs(Phase::Fuse),
-    );
+    let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, options);
     plan_by(&logical.program, &logical.intermediates, &mut chooser).ok()?;
     let total: f64 = chooser.costs.iter().sum();
     (!total.is_nan()).then_some(total)

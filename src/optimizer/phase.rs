@@ -4,7 +4,8 @@
 //!
 //! A phase is named the way `SET disabled_optimizers` spells it
 //! (`normalize`, `saturate`, `mask`, `semijoin`, `eliminate`,
-//! `distribute`, `cse`, `physical`, `factorize`, `dense`, `fuse`);
+//! `distribute`, `trivial`, `cse`, `physical`, `factorize`, `dense`,
+//! `fuse`);
 //! [`Phase::from_str`] parses a name and rejects an unknown one with the
 //! closest known name ("did you mean"), and [`PhaseSet`] parses and
 //! prints a comma-separated list of them. New phases are added as
@@ -42,6 +43,14 @@ pub enum Phase {
     /// Products of sums planned distributed into sums of products when
     /// that is cheaper; runs within `eliminate`, which it needs.
     Distribute,
+    /// Searches skipped where the plan they start from is estimated to
+    /// run in less time than they would take: a sum whose loop nest as
+    /// written costs less than the elimination search's first round is
+    /// kept as written ([`super::logical::eliminate`]), and a loop nest
+    /// whose greedy order costs less than the exact order search keeps it
+    /// ([`super::physical`]); runs within `eliminate` and `physical`, and
+    /// its time is theirs.
+    Trivial,
     /// Steps equal up to renaming their variables computed once
     /// ([`super::logical::cse`]).
     Cse,
@@ -65,13 +74,14 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order the optimizer runs them.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 12] = [
         Phase::Normalize,
         Phase::Saturate,
         Phase::Mask,
         Phase::Semijoin,
         Phase::Eliminate,
         Phase::Distribute,
+        Phase::Trivial,
         Phase::Cse,
         Phase::Physical,
         Phase::Factorize,
@@ -88,6 +98,7 @@ impl Phase {
             Phase::Semijoin => "semijoin",
             Phase::Eliminate => "eliminate",
             Phase::Distribute => "distribute",
+            Phase::Trivial => "trivial",
             Phase::Cse => "cse",
             Phase::Physical => "physical",
             Phase::Factorize => "factorize",

@@ -30,7 +30,12 @@
 //!   [`ESTIMATE_BUDGET`] estimates, take the greedy order: each next
 //!   variable the one whose loop visits fewest assignments. When the
 //!   inputs' re-index choices multiply the keys of one level past
-//!   [`LEVEL_STATES`], the cheapest of them go on.
+//!   [`LEVEL_STATES`], the cheapest of them go on. With
+//!   [`Phase::Trivial`](super::Phase::Trivial) on, the greedy order is
+//!   found first and kept when it costs less than
+//!   [`trivial_cost`](super::logical::trivial_cost) of the loop
+//!   variables: the exact search would take longer than the loops run
+//!   (only with an estimator whose estimates are upper bounds).
 //! - **Loop trees.** With [`Phase::Factorize`](super::Phase::Factorize)
 //!   on, a `SUM` of a product has its loop nest made a tree
 //!   ([`PhysicalQuery::factorize`]): loops that share no input with each
@@ -113,6 +118,8 @@ use crate::storage::statistics::DimSet;
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator};
 use super::lattice::bits;
+use super::logical::trivial_cost;
+use super::{OptimizerOptions, Phase};
 
 /// Queries with at most this many loop variables get the exact search.
 pub const EXACT_VARIABLES: usize = 12;
@@ -188,6 +195,9 @@ pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
     /// Whether sparse-driven queries over one table will run as one pass
     /// ([`Phase::Fuse`](super::Phase::Fuse)).
     fuse: bool,
+    /// Whether a cheap enough greedy order is kept without the exact
+    /// search ([`Phase::Trivial`](super::Phase::Trivial)).
+    trivial: bool,
     /// The intermediate row sums planned so far to run sparse-driven: each
     /// result's name and its driver. With `fuse`, a later query driven by
     /// the same table that reads one at its first variable reads it
@@ -209,23 +219,21 @@ pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
 
 impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
     /// A physical optimizer that reads the estimated statistics of
-    /// earlier results in `stats`, factorizes loop nests when `factorize`
-    /// says so, runs matrix products densely when `dense` does and that
-    /// is estimated cheaper, and costs sparse-driven queries as the `fuse`
-    /// phase will run them when `fuse` says so.
-    pub fn new(
-        estimator: &'a E,
-        stats: &'a Aliases<E::Stats>,
-        factorize: bool,
-        dense: bool,
-        fuse: bool,
-    ) -> Self {
+    /// earlier results in `stats` and runs the phases within its own that
+    /// `options` does not disable: it factorizes loop nests
+    /// (`factorize`), runs matrix products densely where that is
+    /// estimated cheaper (`dense`), costs sparse-driven queries as the
+    /// `fuse` phase will run them (`fuse`), and keeps cheap greedy orders
+    /// (`trivial`).
+    pub fn new(estimator: &'a E, stats: &'a Aliases<E::Stats>, options: &OptimizerOptions) -> Self {
+        let runs = |phase: Phase| !options.disabled.contains(phase);
         PhysicalOptimizer {
             estimator,
             stats,
-            factorize,
-            dense,
-            fuse,
+            factorize: runs(Phase::Factorize),
+            dense: runs(Phase::Dense),
+            fuse: runs(Phase::Fuse),
+            trivial: runs(Phase::Trivial) && estimator.bounds(),
             row_sums: Vec::new(),
             nested: Aliases::new(),
             reindexed: HashMap::new(),
@@ -249,13 +257,17 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             self.costs.push(f64::NAN);
             return Ok(QueryChoices::default());
         };
-        let (order, cost) = if bound.len() <= EXACT_VARIABLES {
-            match search.exact() {
-                Some(found) => found,
-                None => search.greedy(),
+        let (order, cost) = if bound.len() > EXACT_VARIABLES {
+            search.greedy()
+        } else if self.trivial {
+            let greedy = search.greedy();
+            if greedy.1 < trivial_cost(bound.len()) {
+                greedy
+            } else {
+                search.exact().unwrap_or(greedy)
             }
         } else {
-            search.greedy()
+            search.exact().unwrap_or_else(|| search.greedy())
         };
         let begin = Instant::now();
         let dense = self

@@ -250,8 +250,13 @@ pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
             ));
         }
     }
+    let trivial = match optimized.trivial {
+        0 => String::new(),
+        1 => "; 1 sum kept as written, cheaper to run than to search".to_string(),
+        n => format!("; {n} sums kept as written, cheaper to run than to search"),
+    };
     lines.push(format!(
-        "Logical plan (optimizer = {}, estimator = {}):",
+        "Logical plan (optimizer = {}, estimator = {}{trivial}):",
         options.search.name(),
         options.estimator.name()
     ));

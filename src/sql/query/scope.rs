@@ -10,6 +10,7 @@
 //! Column names resolve here, with "did you mean" for unknown tables and
 //! columns and an error for ambiguous bare names.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -281,18 +282,25 @@ impl Scope {
         let mut recode: Vec<Vec<(usize, Arc<Dictionary>)>> =
             vec![Vec::new(); self.occurrences.len()];
         let mut classes = Vec::new();
+        // The names taken (lower case), and per base name the suffix to
+        // try next: every suffix below it is taken already.
+        let mut taken: HashSet<String> = HashSet::new();
+        let mut suffixes: HashMap<String, usize> = HashMap::new();
         for columns in &members {
             let (first_occurrence, first_dim) = columns[0];
             let base = self.dimension(first_occurrence, first_dim).name.clone();
             let mut name = base.clone();
-            let mut suffix = 2;
-            while classes
-                .iter()
-                .any(|c: &Class| c.name.eq_ignore_ascii_case(&name))
-            {
-                name = format!("{base}_{suffix}");
-                suffix += 1;
+            if taken.contains(&name.to_ascii_lowercase()) {
+                let suffix = suffixes.entry(base.to_ascii_lowercase()).or_insert(2);
+                loop {
+                    name = format!("{base}_{suffix}");
+                    *suffix += 1;
+                    if !taken.contains(&name.to_ascii_lowercase()) {
+                        break;
+                    }
+                }
             }
+            taken.insert(name.to_ascii_lowercase());
             let dims: Vec<&crate::storage::Dimension> =
                 columns.iter().map(|&(o, d)| self.dimension(o, d)).collect();
             let dictionary = merged_dictionary(&dims);
@@ -385,36 +393,42 @@ impl Scope {
     /// most variables with those before it (fewest rows, then `FROM` order,
     /// breaking ties).
     pub fn join_order(&self) -> Vec<usize> {
-        let vars = |o: usize| -> Vec<usize> {
-            (0..self.occurrences[o].slots.len())
-                .map(|d| self.class(o, d))
-                .filter(|&c| self.classes[c].constant.is_none())
-                .collect()
-        };
-        let rows = |o: usize| -> f64 {
-            let tensor = &self.occurrences[o].table.tensor;
-            let fixed: f64 = (0..tensor.dims().len())
-                .filter(|&d| self.classes[self.class(o, d)].constant.is_some())
-                .map(|d| tensor.dims()[d].size.max(1) as f64)
-                .product();
-            tensor.nnz() as f64 / fixed
-        };
-        let mut order: Vec<usize> = Vec::new();
-        let mut bound: Vec<usize> = Vec::new();
-        while order.len() < self.occurrences.len() {
-            let shared = |o: usize| vars(o).iter().filter(|v| bound.contains(v)).count();
-            let Some(next) = (0..self.occurrences.len())
-                .filter(|o| !order.contains(o))
-                .max_by(|&a, &b| {
-                    shared(a)
-                        .cmp(&shared(b))
-                        .then(rows(b).total_cmp(&rows(a)))
-                        .then(b.cmp(&a))
-                })
-            else {
+        let n = self.occurrences.len();
+        let vars: Vec<Vec<usize>> = (0..n)
+            .map(|o| {
+                (0..self.occurrences[o].slots.len())
+                    .map(|d| self.class(o, d))
+                    .filter(|&c| self.classes[c].constant.is_none())
+                    .collect()
+            })
+            .collect();
+        let rows: Vec<f64> = (0..n)
+            .map(|o| {
+                let tensor = &self.occurrences[o].table.tensor;
+                let fixed: f64 = (0..tensor.dims().len())
+                    .filter(|&d| self.classes[self.class(o, d)].constant.is_some())
+                    .map(|d| tensor.dims()[d].size.max(1) as f64)
+                    .product();
+                tensor.nnz() as f64 / fixed
+            })
+            .collect();
+        let mut order: Vec<usize> = Vec::with_capacity(n);
+        let mut taken = vec![false; n];
+        let mut bound = vec![false; self.classes.len()];
+        while order.len() < n {
+            let shared = |o: usize| vars[o].iter().filter(|&&v| bound[v]).count();
+            let Some(next) = (0..n).filter(|&o| !taken[o]).max_by(|&a, &b| {
+                shared(a)
+                    .cmp(&shared(b))
+                    .then(rows[b].total_cmp(&rows[a]))
+                    .then(b.cmp(&a))
+            }) else {
                 break;
             };
-            bound.extend(vars(next));
+            for &v in &vars[next] {
+                bound[v] = true;
+            }
+            taken[next] = true;
             order.push(next);
         }
         order
