@@ -264,9 +264,8 @@ pub fn eliminate<E: SparsityEstimator>(
     program: &Program,
     options: &OptimizerOptions,
 ) -> Result<LogicalPlan<E::Stats>> {
-    let runs = |phase: Phase| !options.disabled.contains(phase);
-    let mut optimizer = Optimizer::new(estimator, options.search, runs(Phase::Distribute));
-    optimizer.trivial = runs(Phase::Trivial) && estimator.bounds();
+    let mut optimizer = Optimizer::new(estimator, options.search, options.runs(Phase::Distribute));
+    optimizer.trivial = options.runs(Phase::Trivial) && estimator.bounds();
     optimizer.memory_limit = options.memory_limit as f64;
     optimizer.max_step_entries = options.max_step_entries as f64;
     for query in &program.queries {

@@ -156,6 +156,13 @@ pub struct OptimizerOptions {
     pub max_step_entries: u64,
 }
 
+impl OptimizerOptions {
+    /// Whether `phase` runs: it is not among the disabled ones.
+    pub fn runs(&self, phase: Phase) -> bool {
+        !self.disabled.contains(phase)
+    }
+}
+
 impl Default for OptimizerOptions {
     /// The chain bound with the exact search and every phase.
     fn default() -> Self {
@@ -612,13 +619,12 @@ pub fn plan_cost<E: SparsityEstimator>(
     let mut program = Program {
         queries: queries.to_vec(),
     };
-    let runs = |phase: Phase| !options.disabled.contains(phase);
-    if runs(Phase::Mask) {
+    if options.runs(Phase::Mask) {
         mask::mask_program(estimator, &mut program);
     }
-    let logical = if runs(Phase::Eliminate) {
+    let logical = if options.runs(Phase::Eliminate) {
         let mut plan = logical::eliminate(estimator, &program, options).ok()?;
-        if runs(Phase::Cse) {
+        if options.runs(Phase::Cse) {
             logical::cse(&mut plan);
         }
         plan

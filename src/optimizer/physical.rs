@@ -226,14 +226,13 @@ impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
     /// `fuse` phase will run them (`fuse`), and keeps cheap greedy orders
     /// (`trivial`).
     pub fn new(estimator: &'a E, stats: &'a Aliases<E::Stats>, options: &OptimizerOptions) -> Self {
-        let runs = |phase: Phase| !options.disabled.contains(phase);
         PhysicalOptimizer {
             estimator,
             stats,
-            factorize: runs(Phase::Factorize),
-            dense: runs(Phase::Dense),
-            fuse: runs(Phase::Fuse),
-            trivial: runs(Phase::Trivial) && estimator.bounds(),
+            factorize: options.runs(Phase::Factorize),
+            dense: options.runs(Phase::Dense),
+            fuse: options.runs(Phase::Fuse),
+            trivial: options.runs(Phase::Trivial) && estimator.bounds(),
             row_sums: Vec::new(),
             nested: Aliases::new(),
             reindexed: HashMap::new(),
