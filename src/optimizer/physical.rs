@@ -748,7 +748,13 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
                 let (free_orders, reindex) = match &access.source {
                     Source::Table { tensor, .. } => {
                         let mut orders = vec![(0..dims.len()).collect::<Vec<_>>()];
-                        orders.extend(tensor.built_indexes().into_iter().map(|spec| spec.order));
+                        orders.extend(
+                            tensor
+                                .built_indexes()
+                                .into_iter()
+                                .filter(|spec| !spec.is_identity())
+                                .map(|spec| spec.order),
+                        );
                         let nnz = tensor.nnz() as f64;
                         (orders, nnz * (nnz + 2.0).log2())
                     }

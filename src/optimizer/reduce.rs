@@ -46,6 +46,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::error::{Error, Result};
+use crate::exec::planner::table_formats;
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Input, Program, ScalarOp, TensorRef};
 use crate::storage::fibertree::{Fiber, FiberTree, IndexSpec, LeafValues, Level};
 use crate::storage::{Coo, DimensionSpec, MULTIPLICITY, Tensor, ValueData};
@@ -514,7 +515,7 @@ impl Reducer {
         let mut redundant = Vec::new();
         for v in counted {
             for filter in filters.get(v).map_or(&[][..], Vec::as_slice) {
-                if self.support(filter)?.unit {
+                if self.unit(filter)? {
                     redundant.push(filter.position);
                 }
             }
@@ -554,8 +555,15 @@ impl Reducer {
                     None => {
                         let made = make(input, &self.supports_by_term(by_term)?)?;
                         if let Some(made) = &made {
-                            // Computed once; every copy below carries them.
+                            // Computed once; every copy below shares them,
+                            // what is derived from the data and the index
+                            // of the stored order that plans read it
+                            // through unless they sort it.
                             made.tensor.statistics();
+                            made.tensor.counts_each_entry_once();
+                            let formats = table_formats(&made.tensor);
+                            let order = (0..formats.len()).collect();
+                            made.tensor.index(&IndexSpec::new(order, formats))?;
                         }
                         let filters = by_term
                             .iter()
@@ -568,9 +576,10 @@ impl Reducer {
                     }
                 };
                 // Each statement reads a copy without the indexes earlier
-                // ones built: their orders would be free to its plan, which
-                // would then depend on what ran before (23 of yeast's full
-                // set chose loop orders up to 100 times slower).
+                // ones built in other orders than the stored one: those
+                // orders would be free to its plan, which would then depend
+                // on what ran before (23 of yeast's full set chose loop
+                // orders up to 100 times slower).
                 let reduced = cached.map(|r| Reduced {
                     tensor: Arc::new(r.tensor.without_indexes()),
                     ..r
@@ -643,6 +652,19 @@ impl Reducer {
             supports.push(support);
         }
         Ok(supports)
+    }
+
+    /// Whether every entry `filter` selects counts 1: at once for a
+    /// tensor whose every entry does, else from its support.
+    fn unit(&mut self, filter: &Filter<'_>) -> Result<bool> {
+        let input = filter.input;
+        if input.annotation != Annotation::Multiplicity {
+            return Ok(false);
+        }
+        if input.tensor.tensor.counts_each_entry_once() {
+            return Ok(true);
+        }
+        Ok(self.support(filter)?.unit)
     }
 
     /// The coordinates `filter` stores at its variable.
@@ -1114,14 +1136,23 @@ mod tests {
         let mut second = Reducer::default();
         let again = second.reduce(product(&l)).unwrap();
         // The same reduction, not walked again, in a copy of its own
-        // without the index the first statement built.
+        // with the index of its stored order, built once when it was made,
+        // but without the other order the first statement built.
         assert_eq!(e.derived::<Cache>().state().entries.len(), 1);
         assert_eq!(first.reductions, second.reductions);
         assert_eq!((second.reductions[0].kept, second.reductions[0].of), (3, 4));
         let (one, two) = (read(&reduced[0]), read(&again[0]));
         assert!(!Arc::ptr_eq(&one, &two));
-        assert_eq!(one.built_indexes().len(), 1);
-        assert!(two.built_indexes().is_empty());
+        let stored = IndexSpec::identity(2);
+        assert_eq!(
+            one.built_indexes(),
+            vec![stored.clone(), IndexSpec::compressed(vec![1, 0])]
+        );
+        assert_eq!(two.built_indexes(), vec![stored.clone()]);
+        assert!(Arc::ptr_eq(
+            &one.index(&stored).unwrap(),
+            &two.index(&stored).unwrap()
+        ));
         assert_eq!(
             one.to_record_batch().unwrap(),
             two.to_record_batch().unwrap()

@@ -33,14 +33,16 @@ use crate::storage::tiles::TileSpec;
 /// parser reads the level formats as the included columns. A statement
 /// that names `INCLUDE` itself is refused.
 pub fn rewrite_level_formats(tokens: &mut [TokenWithSpan]) -> Result<()> {
-    let significant: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-        .collect();
-    let keyword = |i: usize| match &tokens[i].token {
+    let keyword_of = |token: &Token| match token {
         Token::Word(w) => w.keyword,
         _ => Keyword::NoKeyword,
     };
-    let words: Vec<Keyword> = significant.iter().take(3).map(|&i| keyword(i)).collect();
+    let words: Vec<Keyword> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .take(3)
+        .map(|t| keyword_of(&t.token))
+        .collect();
     let create_index = matches!(
         words.as_slice(),
         [Keyword::CREATE, Keyword::INDEX, ..] | [Keyword::CREATE, Keyword::UNIQUE, Keyword::INDEX]
@@ -48,6 +50,10 @@ pub fn rewrite_level_formats(tokens: &mut [TokenWithSpan]) -> Result<()> {
     if !create_index {
         return Ok(());
     }
+    let significant: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    let keyword = |i: usize| keyword_of(&tokens[i].token);
     if significant.iter().any(|&i| keyword(i) == Keyword::INCLUDE) {
         return Err(Error::NotSupported(
             "INCLUDE columns in CREATE INDEX (an index orders a table's dimensions; give level \

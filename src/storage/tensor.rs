@@ -379,15 +379,20 @@ pub struct Tensor {
     /// The entries: a batch, or full rows listed on first use.
     layout: Layout,
     statistics: OnceLock<Statistics>,
+    /// Whether every stored entry counts once, once found
+    /// ([`Tensor::counts_each_entry_once`]): asked often while planning,
+    /// so kept here rather than among what is derived.
+    counts_once: OnceLock<bool>,
     indexes: Mutex<HashMap<IndexSpec, Arc<FiberTree>>>,
     /// The tiled indexes built so far.
     tiled: Mutex<HashMap<TileSpec, Arc<TiledIndex>>>,
     /// The indexes users declared, in the order they were: each is built
     /// and kept in `indexes` or `tiled`.
     declared: Mutex<Vec<DeclaredIndex>>,
-    /// What other parts of the engine derive from the tensor and keep
-    /// with it, one value per type (see [`Tensor::derived`]).
-    derived: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// What other parts of the engine derive from the tensor's data and
+    /// keep with it, one value per type (see [`Tensor::derived`]): shared
+    /// with the copies that share the data ([`Tensor::without_indexes`]).
+    derived: Arc<Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
 }
 
 impl Tensor {
@@ -641,10 +646,11 @@ impl Tensor {
             column_order,
             layout,
             statistics: OnceLock::new(),
+            counts_once: OnceLock::new(),
             indexes: Mutex::new(HashMap::new()),
             tiled: Mutex::new(HashMap::new()),
             declared: Mutex::new(Vec::new()),
-            derived: Mutex::new(HashMap::new()),
+            derived: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -799,15 +805,10 @@ impl Tensor {
     /// columns, or a bag whose multiplicities are all 1 (a keyed table
     /// without value columns). Found once and kept with the tensor.
     pub fn counts_each_entry_once(&self) -> bool {
-        #[derive(Default)]
-        struct UnitMultiplicities(OnceLock<bool>);
-        let Some(counts) = self.multiplicities() else {
-            return true;
-        };
-        *self
-            .derived::<UnitMultiplicities>()
-            .0
-            .get_or_init(|| counts.iter().all(|&m| m == 1))
+        *self.counts_once.get_or_init(|| {
+            self.multiplicities()
+                .is_none_or(|counts| counts.iter().all(|&m| m == 1))
+        })
     }
 
     /// Whether no two stored entries share their coordinates at `dims` (a
@@ -940,22 +941,31 @@ impl Tensor {
             .unwrap_or_else(|_| Arc::new(T::default()))
     }
 
-    /// The same tensor without the indexes built on it: it shares the data
-    /// (Arrow buffers), copies the statistics if computed (a few numbers per
-    /// dimension subset), and gets its own index cache (and nothing
-    /// derived). For a tensor handed to statement after statement whose
+    /// The same tensor without the indexes built on it in other orders
+    /// than its stored one: it shares the data (Arrow buffers), the
+    /// statistics if computed (a few numbers per dimension subset), what
+    /// is derived from the data and the indexes of its stored order (which
+    /// every plan reads for free anyway), and gets its own cache for the
+    /// others. For a tensor handed to statement after statement whose
     /// plans should not depend on the orders earlier ones indexed it in.
     pub fn without_indexes(&self) -> Tensor {
+        let stored_order: HashMap<IndexSpec, Arc<FiberTree>> = self
+            .lock_indexes()
+            .iter()
+            .filter(|(spec, _)| spec.is_identity())
+            .map(|(spec, tree)| (spec.clone(), Arc::clone(tree)))
+            .collect();
         Tensor {
             dims: self.dims.clone(),
             values: self.values.clone(),
             column_order: self.column_order.clone(),
             layout: self.layout.clone(),
             statistics: self.statistics.clone(),
-            indexes: Mutex::new(HashMap::new()),
+            counts_once: self.counts_once.clone(),
+            indexes: Mutex::new(stored_order),
             tiled: Mutex::new(HashMap::new()),
             declared: Mutex::new(Vec::new()),
-            derived: Mutex::new(HashMap::new()),
+            derived: Arc::clone(&self.derived),
         }
     }
 
@@ -1016,8 +1026,9 @@ impl Tensor {
         Ok(renamed)
     }
 
-    /// Drops what was derived from the tensor (see [`Tensor::derived`]):
-    /// to free its memory, or to time that work from scratch.
+    /// Drops what was derived from the tensor (see [`Tensor::derived`]),
+    /// for it and the copies that share it: to free its memory, or to time
+    /// that work from scratch.
     pub fn clear_derived(&self) {
         self.derived
             .lock()
@@ -1795,6 +1806,37 @@ mod tests {
             values,
             column_order: None,
         }
+    }
+
+    /// A copy without indexes keeps the stored order's index (free to
+    /// every plan) and what was derived from the data, shares what either
+    /// derives later, and builds its other orders anew.
+    #[test]
+    fn a_copy_without_indexes_keeps_the_stored_orders_and_shares_what_is_derived() {
+        #[derive(Default)]
+        struct Seen(OnceLock<u32>);
+        let bag = Tensor::from_coo(coo(
+            2,
+            vec![vec![0, 1, 1], vec![2, 0, 3]],
+            vec![(MULTIPLICITY.into(), ValueData::Int64(vec![1, 2, 1]))],
+        ))
+        .expect("a bag");
+        let stored = bag.index(&IndexSpec::identity(2)).expect("stored order");
+        bag.index(&IndexSpec::compressed(vec![1, 0]))
+            .expect("the other order");
+        assert!(!bag.counts_each_entry_once());
+        bag.derived::<Seen>().0.get_or_init(|| 7);
+
+        let copy = bag.without_indexes();
+        assert_eq!(copy.built_indexes(), vec![IndexSpec::identity(2)]);
+        let again = copy.index(&IndexSpec::identity(2)).expect("stored order");
+        assert!(Arc::ptr_eq(&stored, &again));
+        assert!(!copy.counts_each_entry_once());
+        assert_eq!(copy.derived::<Seen>().0.get(), Some(&7));
+        #[derive(Default)]
+        struct Later(OnceLock<u32>);
+        copy.derived::<Later>().0.get_or_init(|| 9);
+        assert_eq!(bag.derived::<Later>().0.get(), Some(&9));
     }
 
     /// A tensor at another's coordinates shares its coordinate columns,
