@@ -367,7 +367,6 @@ fn as_written(
 
 /// The record of the phases of one optimization.
 struct Phases {
-    disabled: PhaseSet,
     times: Vec<PhaseTime>,
     /// Whether the program is checked after each phase: in debug builds,
     /// when the given program binds.
@@ -375,11 +374,6 @@ struct Phases {
 }
 
 impl Phases {
-    /// Whether `phase` runs.
-    fn runs(&self, phase: Phase) -> bool {
-        !self.disabled.contains(phase)
-    }
-
     /// Records that `phase` took `time`.
     fn ran(&mut self, phase: Phase, time: Duration) {
         self.times.push(PhaseTime {
@@ -417,12 +411,11 @@ fn with<E: SparsityEstimator>(
 ) -> Result<Optimized> {
     let start = Instant::now();
     let mut phases = Phases {
-        disabled: options.disabled,
         times: Vec::with_capacity(Phase::ALL.len()),
         checked: cfg!(debug_assertions) && check::problem(program, &[]).is_none(),
     };
 
-    let mut program = if phases.runs(Phase::Normalize) {
+    let mut program = if options.runs(Phase::Normalize) {
         let begin = Instant::now();
         let normalized = logical::normalize(program);
         phases.ran(Phase::Normalize, begin.elapsed());
@@ -434,9 +427,9 @@ fn with<E: SparsityEstimator>(
     };
 
     let mut rewritten = Vec::new();
-    if phases.runs(Phase::Saturate) {
+    if options.runs(Phase::Saturate) {
         let begin = Instant::now();
-        let normalize = phases.runs(Phase::Normalize);
+        let normalize = options.runs(Phase::Normalize);
         rewritten = saturate::saturate_program(
             &mut program,
             saturate::Limits::default(),
@@ -459,7 +452,7 @@ fn with<E: SparsityEstimator>(
         phases.skipped(Phase::Saturate);
     }
 
-    if phases.runs(Phase::Mask) {
+    if options.runs(Phase::Mask) {
         let begin = Instant::now();
         mask::mask_program(estimator, &mut program);
         phases.ran(Phase::Mask, begin.elapsed());
@@ -469,7 +462,7 @@ fn with<E: SparsityEstimator>(
     }
 
     let mut reducer = Reducer::default();
-    if phases.runs(Phase::Semijoin) {
+    if options.runs(Phase::Semijoin) {
         let begin = Instant::now();
         reducer.reduce_program(&mut program)?;
         phases.ran(Phase::Semijoin, begin.elapsed());
@@ -479,9 +472,9 @@ fn with<E: SparsityEstimator>(
     }
 
     let mut eliminated: Option<LogicalPlan<E::Stats>> = None;
-    if phases.runs(Phase::Eliminate) {
+    if options.runs(Phase::Eliminate) {
         let begin = Instant::now();
-        let distribute = phases.runs(Phase::Distribute);
+        let distribute = options.runs(Phase::Distribute);
         let plan = logical::eliminate(estimator, &program, options)?;
         let time = begin.elapsed();
         phases.ran(Phase::Eliminate, time.saturating_sub(plan.distribute_time));
@@ -500,9 +493,9 @@ fn with<E: SparsityEstimator>(
     }
     // The trivial phase's time is part of the elimination's and the
     // physical phase's: it only decides to skip their searches.
-    if phases.runs(Phase::Trivial)
+    if options.runs(Phase::Trivial)
         && estimator.bounds()
-        && (phases.runs(Phase::Eliminate) || phases.runs(Phase::Physical))
+        && (options.runs(Phase::Eliminate) || options.runs(Phase::Physical))
     {
         phases.ran(Phase::Trivial, Duration::ZERO);
     } else {
@@ -510,7 +503,7 @@ fn with<E: SparsityEstimator>(
     }
 
     match &mut eliminated {
-        Some(plan) if phases.runs(Phase::Cse) => {
+        Some(plan) if options.runs(Phase::Cse) => {
             let begin = Instant::now();
             logical::cse(plan);
             phases.ran(Phase::Cse, begin.elapsed());
@@ -519,14 +512,14 @@ fn with<E: SparsityEstimator>(
         _ => phases.skipped(Phase::Cse),
     }
 
-    let (logical, plan) = if phases.runs(Phase::Physical) {
+    let (logical, plan) = if options.runs(Phase::Physical) {
         let begin = Instant::now();
         let logical = match eliminated {
             Some(plan) => plan,
             None => logical::as_written(estimator, program)?,
         };
-        let factorize = phases.runs(Phase::Factorize);
-        let dense = phases.runs(Phase::Dense);
+        let factorize = options.runs(Phase::Factorize);
+        let dense = options.runs(Phase::Dense);
         let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, options);
         let mut plan = plan_by(
             &logical.program,
@@ -554,7 +547,7 @@ fn with<E: SparsityEstimator>(
                 phases.skipped(phase);
             }
         }
-        if phases.runs(Phase::Fuse) {
+        if options.runs(Phase::Fuse) {
             let begin = Instant::now();
             fuse::fuse(&mut plan);
             phases.ran(Phase::Fuse, begin.elapsed());
