@@ -15,9 +15,10 @@
 //! separate aggregates; over integer dimensions of different sizes it ranges
 //! over the largest.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
+
+use hashbrown::HashMap;
 
 use super::located;
 use super::parser::{Ast, AstKind, Name, ROWS, Statement, Term};

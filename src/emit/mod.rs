@@ -32,7 +32,7 @@ pub mod dialect;
 pub mod relation;
 pub mod select;
 
-use std::collections::HashSet;
+use hashbrown::HashSet;
 
 pub use dialect::Dialect;
 pub use select::{Assembly, Item, OrderKey, OrderSource, Rows, emit_select};

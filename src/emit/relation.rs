@@ -33,7 +33,7 @@
 //! indices (every coordinate of the missing ones), more than
 //! [`DENSE_LIMIT`] dense coordinates.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use super::dialect::Dialect;
 use crate::error::{Error, Result};

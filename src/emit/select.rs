@@ -9,7 +9,7 @@
 //! The SQL front-end describes its lowered `SELECT` in these terms
 //! (`sql::query::plan::Plan` implements [`crate::bound::Assemble::sql`]).
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use super::relation::{Block, Join, Scalar, Writer};
 use super::{Dialect, nonzero, plan_ctes, with};

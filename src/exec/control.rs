@@ -19,9 +19,10 @@
 //! A [`RowBudget`] stops one query early: the rows a caller needs of it
 //! (a `LIMIT`), taken by its workers in chunk order.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::Value;

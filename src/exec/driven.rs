@@ -71,11 +71,11 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::iter;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use arrow::array::AsArray;

@@ -30,7 +30,7 @@
 //! [`PlanChoices`] overrides any of these per physical query, so tests can
 //! run every valid loop order, driver and format.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
@@ -54,14 +54,14 @@ pub struct PlanChoices {
     pub eliminate: bool,
     /// Choices per physical query, by position in the plan; missing entries
     /// keep the defaults.
-    pub queries: HashMap<usize, QueryChoices>,
+    pub queries: std::collections::HashMap<usize, QueryChoices>,
 }
 
 impl Default for PlanChoices {
     fn default() -> Self {
         PlanChoices {
             eliminate: true,
-            queries: HashMap::new(),
+            queries: std::collections::HashMap::new(),
         }
     }
 }

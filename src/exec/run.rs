@@ -8,11 +8,11 @@
 //! first rows of ([`FirstRows`]) runs its chunks in order under a
 //! [`RowBudget`] and stops when it has them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};

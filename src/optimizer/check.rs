@@ -12,7 +12,7 @@
 //! by the planner as the user's error, and one that a phase broke as an
 //! [`Error::Internal`] naming the phase ([`after`]).
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{Expr, Program};

@@ -26,8 +26,9 @@
 //! computed (an operator error such as `1 / 0`) counts as unknown, which is
 //! never annihilating: the estimate stays an over-approximation.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{Expr, IndexTerm, Input, Value};

@@ -416,9 +416,11 @@ impl Lattice {
 
     /// The cheapest paths to every set at once, when the edges involve at
     /// most `max_vars` variables (`None` beyond): a dynamic program over
-    /// every set, then, per set, the cheapest of its supersets (a path to
-    /// a superset is a path for the set). It costs about `2^vars` times the
-    /// edges, against one A* search per target.
+    /// the sets closed under the free edges (a set reached is as good as
+    /// its closure, which costs nothing more and admits every edge it did),
+    /// then, per set, the cheapest of its supersets (a path to a superset
+    /// is a path for the set). It costs at most `2^vars` times the edges,
+    /// against one A* search per target.
     pub fn all_paths(&self, max_vars: usize) -> Option<AllPaths> {
         let vars = self.edges.iter().fold(0u64, |acc, e| acc | e.x | e.y);
         let width = vars.count_ones() as usize;
@@ -430,19 +432,33 @@ impl Lattice {
             .iter()
             .map(|e| (compress(e.x, vars), compress(e.y, vars), e.cost))
             .collect();
+        let (free, paid) = edges.split_at(self.free);
+        let close = |mut set: usize| loop {
+            let before = set;
+            for &(x, y, _) in free {
+                if y & !set == 0 {
+                    set |= x;
+                }
+            }
+            if set == before {
+                return set;
+            }
+        };
         // Every edge leads to a proper superset, a larger number: in
         // increasing order, each set's cheapest path is known when reached.
         let mut log2 = vec![f64::INFINITY; 1 << width];
-        log2[0] = 0.0;
+        log2[close(0)] = 0.0;
         for set in 0..log2.len() {
             let g = log2[set];
             if g.is_infinite() {
                 continue;
             }
-            for &(x, y, cost) in &edges {
-                let next = set | x;
-                if y & !set == 0 && next != set && g + cost < log2[next] {
-                    log2[next] = g + cost;
+            for &(x, y, cost) in paid {
+                if y & !set == 0 && x & !set != 0 {
+                    let next = close(set | x);
+                    if g + cost < log2[next] {
+                        log2[next] = g + cost;
+                    }
                 }
             }
         }

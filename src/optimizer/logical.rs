@@ -91,11 +91,11 @@
 //! as written ([`as_written`] estimates it for the physical optimizer).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::BinaryHeap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Value};
@@ -360,6 +360,8 @@ pub fn cse<S>(plan: &mut LogicalPlan<S>) {
         queries.push(query);
         kept_estimates.push(*estimate);
     }
+    // Its names borrow `intermediates`, renamed below.
+    drop(dropped_names);
     program.queries = queries;
     *estimates = kept_estimates;
     let mut k = 0;

@@ -42,8 +42,9 @@
 //! left out of the product, so that neither the optimizer nor the loop
 //! nest carries them; `EXPLAIN` lists them.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::exec::planner::table_formats;

@@ -33,7 +33,6 @@
 
 use std::any::{Any, TypeId};
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::iter;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -44,6 +43,7 @@ use arrow::array::{
 };
 use arrow::buffer::ScalarBuffer;
 use arrow::datatypes::{DataType, Field, Schema};
+use hashbrown::HashMap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -913,14 +913,26 @@ impl Tensor {
     }
 
     /// The fibertree index described by `spec`, built on first use and
-    /// cached with the tensor.
+    /// cached with the tensor. A copy that shares the tensor's data
+    /// ([`Tensor::without_indexes`]) takes an index another copy built
+    /// instead of building it again; it is then among this copy's
+    /// [`Tensor::built_indexes`], not among those of the copies made
+    /// before or after.
     pub fn index(&self, spec: &IndexSpec) -> Result<Arc<FiberTree>> {
         if let Some(tree) = self.lock_indexes().get(spec) {
             return Ok(Arc::clone(tree));
         }
-        // Build outside the lock so other queries are not blocked; if two
-        // build the same index, the first one stored wins.
-        let tree = Arc::new(FiberTree::build(self, spec)?);
+        let shared = self.derived::<SharedIndexes>();
+        let found = shared.lock().get(spec).cloned();
+        let tree = match found {
+            Some(tree) => tree,
+            // Build outside the locks so other queries are not blocked; if
+            // two build the same index, the first one stored wins.
+            None => {
+                let built = Arc::new(FiberTree::build(self, spec)?);
+                Arc::clone(shared.lock().entry(spec.clone()).or_insert(built))
+            }
+        };
         Ok(Arc::clone(
             self.lock_indexes().entry(spec.clone()).or_insert(tree),
         ))
@@ -945,9 +957,12 @@ impl Tensor {
     /// than its stored one: it shares the data (Arrow buffers), the
     /// statistics if computed (a few numbers per dimension subset), what
     /// is derived from the data and the indexes of its stored order (which
-    /// every plan reads for free anyway), and gets its own cache for the
+    /// every plan reads for free anyway), and gets its own list of the
     /// others. For a tensor handed to statement after statement whose
-    /// plans should not depend on the orders earlier ones indexed it in.
+    /// plans should not depend on the orders earlier ones indexed it in:
+    /// the copy's [`Tensor::built_indexes`] do not list them, but when its
+    /// plan builds one of them, [`Tensor::index`] hands over the one built
+    /// before.
     pub fn without_indexes(&self) -> Tensor {
         let stored_order: HashMap<IndexSpec, Arc<FiberTree>> = self
             .lock_indexes()
@@ -1078,6 +1093,7 @@ impl Tensor {
             match &index.layout {
                 IndexLayout::Levels(spec) => {
                     self.lock_indexes().remove(spec);
+                    self.derived::<SharedIndexes>().lock().remove(spec);
                 }
                 IndexLayout::Tiles(spec) => {
                     self.lock_tiled().remove(spec);
@@ -1209,6 +1225,20 @@ enum Layout {
     /// Whole rows of the last dimension, and their batch once something
     /// listed it.
     Rows(FullRows, OnceLock<RecordBatch>),
+}
+
+/// The indexes built on a tensor or on any copy that shares its data
+/// ([`Tensor::without_indexes`]), kept among what is derived from the
+/// data: a copy takes one from here instead of building it again.
+#[derive(Default)]
+struct SharedIndexes(Mutex<HashMap<IndexSpec, Arc<FiberTree>>>);
+
+impl SharedIndexes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IndexSpec, Arc<FiberTree>>> {
+        // It holds only finished indexes: a panic elsewhere cannot leave it
+        // inconsistent.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Entries that are whole rows of the last dimension (see
@@ -1822,8 +1852,8 @@ mod tests {
         ))
         .expect("a bag");
         let stored = bag.index(&IndexSpec::identity(2)).expect("stored order");
-        bag.index(&IndexSpec::compressed(vec![1, 0]))
-            .expect("the other order");
+        let other = IndexSpec::compressed(vec![1, 0]);
+        let reversed = bag.index(&other).expect("the other order");
         assert!(!bag.counts_each_entry_once());
         bag.derived::<Seen>().0.get_or_init(|| 7);
 
@@ -1837,6 +1867,43 @@ mod tests {
         struct Later(OnceLock<u32>);
         copy.derived::<Later>().0.get_or_init(|| 9);
         assert_eq!(bag.derived::<Later>().0.get(), Some(&9));
+
+        // The other order, asked for by the copy, is the one built before;
+        // it is then the copy's, but not a later copy's.
+        let taken = copy.index(&other).expect("the other order");
+        assert!(Arc::ptr_eq(&reversed, &taken));
+        assert_eq!(copy.built_indexes().len(), 2);
+        assert_eq!(bag.without_indexes().built_indexes().len(), 1);
+    }
+
+    /// Dropping a declared index frees it, also where copies could have
+    /// found it.
+    #[test]
+    fn an_undeclared_index_is_not_kept_for_copies() {
+        let tensor = Tensor::from_coo(coo(
+            2,
+            vec![vec![0, 1, 1], vec![2, 0, 3]],
+            vec![("v".into(), ValueData::Int64(vec![1, 2, 1]))],
+        ))
+        .expect("a tensor");
+        let spec = IndexSpec::compressed(vec![1, 0]);
+        tensor
+            .declare(DeclaredIndex {
+                name: "by_column".to_string(),
+                layout: IndexLayout::Levels(spec.clone()),
+            })
+            .expect("declared");
+        let built = tensor.built_index(&spec).expect("built");
+        assert_eq!(
+            Arc::strong_count(&built),
+            3,
+            "the tensor's, the shared one and this"
+        );
+        tensor.undeclare("by_column").expect("undeclared");
+        assert_eq!(Arc::strong_count(&built), 1);
+        let copy = tensor.without_indexes();
+        let rebuilt = copy.index(&spec).expect("built again");
+        assert!(!Arc::ptr_eq(&built, &rebuilt));
     }
 
     /// A tensor at another's coordinates shares its coordinate columns,

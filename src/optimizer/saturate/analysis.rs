@@ -23,9 +23,8 @@
 //! The leaves (inputs, aliases, `coord(i)`) live in [`Context::leaves`];
 //! the sizes of the index variables in [`Context::sizes`].
 
-use std::collections::HashMap;
-
 use egg::{Analysis, DidMerge, EGraph, Id, Language};
+use hashbrown::HashMap;
 
 use super::lang::{Const, LeafId, Name, OpKind, Sp};
 use crate::ir::{AggOp, Expr, ScalarOp, Value};

@@ -10,9 +10,9 @@
 //! size.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use egg::{Id, RecExpr};
+use hashbrown::HashMap;
 
 use super::analysis::{Context, Graph, LeafInfo};
 use super::lang::{Const, Name, OpKind, Sp};

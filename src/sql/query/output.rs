@@ -13,7 +13,7 @@
 //! order are kept ([`TopRows`]).
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -21,7 +21,7 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use hashbrown::HashSet;
+use hashbrown::{HashMap, HashSet};
 use sqlparser::ast::{Query, SetExpr};
 
 use super::expr::SqlType;
@@ -303,9 +303,7 @@ struct RowEvaluator {
 impl RowEvaluator {
     fn prepare(&mut self, expr: &Expr, memory: &MemoryBudget) -> Result<()> {
         for input in expr.inputs() {
-            if let std::collections::hash_map::Entry::Vacant(slot) =
-                self.inputs.entry(input_key(input))
-            {
+            if let hashbrown::hash_map::Entry::Vacant(slot) = self.inputs.entry(input_key(input)) {
                 slot.insert(Stored::new(&input.tensor.tensor, input.annotation, memory)?);
             }
         }

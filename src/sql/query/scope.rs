@@ -10,8 +10,9 @@
 //! Column names resolve here, with "did you mean" for unknown tables and
 //! columns and an error for ambiguous bare names.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+use hashbrown::{HashMap, HashSet};
 
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, Expr, IndexTerm, Input, TensorRef};
