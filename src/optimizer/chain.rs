@@ -286,18 +286,13 @@ impl ChainStats {
         }
         let slots: Vec<u64> = vars.iter().map(|v| self.named(|n| n == v)).collect();
         let paths = self.lattice().all_paths(PROJECTION_TABLE_VARIABLES)?;
-        Some(
-            (0..1usize << vars.len())
-                .map(|set| {
-                    let target = slots
-                        .iter()
-                        .enumerate()
-                        .filter(|&(k, _)| set >> k & 1 == 1)
-                        .fold(0, |acc, (_, s)| acc | s);
-                    paths.log2(target).exp2()
-                })
-                .collect(),
-        )
+        // Each subset's target is a smaller subset's (without its lowest
+        // member) with one more variable's slots.
+        let mut targets = vec![0u64; 1 << vars.len()];
+        for set in 1..targets.len() {
+            targets[set] = targets[set & (set - 1)] | slots[set.trailing_zeros() as usize];
+        }
+        Some(targets.iter().map(|&t| paths.log2(t).exp2()).collect())
     }
 
     /// The same statistics without the `hidden` slots: constraints that
