@@ -167,6 +167,22 @@ fn shares(edges: &[Edge], target: u64) -> [f64; 64] {
     share
 }
 
+/// `set` with every one of the `free` edges (of cost 0) that applies to
+/// it, repeatedly.
+fn closure(free: &[Edge], mut set: u64) -> u64 {
+    loop {
+        let before = set;
+        for e in free {
+            if e.y & !set == 0 {
+                set |= e.x;
+            }
+        }
+        if set == before {
+            return set;
+        }
+    }
+}
+
 /// `set`'s bits within `vars`, packed: the k-th variable of `vars` (lowest
 /// first) becomes bit k.
 fn compress(set: u64, vars: u64) -> usize {
@@ -292,18 +308,8 @@ impl Lattice {
     }
 
     /// `set` with every edge of cost 0 that applies to it, repeatedly.
-    fn close(&self, mut set: u64) -> u64 {
-        loop {
-            let before = set;
-            for e in &self.edges[..self.free] {
-                if e.y & !set == 0 {
-                    set |= e.x;
-                }
-            }
-            if set == before {
-                return set;
-            }
-        }
+    fn close(&self, set: u64) -> u64 {
+        closure(&self.edges[..self.free], set)
     }
 
     /// The variables a target may hold.
@@ -427,23 +433,17 @@ impl Lattice {
         if width > max_vars {
             return None;
         }
-        let edges: Vec<(usize, usize, f64)> = self
+        let edges: Vec<Edge> = self
             .edges
             .iter()
-            .map(|e| (compress(e.x, vars), compress(e.y, vars), e.cost))
+            .map(|e| Edge {
+                x: compress(e.x, vars) as u64,
+                y: compress(e.y, vars) as u64,
+                cost: e.cost,
+            })
             .collect();
         let (free, paid) = edges.split_at(self.free);
-        let close = |mut set: usize| loop {
-            let before = set;
-            for &(x, y, _) in free {
-                if y & !set == 0 {
-                    set |= x;
-                }
-            }
-            if set == before {
-                return set;
-            }
-        };
+        let close = |set: usize| closure(free, set as u64) as usize;
         // Every edge leads to a proper superset, a larger number: in
         // increasing order, each set's cheapest path is known when reached.
         let mut log2 = vec![f64::INFINITY; 1 << width];
@@ -453,11 +453,12 @@ impl Lattice {
             if g.is_infinite() {
                 continue;
             }
-            for &(x, y, cost) in paid {
+            for e in paid {
+                let (x, y) = (e.x as usize, e.y as usize);
                 if y & !set == 0 && x & !set != 0 {
                     let next = close(set | x);
-                    if g + cost < log2[next] {
-                        log2[next] = g + cost;
+                    if g + e.cost < log2[next] {
+                        log2[next] = g + e.cost;
                     }
                 }
             }
