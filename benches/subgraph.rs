@@ -19,7 +19,8 @@
 //!   run, each stopped after the timeout through the database's
 //!   [`Interrupt`]. It prints one JSON line per query: `name`, `count`,
 //!   `status` (`ok`, `timeout` or `error`), `message`, `seconds` (the
-//!   whole statement, wall clock), `optimize_seconds` (of which
+//!   whole statement, wall clock), `parse_seconds` and `bind_seconds`
+//!   (parsing the SQL text, binding it), `optimize_seconds` (of which
 //!   `reduce_seconds` in the semijoin reductions), `phase_seconds` (per
 //!   optimizer phase) and `plan` (from
 //!   [`Database::execute_profiled`]: the optimizer's plan with estimated and
@@ -507,6 +508,10 @@ struct Outcome {
     message: Option<String>,
     /// Wall-clock seconds of the timed run (up to the timeout).
     seconds: f64,
+    /// Seconds spent parsing the SQL text, when the database reports them.
+    parse_seconds: Option<f64>,
+    /// Seconds spent binding it, likewise.
+    bind_seconds: Option<f64>,
     /// Seconds spent optimizing, when the database reports them.
     optimize_seconds: Option<f64>,
     /// Of which in the semijoin reductions.
@@ -522,9 +527,9 @@ struct Execution {
     count: i128,
     /// Wall-clock seconds of the whole statement.
     seconds: f64,
-    /// What the statement reported: the optimization and reduction times,
-    /// and the plan with estimated and actual entries per step (written
-    /// only for the timed run, after the clock stopped).
+    /// What the statement reported: the parse, bind, optimization and
+    /// reduction times, and the plan with estimated and actual entries per
+    /// step (written only for the timed run, after the clock stopped).
     profile: einsql::Profile,
 }
 
@@ -700,6 +705,8 @@ fn measure(
         status,
         message,
         seconds,
+        parse_seconds: None,
+        bind_seconds: None,
         optimize_seconds: None,
         reduce_seconds: None,
         phase_seconds: None,
@@ -715,6 +722,8 @@ fn measure(
                     status: Status::Ok,
                     message: None,
                     seconds: execution.seconds,
+                    parse_seconds: Some(execution.profile.parse.as_secs_f64()),
+                    bind_seconds: Some(execution.profile.bind.as_secs_f64()),
                     optimize_seconds: Some(execution.profile.optimize.as_secs_f64()),
                     reduce_seconds: Some(execution.profile.reduce.as_secs_f64()),
                     phase_seconds: Some(phase_seconds(&execution.profile)),

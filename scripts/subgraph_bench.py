@@ -64,6 +64,7 @@ CSV_FIELDS = [
     "threads",
     "engine",
     "seconds",
+    "parse_seconds",
     "optimize_seconds",
     "count",
     "truth",
@@ -327,6 +328,9 @@ def rows_for(dataset, queries, threads, results):
                     "threads": threads,
                     "engine": engine if engine == DUCKDB else f"einsql/{engine}",
                     "seconds": f"{outcome['seconds']:.6f}",
+                    "parse_seconds": ""
+                    if outcome.get("parse_seconds") is None
+                    else f"{outcome['parse_seconds']:.6f}",
                     "optimize_seconds": ""
                     if outcome.get("optimize_seconds") is None
                     else f"{outcome['optimize_seconds']:.6f}",
@@ -430,8 +434,9 @@ def summary(dataset, info, rows_by_threads, plans, args, meta):
             f"**{threads} thread{'s' if threads != 1 else ''}**, {queries} queries",
             "",
             "| engine | finished | timeouts | errors | wrong | median time "
-            "| median optimize | speedup geo-mean | speedup median | slower than DuckDB |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| median parse | median optimize | speedup geo-mean | speedup median "
+            "| slower than DuckDB |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for engine in engines:
             mine = [r for r in rows if r["engine"] == engine]
@@ -446,8 +451,9 @@ def summary(dataset, info, rows_by_threads, plans, args, meta):
                 str(wrong),
                 fmt_seconds(statistics.median(times)) if times else "-",
             ]
-            optimize = [float(r["optimize_seconds"]) for r in ok if r["optimize_seconds"]]
-            cells.append(fmt_seconds(statistics.median(optimize)) if optimize else "-")
+            for field in ("parse_seconds", "optimize_seconds"):
+                spent = [float(r[field]) for r in ok if r.get(field)]
+                cells.append(fmt_seconds(statistics.median(spent)) if spent else "-")
             if engine == DUCKDB:
                 cells += ["-", "-", "-"]
             else:

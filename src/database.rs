@@ -7,6 +7,7 @@
 
 use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Instant;
 
 use crate::bound::{BoundStatement, Relation, RowStream};
 use crate::catalog::Catalog;
@@ -14,7 +15,9 @@ use crate::emit::Dialect;
 use crate::error::{Error, Result};
 use crate::progress::{Interrupt, NoProgress, ProgressSink};
 use crate::session::explain::emitted_sql;
-use crate::session::{Profile, ProfileLog, QueryResult, Session, Settings, parse_script};
+use crate::session::{
+    Profile, ProfileLog, QueryResult, Session, Settings, Statement, parse_script,
+};
 use crate::storage::Tensor;
 
 /// An einsql database.
@@ -156,7 +159,7 @@ impl Database {
     /// executor ([`crate::exec`]) and its result stored as the table it
     /// names, replacing a table of that name.
     pub fn execute_all(&self, text: &str) -> Result<Vec<QueryResult>> {
-        self.execute_logged(text, None)
+        self.execute_statements(&parse_script(text)?, None)
     }
 
     /// Executes every statement of `sql` in order, as [`Database::execute`],
@@ -165,16 +168,23 @@ impl Database {
     /// and the optimization and execution times (see [`Profile`]).
     pub fn execute_profiled(&self, sql: &str) -> Result<(QueryResult, Profile)> {
         let log = ProfileLog::default();
-        let mut results = self.execute_logged(sql, Some(&log))?;
+        let start = Instant::now();
+        let statements = parse_script(sql)?;
+        let parse = start.elapsed();
+        let mut results = self.execute_statements(&statements, Some(&log))?;
         let result = results
             .pop()
             .unwrap_or_else(|| QueryResult::message("No statement to run"));
-        Ok((result, Profile::from_runs(log.take())))
+        Ok((result, log.into_profile(parse)))
     }
 
-    fn execute_logged(&self, text: &str, log: Option<&ProfileLog>) -> Result<Vec<QueryResult>> {
+    fn execute_statements(
+        &self,
+        statements: &[Statement],
+        log: Option<&ProfileLog>,
+    ) -> Result<Vec<QueryResult>> {
         let session = self.session(log);
-        parse_script(text)?
+        statements
             .iter()
             .map(|statement| session.execute(statement))
             .collect()

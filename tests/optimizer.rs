@@ -3,6 +3,8 @@
 //! entries and the times, and the optimizer settings change the plan but
 //! not the answer.
 
+use std::time::Instant;
+
 use arrow::array::{Array, Int64Array, StringArray};
 use einsql::Database;
 
@@ -98,10 +100,32 @@ fn execute_profiled_reports_the_plan_and_times() {
     assert_eq!(n, 4 + 9 + 9 + 9 + 1);
     assert_eq!(profile.programs.len(), 1);
     assert!(profile.optimize.as_nanos() > 0);
+    assert!(profile.parse.as_nanos() > 0);
+    assert!(profile.bind.as_nanos() > 0);
     let plan = profile.plan();
     assert!(plan.contains("Logical plan"), "{plan}");
     assert!(plan.contains("entries (estimated"), "{plan}");
     assert!(!plan.contains(" ms"), "{plan}");
+}
+
+#[test]
+fn a_profile_counts_the_programs_binding_evaluates_once() {
+    let db = graph();
+    let started = Instant::now();
+    let (_, profile) = db
+        .execute_profiled(
+            "WITH p AS (SELECT a.src, b.dst FROM e a, e b WHERE a.dst = b.src) \
+             SELECT COUNT(*) FROM p x, p y WHERE x.dst = y.src",
+        )
+        .expect("the query runs");
+    let wall = started.elapsed();
+    // The WITH table is evaluated while the statement is bound: its run is
+    // its own program, and binding's time leaves it out, so the parts add
+    // up to no more than the whole.
+    assert_eq!(profile.programs.len(), 2);
+    assert!(profile.bind.as_nanos() > 0);
+    let parts = profile.parse + profile.bind + profile.optimize + profile.execute;
+    assert!(parts <= wall, "{parts:?} of {wall:?}: {profile:?}");
 }
 
 #[test]

@@ -28,8 +28,14 @@ use crate::ir::Program;
 use crate::optimizer::{Optimized, OptimizerOptions};
 use crate::storage::{ColumnRef, Tensor};
 
-/// `EXPLAIN [ANALYZE]` of `bound`.
-pub fn explain(session: &Session<'_>, bound: BoundStatement, analyze: bool) -> Result<QueryResult> {
+/// `EXPLAIN` of `bound`, or `EXPLAIN ANALYZE` when given the time binding
+/// it took (which includes the `WITH` tables and sub-queries that binding
+/// evaluated).
+pub fn explain(
+    session: &Session<'_>,
+    bound: BoundStatement,
+    analyze: Option<Duration>,
+) -> Result<QueryResult> {
     let relation = match bound {
         BoundStatement::Query(relation) => relation,
         BoundStatement::CreateTable {
@@ -37,8 +43,8 @@ pub fn explain(session: &Session<'_>, bound: BoundStatement, analyze: bool) -> R
             ..
         } => source,
         BoundStatement::Assign(program) => {
-            let lines = if analyze {
-                analyzed(session, &program, |session| {
+            let lines = if let Some(bind) = analyze {
+                analyzed(session, &program, bind, |session| {
                     let results = session.evaluate(&program)?;
                     let stored: Vec<String> = results
                         .iter()
@@ -56,7 +62,7 @@ pub fn explain(session: &Session<'_>, bound: BoundStatement, analyze: bool) -> R
                 "EXPLAIN of CREATE TABLE without AS SELECT".to_string(),
             ));
         }
-        other if analyze => {
+        other if analyze.is_some() => {
             return Err(Error::NotSupported(format!(
                 "EXPLAIN ANALYZE of {} statements (only queries and tensor index notation)",
                 other.kind()
@@ -70,7 +76,7 @@ pub fn explain(session: &Session<'_>, bound: BoundStatement, analyze: bool) -> R
         }
     };
     let lines = match (&relation, analyze) {
-        (Relation::Program(query), false) => {
+        (Relation::Program(query), None) => {
             let mut lines = first_rows_lines(
                 &query.program,
                 &session.settings().optimizer_options(),
@@ -79,16 +85,19 @@ pub fn explain(session: &Session<'_>, bound: BoundStatement, analyze: bool) -> R
             lines.extend(query.assembly.describe());
             lines
         }
-        (Relation::Program(query), true) => analyzed(session, &query.program, |session| {
-            let rows = session.rows(&relation)?.num_rows();
-            Ok(count(rows, "row", "rows"))
-        })?,
-        (source, false) => vec![source_line(session, source)?],
-        (source, true) => {
+        (Relation::Program(query), Some(bind)) => {
+            analyzed(session, &query.program, bind, |session| {
+                let rows = session.rows(&relation)?.num_rows();
+                Ok(count(rows, "row", "rows"))
+            })?
+        }
+        (source, None) => vec![source_line(session, source)?],
+        (source, Some(bind)) => {
             let start = Instant::now();
             let rows = session.rows(source)?.num_rows();
             vec![
                 source_line(session, source)?,
+                bound_line(bind),
                 result_line(&count(rows, "row", "rows"), start.elapsed()),
             ]
         }
@@ -145,11 +154,13 @@ fn source_line(session: &Session<'_>, relation: &Relation) -> Result<String> {
 }
 
 /// `EXPLAIN ANALYZE`: the program and its inputs, then every program that
-/// `run` evaluated with what each step produced and took, then what `run`
-/// returned (a description of the result) and the whole time.
+/// `run` evaluated with what each step produced and took, then the time
+/// binding took, then what `run` returned (a description of the result)
+/// and the whole time it took.
 fn analyzed(
     session: &Session<'_>,
     program: &Program,
+    bind: Duration,
     run: impl FnOnce(&Session<'_>) -> Result<String>,
 ) -> Result<Vec<String>> {
     let log = ProfileLog::default();
@@ -164,8 +175,13 @@ fn analyzed(
         }
         lines.extend(run_lines(run, true));
     }
+    lines.push(bound_line(bind));
     lines.push(result_line(&result, elapsed));
     Ok(lines)
+}
+
+fn bound_line(bind: Duration) -> String {
+    format!("Bound in {}", millis(bind))
 }
 
 fn result_line(result: &str, elapsed: Duration) -> String {

@@ -22,6 +22,7 @@ pub mod settings;
 pub mod statement;
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Instant;
 
 pub use profile::{Profile, ProfileLog, ProgramRun, Replan};
 pub use result::QueryResult;
@@ -89,9 +90,11 @@ impl<'a> Session<'a> {
                 format,
                 statement,
             } => {
+                let start = Instant::now();
                 let bound = self.bind(statement)?;
+                let bind = start.elapsed();
                 match format {
-                    ExplainFormat::Text => explain::explain(self, bound, *analyze),
+                    ExplainFormat::Text => explain::explain(self, bound, analyze.then_some(bind)),
                     ExplainFormat::Sql(dialect) => {
                         let sql = explain::emitted_sql(self, bound, *dialect)?;
                         QueryResult::text_column("sql", sql.lines().map(str::to_string).collect())
@@ -102,8 +105,16 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Binds a statement against the current catalog.
+    /// Binds a statement against the current catalog (timed in the
+    /// session's profile log, if it has one).
     pub fn bind(&self, statement: &Statement) -> Result<BoundStatement> {
+        match self.log {
+            Some(log) => log.bind(|| self.bind_unlogged(statement)),
+            None => self.bind_unlogged(statement),
+        }
+    }
+
+    fn bind_unlogged(&self, statement: &Statement) -> Result<BoundStatement> {
         match statement {
             Statement::Sql(statement) => sql::bind(
                 sql::Context::new(self.catalog, self.progress, self),

@@ -3,13 +3,13 @@
 //!
 //! While a statement runs with a [`ProfileLog`] in its context, every IR
 //! program it evaluates (a SQL query evaluates one per `WITH` table and
-//! sub-query, plus its own) records a [`ProgramRun`]. `EXPLAIN ANALYZE`
-//! prints them;
+//! sub-query, plus its own) records a [`ProgramRun`], and binding records
+//! its own time. `EXPLAIN ANALYZE` prints the runs;
 //! [`Database::execute_profiled`](crate::Database::execute_profiled)
-//! returns them as a [`Profile`].
+//! returns them as a [`Profile`], with the time spent parsing.
 
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::exec::QueryRun;
 use crate::optimizer::Optimized;
@@ -42,28 +42,86 @@ pub struct Replan {
     pub time: Duration,
 }
 
-/// Collects the [`ProgramRun`]s of one statement.
+/// Collects the [`ProgramRun`]s of one statement and the time spent
+/// binding it.
 #[derive(Debug, Default)]
-pub struct ProfileLog(Mutex<Vec<ProgramRun>>);
+pub struct ProfileLog(Mutex<Entries>);
+
+#[derive(Debug, Default)]
+struct Entries {
+    runs: Vec<ProgramRun>,
+    /// The time of the recorded runs: optimizing and executing.
+    programs: Duration,
+    bind: Duration,
+}
 
 impl ProfileLog {
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Records a program run.
     pub fn record(&self, run: ProgramRun) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(run);
+        let mut entries = self.entries();
+        entries.programs += run.execute + run.optimized.as_ref().map_or(Duration::ZERO, |o| o.time);
+        entries.runs.push(run);
+    }
+
+    /// Runs `bind` and records the time it took, less the time of the
+    /// programs it evaluated meanwhile (`WITH` tables and sub-queries,
+    /// recorded as runs of their own).
+    pub fn bind<T>(&self, bind: impl FnOnce() -> T) -> T {
+        let before = self.entries().programs;
+        let start = Instant::now();
+        let bound = bind();
+        let elapsed = start.elapsed();
+        let mut entries = self.entries();
+        let evaluated = entries.programs.saturating_sub(before);
+        entries.bind += elapsed.saturating_sub(evaluated);
+        bound
     }
 
     /// The runs recorded so far, leaving the log empty.
     pub fn take(&self) -> Vec<ProgramRun> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+        let mut entries = self.entries();
+        entries.programs = Duration::ZERO;
+        std::mem::take(&mut entries.runs)
+    }
+
+    /// The profile of what was recorded, with the time spent parsing the
+    /// statements.
+    pub fn into_profile(self, parse: Duration) -> Profile {
+        let entries = self.0.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let programs = entries.runs;
+        let optimize = programs
+            .iter()
+            .filter_map(|p| p.optimized.as_ref().map(|o| o.time))
+            .sum();
+        let reduce = programs
+            .iter()
+            .filter_map(|p| p.optimized.as_ref().map(|o| o.reduce_time))
+            .sum();
+        let execute = programs.iter().map(|p| p.execute).sum();
+        Profile {
+            parse,
+            bind: entries.bind,
+            optimize,
+            reduce,
+            execute,
+            programs,
+        }
     }
 }
 
 /// What running a statement took.
 #[derive(Clone, Debug, Default)]
 pub struct Profile {
+    /// Time parsing the text into statements.
+    pub parse: Duration,
+    /// Time binding them to the catalog (names, types, the IR program),
+    /// not counting the `WITH` tables and sub-queries binding evaluates:
+    /// their optimizing and executing count below.
+    pub bind: Duration,
     /// Time in the optimizer, over every program the statement evaluated.
     pub optimize: Duration,
     /// Of which in the semijoin reductions ([`crate::optimizer::reduce`]).
@@ -75,25 +133,6 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// The profile of the runs of one statement.
-    pub fn from_runs(programs: Vec<ProgramRun>) -> Profile {
-        let optimize = programs
-            .iter()
-            .filter_map(|p| p.optimized.as_ref().map(|o| o.time))
-            .sum();
-        let reduce = programs
-            .iter()
-            .filter_map(|p| p.optimized.as_ref().map(|o| o.reduce_time))
-            .sum();
-        let execute = programs.iter().map(|p| p.execute).sum();
-        Profile {
-            optimize,
-            reduce,
-            execute,
-            programs,
-        }
-    }
-
     /// The plans with estimated and actual entries per step, as `EXPLAIN
     /// ANALYZE` prints them (without the times, which [`Profile::optimize`]
     /// and [`Profile::execute`] hold). Written on request, so that running
