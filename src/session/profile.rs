@@ -8,7 +8,7 @@
 //! [`Database::execute_profiled`](crate::Database::execute_profiled)
 //! returns them as a [`Profile`], with the time spent parsing.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::exec::QueryRun;
@@ -56,7 +56,7 @@ struct Entries {
 }
 
 impl ProfileLog {
-    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+    fn entries(&self) -> MutexGuard<'_, Entries> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
