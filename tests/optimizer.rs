@@ -85,6 +85,33 @@ fn explain_analyze_shows_estimates_actual_entries_and_times() {
 }
 
 #[test]
+fn explain_analyze_shows_the_programs_binding_evaluates() {
+    let db = graph();
+    let lines = plan_lines(
+        &db,
+        "EXPLAIN ANALYZE WITH p AS (SELECT a.src, b.dst FROM e a, e b WHERE a.dst = b.src) \
+         SELECT COUNT(*) FROM p x, p y WHERE x.dst = y.src",
+    );
+    let text = lines.join("\n");
+    // The WITH table's program runs while the statement is bound; it is
+    // listed first, then the query's own.
+    let first = lines.iter().position(|l| l == "Program 1 of 2:");
+    let second = lines.iter().position(|l| l == "Program 2 of 2:");
+    assert!(
+        first.is_some_and(|f| second.is_some_and(|s| f < s)),
+        "{text}"
+    );
+    let executed: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("Optimized in"))
+        .collect();
+    assert_eq!(executed.len(), 2, "{text}");
+    let bound = lines.iter().position(|l| l.starts_with("Bound in"));
+    let result = lines.iter().position(|l| l.starts_with("Result: 1 row in"));
+    assert!(bound.is_some_and(|b| result == Some(b + 1)), "{text}");
+}
+
+#[test]
 fn execute_profiled_reports_the_plan_and_times() {
     let db = graph();
     let (result, profile) = db

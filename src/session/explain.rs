@@ -11,13 +11,13 @@
 //! are assembled. Nothing is evaluated, except the `WITH` tables and `FROM`
 //! sub-queries that binding evaluates. `EXPLAIN ANALYZE` runs the
 //! statement's program without storing anything and shows every program it
-//! evaluated with the entries and time of each step. `EXPLAIN (FORMAT
-//! sql, DIALECT d)` shows the optimized plan as SQL for another engine
-//! instead ([`emitted_sql`]).
+//! evaluated (those that binding evaluated first) with the entries and time
+//! of each step. `EXPLAIN (FORMAT sql, DIALECT d)` shows the optimized plan
+//! as SQL for another engine instead ([`emitted_sql`]).
 
 use std::time::{Duration, Instant};
 
-use super::profile::{ProfileLog, ProgramRun};
+use super::profile::{Profile, ProfileLog, ProgramRun};
 use super::result::QueryResult;
 use super::{Session, count, entries};
 use crate::bound::{BoundStatement, Relation};
@@ -28,13 +28,13 @@ use crate::ir::Program;
 use crate::optimizer::{Optimized, OptimizerOptions};
 use crate::storage::{ColumnRef, Tensor};
 
-/// `EXPLAIN` of `bound`, or `EXPLAIN ANALYZE` when given the time binding
-/// it took (which includes the `WITH` tables and sub-queries that binding
-/// evaluated).
+/// `EXPLAIN` of `bound`, or `EXPLAIN ANALYZE` when given the profile of
+/// binding it: its time and the programs it evaluated (`WITH` tables and
+/// sub-queries), which are shown first.
 pub fn explain(
     session: &Session<'_>,
     bound: BoundStatement,
-    analyze: Option<Duration>,
+    analyze: Option<Profile>,
 ) -> Result<QueryResult> {
     let relation = match bound {
         BoundStatement::Query(relation) => relation,
@@ -43,8 +43,8 @@ pub fn explain(
             ..
         } => source,
         BoundStatement::Assign(program) => {
-            let lines = if let Some(bind) = analyze {
-                analyzed(session, &program, bind, |session| {
+            let lines = if let Some(binding) = analyze {
+                analyzed(session, &program, binding, |session| {
                     let results = session.evaluate(&program)?;
                     let stored: Vec<String> = results
                         .iter()
@@ -85,19 +85,19 @@ pub fn explain(
             lines.extend(query.assembly.describe());
             lines
         }
-        (Relation::Program(query), Some(bind)) => {
-            analyzed(session, &query.program, bind, |session| {
+        (Relation::Program(query), Some(binding)) => {
+            analyzed(session, &query.program, binding, |session| {
                 let rows = session.rows(&relation)?.num_rows();
                 Ok(count(rows, "row", "rows"))
             })?
         }
         (source, None) => vec![source_line(session, source)?],
-        (source, Some(bind)) => {
+        (source, Some(binding)) => {
             let start = Instant::now();
             let rows = session.rows(source)?.num_rows();
             vec![
                 source_line(session, source)?,
-                bound_line(bind),
+                bound_line(binding.bind),
                 result_line(&count(rows, "row", "rows"), start.elapsed()),
             ]
         }
@@ -154,13 +154,13 @@ fn source_line(session: &Session<'_>, relation: &Relation) -> Result<String> {
 }
 
 /// `EXPLAIN ANALYZE`: the program and its inputs, then every program that
-/// `run` evaluated with what each step produced and took, then the time
-/// binding took, then what `run` returned (a description of the result)
-/// and the whole time it took.
+/// binding (`binding`) and then `run` evaluated, with what each step
+/// produced and took, then the time binding took, then what `run`
+/// returned (a description of the result) and the time it took.
 fn analyzed(
     session: &Session<'_>,
     program: &Program,
-    bind: Duration,
+    binding: Profile,
     run: impl FnOnce(&Session<'_>) -> Result<String>,
 ) -> Result<Vec<String>> {
     let log = ProfileLog::default();
@@ -168,18 +168,20 @@ fn analyzed(
     let result = run(&session.logged(&log))?;
     let elapsed = start.elapsed();
     let mut lines = program_text_lines(program);
-    let runs = log.take();
+    let mut runs = binding.programs;
+    runs.extend(log.take());
     for (k, run) in runs.iter().enumerate() {
         if runs.len() > 1 {
             lines.push(format!("Program {} of {}:", k + 1, runs.len()));
         }
         lines.extend(run_lines(run, true));
     }
-    lines.push(bound_line(bind));
+    lines.push(bound_line(binding.bind));
     lines.push(result_line(&result, elapsed));
     Ok(lines)
 }
 
+/// The time binding took, without the programs it evaluated.
 fn bound_line(bind: Duration) -> String {
     format!("Bound in {}", millis(bind))
 }

@@ -22,7 +22,7 @@ pub mod settings;
 pub mod statement;
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::Instant;
+use std::time::Duration;
 
 pub use profile::{Profile, ProfileLog, ProgramRun, Replan};
 pub use result::QueryResult;
@@ -89,18 +89,20 @@ impl<'a> Session<'a> {
                 analyze,
                 format,
                 statement,
-            } => {
-                let start = Instant::now();
-                let bound = self.bind(statement)?;
-                let bind = start.elapsed();
-                match format {
-                    ExplainFormat::Text => explain::explain(self, bound, analyze.then_some(bind)),
-                    ExplainFormat::Sql(dialect) => {
-                        let sql = explain::emitted_sql(self, bound, *dialect)?;
-                        QueryResult::text_column("sql", sql.lines().map(str::to_string).collect())
-                    }
+            } => match format {
+                ExplainFormat::Text if *analyze => {
+                    // Binding evaluates the WITH tables and sub-queries:
+                    // their runs are shown with the statement's own.
+                    let log = ProfileLog::default();
+                    let bound = self.logged(&log).bind(statement)?;
+                    explain::explain(self, bound, Some(log.into_profile(Duration::ZERO)))
                 }
-            }
+                ExplainFormat::Text => explain::explain(self, self.bind(statement)?, None),
+                ExplainFormat::Sql(dialect) => {
+                    let sql = explain::emitted_sql(self, self.bind(statement)?, *dialect)?;
+                    QueryResult::text_column("sql", sql.lines().map(str::to_string).collect())
+                }
+            },
             other => self.run(self.bind(other)?),
         }
     }
