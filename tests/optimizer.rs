@@ -101,11 +101,8 @@ fn explain_analyze_shows_the_programs_binding_evaluates() {
         first.is_some_and(|f| second.is_some_and(|s| f < s)),
         "{text}"
     );
-    let executed: Vec<&String> = lines
-        .iter()
-        .filter(|l| l.starts_with("Optimized in"))
-        .collect();
-    assert_eq!(executed.len(), 2, "{text}");
+    let optimized = lines.iter().filter(|l| l.starts_with("Optimized in"));
+    assert_eq!(optimized.count(), 2, "{text}");
     let bound = lines.iter().position(|l| l.starts_with("Bound in"));
     let result = lines.iter().position(|l| l.starts_with("Result: 1 row in"));
     assert!(bound.is_some_and(|b| result == Some(b + 1)), "{text}");

@@ -29,6 +29,13 @@ pub struct ProgramRun {
     pub replans: Vec<Replan>,
 }
 
+impl ProgramRun {
+    /// Its time optimizing and executing.
+    pub fn time(&self) -> Duration {
+        self.execute + self.optimized.as_ref().map_or(Duration::ZERO, |o| o.time)
+    }
+}
+
 /// A plan given up because one of its elimination steps charged far more
 /// memory than its estimate needs (or met the memory limit).
 #[derive(Clone, Debug, PartialEq)]
@@ -50,8 +57,6 @@ pub struct ProfileLog(Mutex<Entries>);
 #[derive(Debug, Default)]
 struct Entries {
     runs: Vec<ProgramRun>,
-    /// The time of the recorded runs: optimizing and executing.
-    programs: Duration,
     bind: Duration,
 }
 
@@ -62,30 +67,31 @@ impl ProfileLog {
 
     /// Records a program run.
     pub fn record(&self, run: ProgramRun) {
-        let mut entries = self.entries();
-        entries.programs += run.execute + run.optimized.as_ref().map_or(Duration::ZERO, |o| o.time);
-        entries.runs.push(run);
+        self.entries().runs.push(run);
     }
 
     /// Runs `bind` and records the time it took, less the time of the
     /// programs it evaluated meanwhile (`WITH` tables and sub-queries,
     /// recorded as runs of their own).
     pub fn bind<T>(&self, bind: impl FnOnce() -> T) -> T {
-        let before = self.entries().programs;
+        let earlier = self.entries().runs.len();
         let start = Instant::now();
         let bound = bind();
         let elapsed = start.elapsed();
         let mut entries = self.entries();
-        let evaluated = entries.programs.saturating_sub(before);
+        let evaluated: Duration = entries
+            .runs
+            .iter()
+            .skip(earlier)
+            .map(ProgramRun::time)
+            .sum();
         entries.bind += elapsed.saturating_sub(evaluated);
         bound
     }
 
     /// The runs recorded so far, leaving the log empty.
     pub fn take(&self) -> Vec<ProgramRun> {
-        let mut entries = self.entries();
-        entries.programs = Duration::ZERO;
-        std::mem::take(&mut entries.runs)
+        std::mem::take(&mut self.entries().runs)
     }
 
     /// The profile of what was recorded, with the time spent parsing the
