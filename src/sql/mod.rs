@@ -1,4 +1,5 @@
-//! The SQL front-end: parses statements with `sqlparser` (DuckDB dialect)
+//! The SQL front-end: parses statements with `sqlparser` (DuckDB dialect;
+//! [`tokens`] and [`dialect`] read common texts faster, with the same result)
 //! and binds them against the catalog into [`BoundStatement`]s, which the
 //! session ([`crate::session`]) executes. Binding never changes the
 //! catalog.
@@ -17,7 +18,10 @@
 
 mod call;
 mod copy;
+#[cfg(test)]
+mod corpus;
 mod ddl;
+mod dialect;
 mod einsum_function;
 mod index;
 mod insert;
@@ -25,16 +29,17 @@ mod literal;
 mod query;
 mod settings;
 mod table_function;
+mod tokens;
 
 use std::ops::Range;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
 use sqlparser::ast::Statement;
-use sqlparser::dialect::DuckDbDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan};
 
+use self::dialect::EinsqlDialect;
 use crate::bound::BoundStatement;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
@@ -105,13 +110,11 @@ pub fn parse_statement(script: &str, range: Range<usize>) -> Result<Statement> {
         }
         location.line += line as u64 - 1;
     };
-    let dialect = DuckDbDialect {};
-    let mut tokens = Tokenizer::new(&dialect, &script[range])
-        .tokenize_with_location()
-        .map_err(|mut e| {
-            shift(&mut e.location);
-            syntax_error(e.to_string())
-        })?;
+    let dialect = EinsqlDialect;
+    let mut tokens = tokens::tokenize(&dialect, &script[range]).map_err(|mut e| {
+        shift(&mut e.location);
+        syntax_error(e.to_string())
+    })?;
     for token in &mut tokens {
         shift(&mut token.span.start);
         shift(&mut token.span.end);
