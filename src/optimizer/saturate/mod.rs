@@ -331,8 +331,18 @@ pub fn saturate_program(
     cost: &mut dyn FnMut(&[Query]) -> Option<f64>,
 ) -> Result<Vec<Rewritten>> {
     let mut rewritten = Vec::new();
+    // What the queries before one tell of the tables they make is read
+    // only when one is worth saturating: most programs (every join count)
+    // have none.
+    let Some(last) = program
+        .queries
+        .iter()
+        .rposition(|q| worth_saturating(&q.expr))
+    else {
+        return Ok(rewritten);
+    };
     let mut aliases = AliasInfo::new();
-    for k in 0..program.queries.len() {
+    for k in 0..=last {
         let query = program.queries[k].clone();
         if worth_saturating(&query.expr)
             && let Some(saturated) = saturate(&query.expr, &aliases, limits)
