@@ -43,126 +43,64 @@ fn common_tokens(text: &str) -> Option<Vec<TokenWithSpan>> {
     let mut line_start = 0;
     while at < bytes.len() {
         let start = at;
-        let next = |k: usize| bytes.get(at + k).copied();
-        let token = match bytes[at] {
-            b' ' => {
-                at += 1;
-                Token::Whitespace(Whitespace::Space)
-            }
-            b'\t' => {
-                at += 1;
-                Token::Whitespace(Whitespace::Tab)
-            }
-            b'\n' => {
-                at += 1;
-                Token::Whitespace(Whitespace::Newline)
-            }
-            b'(' => {
-                at += 1;
-                Token::LParen
-            }
-            b')' => {
-                at += 1;
-                Token::RParen
-            }
-            b',' => {
-                at += 1;
-                Token::Comma
-            }
-            b';' => {
-                at += 1;
-                Token::SemiColon
-            }
-            b'*' => {
-                at += 1;
-                Token::Mul
-            }
-            b'+' if ends_operator(next(1)) => {
-                at += 1;
-                Token::Plus
-            }
-            b'-' if ends_operator(next(1)) => {
-                at += 1;
-                Token::Minus
-            }
-            b'/' if ends_operator(next(1)) => {
-                at += 1;
-                Token::Div
-            }
-            b'=' if ends_operator(next(1)) => {
-                at += 1;
-                Token::Eq
-            }
-            b'<' if ends_operator(next(1)) => {
-                at += 1;
-                Token::Lt
-            }
-            b'>' if ends_operator(next(1)) => {
-                at += 1;
-                Token::Gt
-            }
-            b'<' if next(1) == Some(b'=') && ends_operator(next(2)) => {
-                at += 2;
-                Token::LtEq
-            }
-            b'>' if next(1) == Some(b'=') && ends_operator(next(2)) => {
-                at += 2;
-                Token::GtEq
-            }
-            b'<' if next(1) == Some(b'>') && ends_operator(next(2)) => {
-                at += 2;
-                Token::Neq
-            }
-            b'!' if next(1) == Some(b'=') && ends_operator(next(2)) => {
-                at += 2;
-                Token::Neq
-            }
-            b'.' if next(1).is_some_and(|c| c.is_ascii_alphabetic() || c == b'*') => {
-                at += 1;
-                Token::Period
-            }
-            b'\'' => {
-                let length = bytes[at + 1..].iter().position(|&c| c == b'\'')?;
-                let inside = &text[at + 1..at + 1 + length];
-                if inside
-                    .bytes()
-                    .any(|c| c == b'\\' || c == b'\n' || !c.is_ascii())
+        let token = if let Some(token) = single(bytes[at]) {
+            at += 1;
+            token
+        } else if let Some((length, token)) = operator(&bytes[at..]) {
+            at += length;
+            token
+        } else {
+            match bytes[at] {
+                b'.' if bytes
+                    .get(at + 1)
+                    .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'*') =>
                 {
-                    return None;
+                    at += 1;
+                    Token::Period
                 }
-                at += length + 2;
-                if bytes.get(at) == Some(&b'\'') {
-                    return None;
+                b'\'' => {
+                    let length = bytes[at + 1..].iter().position(|&c| c == b'\'')?;
+                    let inside = &text[at + 1..at + 1 + length];
+                    if inside
+                        .bytes()
+                        .any(|c| c == b'\\' || c == b'\n' || !c.is_ascii())
+                    {
+                        return None;
+                    }
+                    at += length + 2;
+                    if bytes.get(at) == Some(&b'\'') {
+                        return None;
+                    }
+                    Token::SingleQuotedString(inside.to_string())
                 }
-                Token::SingleQuotedString(inside.to_string())
+                c if c.is_ascii_digit() => {
+                    at += bytes[at..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_digit())
+                        .count();
+                    let after = bytes.get(at).copied();
+                    if after.is_some_and(|c| c.is_ascii_alphanumeric() || b"_.$".contains(&c)) {
+                        return None;
+                    }
+                    Token::Number(text[start..at].to_string(), false)
+                }
+                c if c.is_ascii_alphabetic() || c == b'_' => {
+                    at += bytes[at..]
+                        .iter()
+                        .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$')
+                        .count();
+                    if bytes.get(at).is_some_and(|c| b"'\"&".contains(c)) {
+                        return None;
+                    }
+                    let value = &text[start..at];
+                    Token::Word(Word {
+                        value: value.to_string(),
+                        quote_style: None,
+                        keyword: keyword(value),
+                    })
+                }
+                _ => return None,
             }
-            c if c.is_ascii_digit() => {
-                at += bytes[at..]
-                    .iter()
-                    .take_while(|c| c.is_ascii_digit())
-                    .count();
-                let after = bytes.get(at).copied();
-                if after.is_some_and(|c| c.is_ascii_alphanumeric() || b"_.$".contains(&c)) {
-                    return None;
-                }
-                Token::Number(text[start..at].to_string(), false)
-            }
-            c if c.is_ascii_alphabetic() || c == b'_' => {
-                at += bytes[at..]
-                    .iter()
-                    .take_while(|&&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$')
-                    .count();
-                if bytes.get(at).is_some_and(|c| b"'\"&".contains(c)) {
-                    return None;
-                }
-                let value = &text[start..at];
-                Token::Word(Word {
-                    value: value.to_string(),
-                    quote_style: None,
-                    keyword: keyword(value),
-                })
-            }
-            _ => return None,
         };
         let from = Location::new(line, (start - line_start + 1) as u64);
         if token == Token::Whitespace(Whitespace::Newline) {
@@ -173,6 +111,48 @@ fn common_tokens(text: &str) -> Option<Vec<TokenWithSpan>> {
         tokens.push(TokenWithSpan::new(token, Span::new(from, to)));
     }
     Some(tokens)
+}
+
+/// The token of a byte that no longer token starts with: whitespace and
+/// punctuation.
+fn single(byte: u8) -> Option<Token> {
+    Some(match byte {
+        b' ' => Token::Whitespace(Whitespace::Space),
+        b'\t' => Token::Whitespace(Whitespace::Tab),
+        b'\n' => Token::Whitespace(Whitespace::Newline),
+        b'(' => Token::LParen,
+        b')' => Token::RParen,
+        b',' => Token::Comma,
+        b';' => Token::SemiColon,
+        b'*' => Token::Mul,
+        _ => return None,
+    })
+}
+
+/// The operator at the start of `rest` and its length, when what follows
+/// ends it ([`ends_operator`]).
+fn operator(rest: &[u8]) -> Option<(usize, Token)> {
+    // Two-byte operators first: `<` is read only where `<=` and `<>` are not.
+    const OPERATORS: [(&str, Token); 10] = [
+        ("<=", Token::LtEq),
+        (">=", Token::GtEq),
+        ("<>", Token::Neq),
+        ("!=", Token::Neq),
+        ("=", Token::Eq),
+        ("<", Token::Lt),
+        (">", Token::Gt),
+        ("+", Token::Plus),
+        ("-", Token::Minus),
+        ("/", Token::Div),
+    ];
+    if !b"<>=!+-/".contains(rest.first()?) {
+        return None;
+    }
+    OPERATORS.iter().find_map(|(spelling, token)| {
+        let length = spelling.len();
+        (rest.starts_with(spelling.as_bytes()) && ends_operator(rest.get(length).copied()))
+            .then(|| (length, token.clone()))
+    })
 }
 
 /// Whether the byte after a one- or two-character operator ends it: what
