@@ -52,7 +52,6 @@ VARIANTS = {
     "uniform": ["estimator='uniform'"],
     "greedy": ["optimizer='greedy'"],
     "no-factorize": ["disabled_optimizers='factorize'"],
-    "no-memoize": ["disabled_optimizers='memoize'"],
 }
 DEFAULT_VARIANT = "chain-exact"
 DUCKDB = "duckdb"

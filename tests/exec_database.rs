@@ -134,7 +134,6 @@ fn results_do_not_depend_on_the_thread_count() {
                         input_format: None,
                         accumulator: Some(OutputFormat::Hashed),
                         factorize: false,
-                        memo: Vec::new(),
                         dense: None,
                         driven: None,
                         listed: false,

@@ -4,8 +4,7 @@
 //! nested aggregates, every operator, constants as indices, aliases), run
 //! under many physical plans each (every loop order of every query when
 //! there are few, else a sample; random drivers and index and accumulator
-//! formats, loop trees and memoized subtrees; with and without variable
-//! elimination) and on one and several
+//! formats; with and without variable elimination) and on one and several
 //! threads. The optimizer's plans are checked the same way, under every
 //! estimator and search and with each of its phases disabled.
 //!
@@ -724,13 +723,6 @@ fn choices(
                 listed: rng.below(2) == 0,
                 // Drawn only where the query can run over joined pairs.
                 paired: query.as_paired().is_some() && rng.below(2) == 0,
-                // Every loop whose subtree may be memoized, in half the
-                // plans (it takes effect in factorized nests).
-                memo: if rng.below(2) == 0 {
-                    names.clone()
-                } else {
-                    Vec::new()
-                },
             },
         );
     }
@@ -787,7 +779,6 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
     };
     let (mut programs, mut plans, mut reference_errors, mut both_failed) = (0, 0, 0, 0);
     let (mut promoted, mut driven, mut paired, mut finished) = (0, 0, 0, 0);
-    let mut memoized = 0;
     // Its own stream, so that the programs drawn stay the same.
     let mut folds = Rng(0x0971_2026_1129_0f01);
     for case in 0..3000 {
@@ -868,11 +859,6 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
             driven += plan.queries.iter().filter(|q| q.driven.is_some()).count();
             paired += plan.queries.iter().filter(|q| q.paired.is_some()).count();
             finished += plan.queries.iter().filter(|q| q.finish.is_some()).count();
-            memoized += plan
-                .queries
-                .iter()
-                .filter(|q| q.loops.iter().any(|l| l.memo))
-                .count();
             let single = run(&plan, &options(1), &NoProgress);
             match (&expected, &single) {
                 (Some(expected), Ok(actual)) => {
@@ -897,16 +883,11 @@ fn random_programs_agree_with_the_reference_under_every_plan() {
     }
     eprintln!(
         "{programs} programs, {plans} plans ({driven} sparse-driven queries, {paired} over \
-         joined pairs, {finished} with a map folded in, {memoized} with a memoized subtree); \
-         the reference failed on \
+         joined pairs, {finished} with a map folded in); the reference failed on \
          {reference_errors} (planning too on {both_failed}); {promoted} BIGINT results promoted \
          to HUGEINT"
     );
     assert!(finished >= 10, "too few maps are folded: {finished}");
-    assert!(
-        memoized >= 20,
-        "too few queries memoize a subtree: {memoized}"
-    );
     assert!(promoted >= 10, "too few results pass 64 bits: {promoted}");
     assert!(driven >= 20, "too few queries are sparse-driven: {driven}");
     assert!(
@@ -1009,9 +990,8 @@ fn optimized_plans_agree_with_the_reference() {
 /// also checks after every phase that the program still binds), and
 /// every phase is reported in pipeline order, skipped exactly when
 /// disabled or when a phase it needs is (`distribute` and `cse` need
-/// `eliminate`; `factorize`, `memoize`, `dense` and `fuse` need
-/// `physical`; `memoize` needs `factorize`; `trivial` needs one of the
-/// two).
+/// `eliminate`; `factorize`, `dense` and `fuse` need `physical`;
+/// `trivial` needs one of the two).
 #[test]
 fn every_optimizer_phase_can_be_disabled() {
     let mut generator = Gen {
@@ -1050,13 +1030,9 @@ fn every_optimizer_phase_can_be_disabled() {
             let physical = !disabled.contains(Phase::Physical);
             for time in &optimized.phases {
                 let needs_elimination = matches!(time.phase, Phase::Distribute | Phase::Cse);
-                let needs_physical = matches!(
-                    time.phase,
-                    Phase::Factorize | Phase::Memoize | Phase::Dense | Phase::Fuse
-                );
-                let needs_factorize = time.phase == Phase::Memoize;
+                let needs_physical =
+                    matches!(time.phase, Phase::Factorize | Phase::Dense | Phase::Fuse);
                 let skipped = disabled.contains(time.phase)
-                    || (needs_factorize && disabled.contains(Phase::Factorize))
                     || (needs_elimination && !eliminated)
                     || (needs_physical && !physical)
                     || (time.phase == Phase::Trivial && !eliminated && !physical);

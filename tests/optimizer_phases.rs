@@ -214,7 +214,6 @@ fn phase_names_round_trip() {
             "cse",
             "physical",
             "factorize",
-            "memoize",
             "dense",
             "fuse"
         ]
@@ -271,7 +270,6 @@ fn every_phase_that_runs_is_timed() {
                     Phase::Distribute
                         | Phase::Trivial
                         | Phase::Factorize
-                        | Phase::Memoize
                         | Phase::Dense
                         | Phase::Fuse
                 )
@@ -285,16 +283,11 @@ fn every_phase_that_runs_is_timed() {
 
     let some = optimized(&program, "semijoin, physical".parse().expect("phases"));
     for time in &some.phases {
-        // Factorizing, memoizing, dense kernels and fused passes work on
-        // the physical optimizer's loop orders.
+        // Factorizing, dense kernels and fused passes work on the
+        // physical optimizer's loop orders.
         let off = matches!(
             time.phase,
-            Phase::Semijoin
-                | Phase::Physical
-                | Phase::Factorize
-                | Phase::Memoize
-                | Phase::Dense
-                | Phase::Fuse
+            Phase::Semijoin | Phase::Physical | Phase::Factorize | Phase::Dense | Phase::Fuse
         );
         assert_eq!(time.skipped, off, "{time:?}");
         if off {

@@ -180,19 +180,6 @@ impl<'a> Control<'a> {
             .exceeded(&format!("for step {step} of its plan (see EXPLAIN)")))
     }
 
-    /// Charges `bytes` for memory a step can do without (a memo of sums it
-    /// could compute again) while the statement's charges stay within
-    /// half its limit; whether it did. Never an error.
-    pub(crate) fn reserve_spare(&self, bytes: u64) -> bool {
-        let half = self.memory.limit / 2;
-        let before = self.memory.used.fetch_add(bytes, Ordering::Relaxed);
-        if before.saturating_add(bytes) > half {
-            self.memory.used.fetch_sub(bytes, Ordering::Relaxed);
-            return false;
-        }
-        true
-    }
-
     /// Returns `bytes` charged earlier.
     pub(crate) fn release(&self, bytes: u64) {
         self.memory.release(bytes);

@@ -369,10 +369,6 @@ pub(crate) struct Kernel<'a> {
     pub body_fill: Value,
     /// Per loop, the end of its subtree ([`Loop::end`](super::plan::Loop::end)).
     pub ends: Vec<usize>,
-    /// Per loop whose subtree is memoized ([`Loop::memo`](super::plan::Loop::memo)),
-    /// the inputs whose positions key its sums
-    /// ([`PhysicalQuery::memo_inputs`](super::plan::PhysicalQuery::memo_inputs)).
-    pub memo: Vec<Option<Vec<usize>>>,
     /// Per loop, the variable and its size.
     pub vars: Vec<usize>,
     pub sizes: Vec<u64>,
@@ -491,9 +487,6 @@ impl<'a> Kernel<'a> {
         let body = Body::hoist(body, fixed, Some(innermost), innermost, &mut hoisted);
         let vars: Vec<usize> = query.loops.iter().map(|l| l.var).collect();
         let ends = query.loops.iter().map(|l| l.end).collect();
-        let memo = (0..query.loops.len())
-            .map(|d| query.loops[d].memo.then(|| query.memo_inputs(d)))
-            .collect();
         let size = |v: usize| query.vars.get(v).map_or(0, |var| var.size);
         let sizes = vars.iter().map(|&v| size(v)).collect();
         let prefix = query.sorted_prefix();
@@ -556,7 +549,6 @@ impl<'a> Kernel<'a> {
             sole,
             body_fill,
             ends,
-            memo,
             vars,
             sizes,
             prefix,

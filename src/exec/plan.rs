@@ -12,9 +12,7 @@
 //!   coordinate is looked up in every other input read at that loop. The
 //!   loops form a tree ([`Loop::end`]): a loop nest is a path, and a
 //!   factorized one ([`PhysicalQuery::factorize`]) runs sibling subtrees
-//!   that share no input one after the other and multiplies their sums,
-//!   and may keep a subtree's sums per assignment of its separator
-//!   ([`PhysicalQuery::memoize`]);
+//!   that share no input one after the other and multiplies their sums;
 //! - per input ([`Access`]) the fibertree index it is read through, whose
 //!   level order follows the loop order (constants first). When that order
 //!   is not the stored one the input is re-indexed: an explicit step that
@@ -568,12 +566,6 @@ pub struct Loop {
     /// vertices of a query graph, `Σ_a f(a) · Σ_b f(b)`). Its sum is not
     /// computed again ([`PhysicalQuery::mark_repeats`]).
     pub repeats: Option<usize>,
-    /// Whether the subtree's sum is kept per assignment of the outer
-    /// variables its inputs read ([`PhysicalQuery::separator`]) and taken
-    /// from there when that assignment comes again
-    /// ([`PhysicalQuery::memoize`]): loops that bind other outer
-    /// variables then do not run the subtree again.
-    pub memo: bool,
 }
 
 /// The access protocol of a loop.
@@ -812,68 +804,6 @@ impl PhysicalQuery {
             if self.same_sums(previous, depth) {
                 let first = self.loops[previous].repeats.unwrap_or(previous);
                 self.loops[depth].repeats = Some(first);
-            }
-        }
-    }
-
-    /// The variables of the loops around the subtree starting at loop
-    /// `depth` that its inputs read, in loop order: the subtree's sum is a
-    /// function of their assignment alone (its separator, as in a tree
-    /// decomposition of the query).
-    pub fn separator(&self, depth: usize) -> Vec<usize> {
-        let own = &self.loops[depth..self.loops[depth].end];
-        let read: Vec<usize> = self
-            .subtree_inputs(depth)
-            .into_iter()
-            .flat_map(|(_, terms)| terms)
-            .filter_map(|t| match t {
-                LocalTerm::Outer(v) => Some(v),
-                LocalTerm::Own(_) | LocalTerm::Const(_) => None,
-            })
-            .collect();
-        self.loops[..depth]
-            .iter()
-            .map(|l| l.var)
-            .filter(|v| read.contains(v) && !own.iter().any(|l| l.var == *v))
-            .collect()
-    }
-
-    /// The inputs whose positions, as the loops around the subtree
-    /// starting at loop `depth` leave them, key its memoized sums: those
-    /// read both inside the subtree and by a loop around it. (An input
-    /// read only inside starts from its root at every entry.)
-    pub fn memo_inputs(&self, depth: usize) -> Vec<usize> {
-        self.subtree_inputs(depth)
-            .into_iter()
-            .filter(|(_, terms)| terms.iter().any(|t| matches!(t, LocalTerm::Outer(_))))
-            .map(|(k, _)| k)
-            .collect()
-    }
-
-    /// Whether the subtree starting at loop `depth` may be memoized: a
-    /// `SUM` of a product, past the outermost loop (which parallel
-    /// workers divide) and every loop that binds an output variable, not
-    /// a repeat of a sibling, and with a separator smaller than the loops
-    /// around it (else no assignment of the separator comes twice).
-    pub fn memoizable(&self, depth: usize) -> bool {
-        let Some(l) = self.loops.get(depth) else {
-            return false;
-        };
-        let outer: Vec<usize> = self.loops[..depth].iter().map(|l| l.var).collect();
-        let enclosing = (0..depth).filter(|&d| self.loops[d].end > depth).count();
-        depth > 0
-            && l.repeats.is_none()
-            && self.sums_a_product()
-            && self.output.iter().all(|v| outer.contains(v))
-            && self.separator(depth).len() < enclosing
-    }
-
-    /// Memoizes the subtrees of the loops over `vars` that may be
-    /// ([`PhysicalQuery::memoizable`], [`Loop::memo`]).
-    pub fn memoize(&mut self, vars: &[usize]) {
-        for depth in 0..self.loops.len() {
-            if vars.contains(&self.loops[depth].var) && self.memoizable(depth) {
-                self.loops[depth].memo = true;
             }
         }
     }
@@ -1786,7 +1716,6 @@ fn arrange(seq: &[Loop], inputs: &[Vec<usize>], offset: usize, tree: &mut Vec<Lo
     tree.push(Loop {
         end,
         repeats: None,
-        memo: false,
         ..head
     });
     arrange(&group[1..], inputs, offset + 1, tree);
@@ -1978,18 +1907,6 @@ impl fmt::Display for PhysicalQuery {
                 write!(f, "the same sum as for {twin}, taken once")?;
                 shown_from = l.end;
                 continue;
-            }
-            if l.memo {
-                let by: Vec<&str> = self
-                    .separator(depth)
-                    .into_iter()
-                    .map(|v| self.var_name(v))
-                    .collect();
-                if by.is_empty() {
-                    f.write_str("(sum taken once) ")?;
-                } else {
-                    write!(f, "(sum kept per {}) ", by.join(","))?;
-                }
             }
             if read.is_empty() {
                 f.write_str("every coordinate")?;

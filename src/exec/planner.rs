@@ -82,10 +82,6 @@ pub struct QueryChoices {
     /// Whether to make the loop nest a tree where the algebra allows
     /// ([`PhysicalQuery::factorize`]); the drivers follow their loops.
     pub factorize: bool,
-    /// The variables, by name, whose loops' subtrees keep their sums per
-    /// assignment of their separators ([`PhysicalQuery::memoize`]), in a
-    /// factorized nest.
-    pub memo: Vec<String>,
     /// Whether to run the query as one dense matrix product when it is
     /// one ([`PhysicalQuery::contraction`]), and how.
     pub dense: Option<DenseKernel>,
@@ -452,19 +448,12 @@ impl Planner<'_> {
                     driver,
                     end: order.len(),
                     repeats: None,
-                    memo: false,
                 }
             })
             .collect();
         if choices.factorize {
             query.factorize();
             query.mark_repeats();
-            let memo: Vec<usize> = choices
-                .memo
-                .iter()
-                .filter_map(|name| query.vars.iter().position(|v| &v.name == name))
-                .collect();
-            query.memoize(&memo);
         }
         if let Some(kernel) = choices.dense {
             query.dense = query.contraction().map(|c| c.with_kernel(kernel));

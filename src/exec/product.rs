@@ -12,9 +12,7 @@
 //! loop over a dense leaf adds the leaf's row into the dense accumulator
 //! at once, as SpMM's `k` in `SUM(m) X[i,m] * W[k,m]`); sibling
 //! subtrees of a factorized loop nest run one after the other and their
-//! sums multiply, and a memoized subtree's sum is kept per positions of
-//! the inputs its separator leaves them at and taken again from there
-//! (up to half the memory limit); a factor is multiplied in at the depth where its last
+//! sums multiply; a factor is multiplied in at the depth where its last
 //! index is bound, and the aggregated inner loops return their sums to the
 //! loop above (pushed-down aggregation), so the inner loop of SpMV is one
 //! multiply-add per stored entry of the row.
@@ -28,8 +26,6 @@
 //! `HUGEINT` input runs on `i128` from the start.
 
 use std::borrow::Cow;
-
-use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{AggOp, ScalarOp, Value};
@@ -679,10 +675,6 @@ impl<'s, 'a, T: Num> Shared<'s, 'a, T> {
             scratch: (0..kernel.vars.len()).map(|_| Scratch::default()).collect(),
             marks: Marks::default(),
             invariant: Invariant::default(),
-            memos: (0..kernel.vars.len()).map(|_| Memo::default()).collect(),
-            memo_room: 0,
-            memo_bytes: 0,
-            memo_full: false,
             reserved,
             pending: 0,
             full: false,
@@ -723,37 +715,7 @@ struct ProductWorker<'w, 's, 'a, T: Num> {
     /// The innermost loop's intersection of the fibers that stay while
     /// the loop above it runs, when others vary.
     invariant: Invariant<T>,
-    /// Per loop, the sums of its subtree when it is memoized.
-    memos: Vec<Memo<T>>,
-    /// Bytes charged for the memos and not yet used.
-    memo_room: u64,
-    /// Bytes charged for the memos in all.
-    memo_bytes: u64,
-    /// Set when the memos may not grow (half the memory limit is taken):
-    /// sums not kept are computed again.
-    memo_full: bool,
 }
-
-/// The sums of a memoized subtree ([`Loop::memo`](super::plan::Loop::memo)),
-/// by the positions of the inputs that key it (`None`: no product is
-/// non-zero).
-struct Memo<T> {
-    sums: HashMap<Box<[usize]>, Option<T>>,
-    /// The key being looked up.
-    key: Vec<usize>,
-}
-
-impl<T> Default for Memo<T> {
-    fn default() -> Self {
-        Memo {
-            sums: HashMap::new(),
-            key: Vec::new(),
-        }
-    }
-}
-
-/// The bytes charged at a time for memoized sums.
-const MEMO_BATCH: u64 = 1 << 20;
 
 /// A worker's accumulator and entries are returned to the budget when it
 /// ends (the caller charges the merged result again), and its accumulator
@@ -761,7 +723,6 @@ const MEMO_BATCH: u64 = 1 << 20;
 impl<T: Num> Drop for ProductWorker<'_, '_, '_, T> {
     fn drop(&mut self) {
         self.shared.control.release(self.reserved);
-        self.shared.control.release(self.memo_bytes);
         self.shared.accumulators.give(&mut self.acc);
     }
 }
@@ -962,47 +923,6 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     /// before it ([`Loop::repeats`](super::plan::Loop::repeats)) multiplies
     /// that sum in again without computing it.
     fn group(&mut self, depth: usize, end: usize) -> Result<Option<T>> {
-        let kernel = self.shared.kernel;
-        if depth < end
-            && kernel.ends[depth] == end
-            && let Some(inputs) = &kernel.memo[depth]
-        {
-            return self.memoized(depth, inputs);
-        }
-        self.group_at(depth, end)
-    }
-
-    /// The sum of the memoized subtree starting at loop `depth`: kept
-    /// from an earlier visit with the same positions of `inputs` (so the
-    /// same fibers), else computed and kept while the memos may grow.
-    fn memoized(&mut self, depth: usize, inputs: &[usize]) -> Result<Option<T>> {
-        let memo = &mut self.memos[depth];
-        memo.key.clear();
-        memo.key.extend(inputs.iter().map(|&k| self.pos[k]));
-        if let Some(&sum) = memo.sums.get(memo.key.as_slice()) {
-            return Ok(sum);
-        }
-        let key: Box<[usize]> = memo.key.as_slice().into();
-        let sum = self.group_at(depth, self.shared.kernel.ends[depth])?;
-        if !self.memo_full {
-            let bytes = (key.len() * size_of::<usize>() + 48 + size_of::<Option<T>>()) as u64;
-            if self.memo_room < bytes {
-                if self.shared.control.reserve_spare(MEMO_BATCH) {
-                    self.memo_room += MEMO_BATCH;
-                    self.memo_bytes += MEMO_BATCH;
-                } else {
-                    self.memo_full = true;
-                    return Ok(sum);
-                }
-            }
-            self.memo_room -= bytes;
-            self.memos[depth].sums.insert(key, sum);
-        }
-        Ok(sum)
-    }
-
-    /// [`ProductWorker::group`] without the memo of the subtree at `depth`.
-    fn group_at(&mut self, depth: usize, end: usize) -> Result<Option<T>> {
         let kernel = self.shared.kernel;
         let n = kernel.vars.len();
         if depth == end {

@@ -16,7 +16,6 @@
 //! | `cse` | equal steps computed once ([`logical::cse`]) |
 //! | `physical` | each query's loop order and output formats ([`physical`]), while the executor's planner builds the plan |
 //! | `factorize` | loop nests of sums of products made trees, independent subtrees' sums multiplied, a repeated sibling taken once (within `physical`, timed apart: the costing of the trees) |
-//! | `memoize` | a subtree whose sum depends on fewer of the loops around it than enclose it keeps its sums per assignment of those (its separator), where estimated to at least halve its visits (within `physical`, needs `factorize`, timed apart) |
 //! | `dense` | matrix products of operands that fill most of their cells run as one dense kernel where estimated cheaper (within `physical`, timed apart) |
 //! | `fuse` | consecutive sparse-driven queries over the same driver run as one pass, a row sum that only the next reads kept row-local (SystemML's MAgg and Row, [`fuse`]); an element-wise map of a query's result applied as that query stores it |
 //!
@@ -520,7 +519,6 @@ fn with<E: SparsityEstimator>(
             None => logical::as_written(estimator, program)?,
         };
         let factorize = options.runs(Phase::Factorize);
-        let memoize = factorize && options.runs(Phase::Memoize);
         let dense = options.runs(Phase::Dense);
         let mut chooser = PhysicalOptimizer::new(estimator, &logical.stats, options);
         let mut plan = plan_by(
@@ -531,22 +529,16 @@ fn with<E: SparsityEstimator>(
                 queries: in_order,
             },
         )?;
-        let (factorize_time, memo_time, dense_time) = (
-            chooser.factorize_time,
-            chooser.memo_time,
-            chooser.dense_time,
-        );
+        let (factorize_time, dense_time) = (chooser.factorize_time, chooser.dense_time);
         phases.ran(
             Phase::Physical,
             begin
                 .elapsed()
                 .saturating_sub(factorize_time)
-                .saturating_sub(memo_time)
                 .saturating_sub(dense_time),
         );
         for (phase, runs, time) in [
             (Phase::Factorize, factorize, factorize_time),
-            (Phase::Memoize, memoize, memo_time),
             (Phase::Dense, dense, dense_time),
         ] {
             if runs {
@@ -566,7 +558,6 @@ fn with<E: SparsityEstimator>(
     } else {
         phases.skipped(Phase::Physical);
         phases.skipped(Phase::Factorize);
-        phases.skipped(Phase::Memoize);
         phases.skipped(Phase::Dense);
         phases.skipped(Phase::Fuse);
         let logical = match eliminated {

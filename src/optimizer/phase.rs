@@ -4,8 +4,8 @@
 //!
 //! A phase is named the way `SET disabled_optimizers` spells it
 //! (`normalize`, `saturate`, `mask`, `semijoin`, `eliminate`,
-//! `distribute`, `trivial`, `cse`, `physical`, `factorize`, `memoize`,
-//! `dense`, `fuse`);
+//! `distribute`, `trivial`, `cse`, `physical`, `factorize`, `dense`,
+//! `fuse`);
 //! [`Phase::from_str`] parses a name and rejects an unknown one with the
 //! closest known name ("did you mean"), and [`PhaseSet`] parses and
 //! prints a comma-separated list of them. New phases are added as
@@ -61,12 +61,6 @@ pub enum Phase {
     /// subtrees' sums multiply ([`crate::exec::plan::PhysicalQuery::factorize`]);
     /// runs within `physical`, which it needs.
     Factorize,
-    /// Subtrees of a loop tree whose sums depend on fewer of the loops
-    /// around them than enclose them keep their sums per assignment of
-    /// those loops, where estimated to at least halve the subtree's
-    /// visits ([`crate::exec::plan::PhysicalQuery::memoize`]); runs within
-    /// `physical` and needs `factorize`.
-    Memoize,
     /// Matrix products of operands that fill most of their cells run as
     /// one dense kernel when estimated cheaper than their loops
     /// ([`crate::exec::plan::Contraction`]); runs within `physical`,
@@ -80,7 +74,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order the optimizer runs them.
-    pub const ALL: [Phase; 13] = [
+    pub const ALL: [Phase; 12] = [
         Phase::Normalize,
         Phase::Saturate,
         Phase::Mask,
@@ -91,7 +85,6 @@ impl Phase {
         Phase::Cse,
         Phase::Physical,
         Phase::Factorize,
-        Phase::Memoize,
         Phase::Dense,
         Phase::Fuse,
     ];
@@ -109,7 +102,6 @@ impl Phase {
             Phase::Cse => "cse",
             Phase::Physical => "physical",
             Phase::Factorize => "factorize",
-            Phase::Memoize => "memoize",
             Phase::Dense => "dense",
             Phase::Fuse => "fuse",
         }

@@ -48,14 +48,6 @@
 //!   before it (a leaf of the tree like it) repeats that sum
 //!   ([`crate::exec::plan::Loop::repeats`]) and is costed as one product
 //!   per assignment of the loops around it.
-//! - **Memoized subtrees.** With [`Phase::Memoize`](super::Phase::Memoize)
-//!   on as well, a loop past the outermost and the output loops whose
-//!   subtree's inputs read fewer of the loops around it than enclose it
-//!   (its separator) is costed by the assignments of its separator and
-//!   its own variable, plus [`MEMO_ENTRY_COST`] per separator assignment;
-//!   where that at least halves its visits, its subtree keeps its sums
-//!   per separator assignment ([`OrderSearch::memo_visits`],
-//!   [`PhysicalQuery::memoize`]).
 //! - **Dense kernels.** With [`Phase::Dense`](super::Phase::Dense) on, a
 //!   query that is one matrix product ([`PhysicalQuery::contraction`])
 //!   runs on the dense path when that is estimated cheaper than its loop
@@ -139,10 +131,6 @@ pub const ESTIMATE_BUDGET: usize = 1_024;
 /// when the inputs' re-index choices multiply them.
 pub const LEVEL_STATES: usize = 256;
 
-/// The cost, in loop visits, of keeping one memoized sum of a subtree
-/// (hashing its key, allocating and inserting the entry).
-const MEMO_ENTRY_COST: f64 = 4.0;
-
 /// Random-write spaces up to this many coordinates are always dense.
 const SMALL_SPACE: f64 = 65_536.0;
 
@@ -201,9 +189,6 @@ pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
     /// Whether loop nests become trees where the algebra allows
     /// ([`Phase::Factorize`](super::Phase::Factorize)).
     factorize: bool,
-    /// Whether subtrees of loop trees may be memoized
-    /// ([`Phase::Memoize`](super::Phase::Memoize)).
-    memoize: bool,
     /// Whether matrix products may run as one dense kernel
     /// ([`Phase::Dense`](super::Phase::Dense)).
     dense: bool,
@@ -228,8 +213,6 @@ pub struct PhysicalOptimizer<'a, E: SparsityEstimator> {
     pub costs: Vec<f64>,
     /// The time spent costing loop trees (the `factorize` phase).
     pub factorize_time: Duration,
-    /// The time spent costing memoized subtrees (the `memoize` phase).
-    pub memo_time: Duration,
     /// The time spent costing dense kernels (the `dense` phase).
     pub dense_time: Duration,
 }
@@ -247,7 +230,6 @@ impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
             estimator,
             stats,
             factorize: options.runs(Phase::Factorize),
-            memoize: options.runs(Phase::Factorize) && options.runs(Phase::Memoize),
             dense: options.runs(Phase::Dense),
             fuse: options.runs(Phase::Fuse),
             trivial: options.runs(Phase::Trivial) && estimator.bounds(),
@@ -256,7 +238,6 @@ impl<'a, E: SparsityEstimator> PhysicalOptimizer<'a, E> {
             reindexed: HashMap::new(),
             costs: Vec::new(),
             factorize_time: Duration::ZERO,
-            memo_time: Duration::ZERO,
             dense_time: Duration::ZERO,
         }
     }
@@ -270,9 +251,7 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             nested: &self.nested,
             reindexed: &self.reindexed,
         };
-        let memoize = factorize && self.memoize;
-        let Ok(mut search) =
-            OrderSearch::new(self.estimator, &earlier, query, bound, factorize, memoize)
+        let Ok(mut search) = OrderSearch::new(self.estimator, &earlier, query, bound, factorize)
         else {
             self.costs.push(f64::NAN);
             return Ok(QueryChoices::default());
@@ -323,16 +302,10 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
         self.costs
             .push(driven.map_or(kernel_cost, |(_, driven, _)| driven));
         self.factorize_time += search.tree_time;
-        self.memo_time += search.memo_time;
         if driven.is_none() && dense.is_none() && !paired {
             self.note_reindexes(query, &order, &search);
         }
         let accumulator = search.accumulator(&order);
-        let memo = if driven.is_none() && dense.is_none() && !paired {
-            search.memoized(&order)
-        } else {
-            Vec::new()
-        };
         if query.role == Role::Intermediate
             && !self.stats.contains_key(&query.name)
             && let Ok(stats) = search.output_stats()
@@ -358,7 +331,6 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             input_format: None,
             accumulator: Some(accumulator),
             factorize,
-            memo,
             dense: dense.map(|(kernel, _)| kernel),
             driven: driven.map(|(driver, _, _)| driver),
             listed: driven.is_some_and(|(_, _, listed)| listed),
@@ -604,12 +576,6 @@ struct OrderSearch<'a, E: SparsityEstimator> {
     /// The time spent finding the twins and the enclosing loops (the
     /// `factorize` phase's share of the search).
     tree_time: Duration,
-    /// Whether subtrees of the factorized nest may be memoized
-    /// ([`OrderSearch::memo_visits`]).
-    memoize: bool,
-    /// The time spent costing memoized subtrees (the `memoize` phase's
-    /// share of the search).
-    memo_time: Duration,
 }
 
 /// Per loop variable (a position in `vars`), the least loop variable
@@ -704,7 +670,6 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
         query: &'a PhysicalQuery,
         bound: &[usize],
         factorized: bool,
-        memoize: bool,
     ) -> Result<Self> {
         let vars = bound.to_vec();
         let name_of = |v: usize| query.vars[v].name.clone();
@@ -857,9 +822,7 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             twins,
             twinned,
             factorized,
-            memoize,
             tree_time: twin_time,
-            memo_time: Duration::ZERO,
         })
     }
 
@@ -937,7 +900,33 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
     /// 64th have no bit (only the greedy search sees them, the exact one
     /// refuses them): their re-index is charged at each loop that needs it.
     fn step(&mut self, order: &[usize], set: u64, reindexed: u64, v: usize) -> (f64, u64) {
-        let (loop_visits, _) = self.loop_visits(order, set, v);
+        let enclosing = if self.factorized {
+            let begin = Instant::now();
+            let enclosing = self.enclosing(order, set, v);
+            self.tree_time += begin.elapsed();
+            enclosing
+        } else {
+            set
+        };
+        let outer = |search: &mut Self| {
+            if enclosing == 0 {
+                1.0
+            } else {
+                search.visits(enclosing)
+            }
+        };
+        let loop_visits = if self.repeats_twin(order, set, v) {
+            // One product per assignment of the loops around it.
+            outer(self)
+        } else {
+            match self.support.restriction(&self.inputs, v, enclosing) {
+                Restriction::Fiber => self.visits(enclosing | 1 << v),
+                // Every coordinate of the level for each outer assignment,
+                // though fewer may go on to the loops inside.
+                Restriction::Top => outer(self) * self.visits(1 << v),
+                Restriction::Dimension => outer(self) * self.query.vars[self.vars[v]].size as f64,
+            }
+        };
         let mut cost = loop_visits + self.sort_cost(order, set, v);
         let mut now = reindexed;
         for k in 0..self.inputs.len() {
@@ -955,102 +944,6 @@ impl<'a, E: SparsityEstimator> OrderSearch<'a, E> {
             }
         }
         (cost, now)
-    }
-
-    /// The estimated visits of the loop over `v` bound after `order`
-    /// (whose set is `set`), and whether its subtree is to be memoized
-    /// ([`OrderSearch::memo_visits`]).
-    fn loop_visits(&mut self, order: &[usize], set: u64, v: usize) -> (f64, bool) {
-        let enclosing = if self.factorized {
-            let begin = Instant::now();
-            let enclosing = self.enclosing(order, set, v);
-            self.tree_time += begin.elapsed();
-            enclosing
-        } else {
-            set
-        };
-        let outer = |search: &mut Self| {
-            if enclosing == 0 {
-                1.0
-            } else {
-                search.visits(enclosing)
-            }
-        };
-        if self.repeats_twin(order, set, v) {
-            // One product per assignment of the loops around it.
-            return (outer(self), false);
-        }
-        match self.support.restriction(&self.inputs, v, enclosing) {
-            Restriction::Fiber => {
-                let plain = self.visits(enclosing | 1 << v);
-                if !self.memoize {
-                    return (plain, false);
-                }
-                let begin = Instant::now();
-                let memoized = self.memo_visits(set, v, enclosing, plain);
-                self.memo_time += begin.elapsed();
-                match memoized {
-                    Some(memoized) => (memoized, true),
-                    None => (plain, false),
-                }
-            }
-            // Every coordinate of the level for each outer assignment,
-            // though fewer may go on to the loops inside.
-            Restriction::Top => (outer(self) * self.visits(1 << v), false),
-            Restriction::Dimension => (
-                outer(self) * self.query.vars[self.vars[v]].size as f64,
-                false,
-            ),
-        }
-    }
-
-    /// The visits of the loop over `v` (bound after the variables `set`,
-    /// enclosed by the loops `enclosing`) when its subtree's sums are kept
-    /// per assignment of its separator ([`PhysicalQuery::memoize`]): the
-    /// subtree then runs once per distinct assignment of the separator,
-    /// each new one also costing [`MEMO_ENTRY_COST`] to keep. `None` when
-    /// the subtree cannot be memoized (the first loop, an output variable
-    /// still unbound, a nest that is not factorized, a separator as large
-    /// as the loops around it) or when memoizing would not at least halve
-    /// the `plain` visits.
-    fn memo_visits(&mut self, set: u64, v: usize, enclosing: u64, plain: f64) -> Option<f64> {
-        if !self.factorized || set == 0 || self.output & !set != 0 {
-            return None;
-        }
-        // The subtree: `v` and every later variable joined to it through
-        // later variables; its separator, the bound variables its inputs
-        // read.
-        let subtree = self.reach(v, !set);
-        let separator = self
-            .inputs
-            .iter()
-            .filter(|i| i.vars & subtree != 0)
-            .fold(0u64, |acc, i| acc | i.vars)
-            & set;
-        if separator & !enclosing != 0 || separator == enclosing {
-            return None;
-        }
-        let keys = if separator == 0 {
-            1.0
-        } else {
-            self.visits(separator)
-        };
-        let memoized = self.visits(separator | 1 << v) + MEMO_ENTRY_COST * keys;
-        (2.0 * memoized < plain).then_some(memoized)
-    }
-
-    /// The variables of `order` whose loops' subtrees are to be memoized
-    /// ([`OrderSearch::memo_visits`]), by name.
-    fn memoized(&mut self, order: &[usize]) -> Vec<String> {
-        let mut set = 0u64;
-        let mut names = Vec::new();
-        for (i, &v) in order.iter().enumerate() {
-            if self.loop_visits(&order[..i], set, v).1 {
-                names.push(self.query.vars[self.vars[v]].name.clone());
-            }
-            set |= 1 << v;
-        }
-        names
     }
 
     /// `v` when it was bound last (the variables bound are `bound`), past
