@@ -113,7 +113,7 @@ fn common_tokens(text: &str) -> Option<Vec<TokenWithSpan>> {
     Some(tokens)
 }
 
-/// The token of a byte that no longer token starts with: whitespace and
+/// The token of a byte that starts no longer token: whitespace and
 /// punctuation.
 fn single(byte: u8) -> Option<Token> {
     Some(match byte {
