@@ -29,7 +29,9 @@
 //!    nest, a worst-case-optimal join, so cycles need not be broken. The
 //!    chosen steps become queries named `#e1`, `#e2`, ... (every step its
 //!    own, even when equal to an earlier one: merging them is the `cse`
-//!    phase's; an equal step is only estimated once).
+//!    phase's; an equal step is only estimated once, and a sum kept as
+//!    written over factors that all annihilate keeps the statistics its
+//!    search made).
 //!    - **Cost** (Galley 5.3): a step costs `A·nnz(T) + B·nnz(Π
 //!      factors(v))` — the entries it writes and the assignments its loop
 //!      nest visits — and the remaining query likewise, with the estimates
@@ -270,7 +272,8 @@ pub fn eliminate<E: SparsityEstimator>(
     optimizer.max_step_entries = options.max_step_entries as f64;
     for query in &program.queries {
         let expr = optimizer.rewrite(&query.expr)?;
-        optimizer.emit(query.name.clone(), query.indices.clone(), expr)?;
+        let known = optimizer.known.take();
+        optimizer.emit(query.name.clone(), query.indices.clone(), expr, known)?;
     }
     Ok(optimizer.out)
 }
@@ -285,7 +288,7 @@ pub fn as_written<E: SparsityEstimator>(
 ) -> Result<LogicalPlan<E::Stats>> {
     let mut optimizer = Optimizer::new(estimator, Search::None, false);
     for query in program.queries {
-        optimizer.emit(query.name, query.indices, query.expr)?;
+        optimizer.emit(query.name, query.indices, query.expr, None)?;
     }
     optimizer.out.cost = f64::NAN;
     Ok(optimizer.out)
@@ -412,6 +415,12 @@ struct Optimizer<'a, E: SparsityEstimator> {
     /// steps, where it is not its own.
     merged: HashMap<String, String>,
     fresh: usize,
+    /// The estimated statistics of what the last [`Optimizer::rewrite`]
+    /// returned, when its search made them already: a sum kept as
+    /// written over factors that all annihilate (the `trivial` sums of the
+    /// subgraph queries), whose estimate [`Optimizer::emit`] then need not
+    /// make again.
+    known: Option<E::Stats>,
 }
 
 impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
@@ -427,20 +436,32 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             first: HashMap::new(),
             merged: HashMap::new(),
             fresh: 0,
+            known: None,
         }
     }
 
-    /// Appends a query to the output program with its estimate.
+    /// Appends a query to the output program with its estimate, from the
+    /// statistics of `expr` when they are `known`.
     /// When the estimator cannot represent the expression, its entries are
     /// bounded by its whole index space and the estimate is unknown (NaN).
-    fn emit(&mut self, name: String, indices: Vec<String>, expr: Expr) -> Result<()> {
+    fn emit(
+        &mut self,
+        name: String,
+        indices: Vec<String>,
+        expr: Expr,
+        known: Option<E::Stats>,
+    ) -> Result<()> {
         let sizes = index_sizes(&expr, &self.out.stats);
         let indices_sized: Vec<(String, u64)> = indices
             .iter()
             .map(|v| (v.clone(), sizes.get(v).copied().unwrap_or(1)))
             .collect();
-        let (stats, estimate) = match estimate_with_fill(self.estimator, &expr, &self.out.stats) {
-            Ok((stats, _)) => {
+        let estimated = match known {
+            Some(stats) => Ok(stats),
+            None => estimate_with_fill(self.estimator, &expr, &self.out.stats).map(|(s, _)| s),
+        };
+        let (stats, estimate) = match estimated {
+            Ok(stats) => {
                 let estimate = self.estimator.estimate(&stats);
                 (stats, estimate)
             }
@@ -467,8 +488,19 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         Ok(())
     }
 
-    /// Optimizes the sums over products in `expr`, innermost first.
+    /// Optimizes the sums over products in `expr`, innermost first, and
+    /// records what it knows of the result's statistics
+    /// ([`Optimizer::known`]).
     fn rewrite(&mut self, expr: &Expr) -> Result<Expr> {
+        let rewritten = self.rewrite_parts(expr);
+        if !matches!(expr, Expr::Agg { op: AggOp::Sum, .. }) {
+            self.known = None;
+        }
+        rewritten
+    }
+
+    /// [`Optimizer::rewrite`] without the bookkeeping of what it knows.
+    fn rewrite_parts(&mut self, expr: &Expr) -> Result<Expr> {
         Ok(match expr {
             Expr::Agg {
                 op: AggOp::Sum,
@@ -510,20 +542,25 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
     /// as written, or with its sums of terms distributed over the product
     /// when that plans cheaper (see the module documentation).
     fn eliminate(&mut self, indices: &[String], factors: Vec<Expr>) -> Result<Expr> {
+        self.known = None;
         let Ok(plain) = self.plan_sum(indices, &factors) else {
             // The estimator cannot represent this sum (more than 64
             // variables with hidden ones): it runs as written.
             return Ok(sum(indices.to_vec(), factors));
         };
+        let known = self.known.take();
         if self.distribute {
             let start = Instant::now();
             let distributed = self.distributed(indices, &factors, plain.0.cost);
             self.out.distribute_time += start.elapsed();
+            self.known = None;
             if let Some(total) = distributed? {
                 return Ok(total);
             }
         }
-        self.materialize(indices, factors, plain)
+        let rewritten = self.materialize(indices, factors, plain)?;
+        self.known = known;
+        Ok(rewritten)
     }
 
     /// `SUM(indices) Π factors` distributed over its factors that are sums
@@ -694,6 +731,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 written: 0.0,
             });
         }
+        let annihilating = inputs.iter().all(|f| f.annihilates);
         let mut space = Space {
             estimator: self.estimator,
             names: &names,
@@ -709,6 +747,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             key: Vec::new(),
             estimates: 0,
             costs: HashMap::new(),
+            written: None,
             steps: HashMap::new(),
             memory_limit: self.memory_limit,
             max_step_entries: self.max_step_entries,
@@ -741,6 +780,12 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 _ => space.greedy(&inputs, &eliminable)?,
             }
         };
+        // Kept as written over factors that all annihilate, the sum is
+        // what the search estimated first (the estimate of its text would
+        // join the same statistics in the same order).
+        if plan.steps.is_empty() && annihilating {
+            self.known = space.written.take();
+        }
         Ok((plan, names))
     }
 
@@ -864,7 +909,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                     position: self.out.program.queries.len(),
                     merged,
                 };
-                self.emit(name.clone(), indices.clone(), body)?;
+                self.emit(name.clone(), indices.clone(), body, None)?;
                 self.first.insert(key, first);
             }
         }
@@ -1164,6 +1209,9 @@ struct Space<'a, E: SparsityEstimator> {
     estimates: usize,
     /// The cost of finishing with a set of factors (by their keys).
     costs: HashMap<Vec<FactorKey>, f64>,
+    /// The statistics of the sum as written (its inputs, no step taken),
+    /// once [`Space::finish`] estimated them.
+    written: Option<E::Stats>,
     /// Eliminating a variable from a set of factors (by their keys): the
     /// step's statistics, estimated entries and cost.
     steps: HashMap<FactorKey, (Rc<E::Stats>, f64, f64)>,
@@ -1230,6 +1278,9 @@ impl<E: SparsityEstimator> Space<'_, E> {
         let output = self.estimator.aggregate(&self.summed, &body)?;
         let cost = WRITE_COST * self.estimate(&output) + VISIT_COST * self.estimate(&body);
         self.costs.insert(self.key.clone(), cost);
+        if factors.iter().all(|f| matches!(f.origin, Origin::Input(_))) {
+            self.written = Some(output);
+        }
         Ok(cost)
     }
 

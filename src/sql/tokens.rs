@@ -37,7 +37,9 @@ pub fn tokenize(dialect: &dyn Dialect, text: &str) -> Result<Vec<TokenWithSpan>,
 /// module documentation), else `None`.
 fn common_tokens(text: &str) -> Option<Vec<TokenWithSpan>> {
     let bytes = text.as_bytes();
-    let mut tokens = Vec::with_capacity(bytes.len() / 3);
+    // Room for every token at once: a join query makes about one per two
+    // bytes (names, `.`, spaces, `=`).
+    let mut tokens = Vec::with_capacity(bytes.len() * 3 / 4);
     let mut at = 0;
     let mut line = 1;
     let mut line_start = 0;
