@@ -251,6 +251,14 @@ impl ChainStats {
                 expanded: 0,
             };
         }
+        if target == 0 {
+            // One assignment of no variables: nothing to search.
+            return PathBound {
+                log2: 0.0,
+                exact: true,
+                expanded: 0,
+            };
+        }
         let lattice = self.lattice();
         let find = |budget| {
             if target & !lattice.targets() == 0 {
@@ -691,8 +699,11 @@ impl SparsityEstimator for ChainEstimator {
 
     fn aggregate(&self, indices: &[String], body: &ChainStats) -> Result<ChainStats> {
         // Prepared before cloning, the lattice serves the body and every
-        // projection of it.
-        if !body.empty {
+        // projection of it; a projection onto no variable needs none.
+        let keeps_some = body
+            .free_indices()
+            .any(|name| !indices.iter().any(|i| i == name));
+        if !body.empty && keeps_some {
             body.lattice();
         }
         let mut stats = body.clone();

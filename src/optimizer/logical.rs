@@ -543,23 +543,23 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
     /// when that plans cheaper (see the module documentation).
     fn eliminate(&mut self, indices: &[String], factors: Vec<Expr>) -> Result<Expr> {
         self.known = None;
-        let Ok(plain) = self.plan_sum(indices, &factors) else {
+        let Ok(mut plain) = self.plan_sum(indices, &factors) else {
             // The estimator cannot represent this sum (more than 64
             // variables with hidden ones): it runs as written.
             return Ok(sum(indices.to_vec(), factors));
         };
-        let known = self.known.take();
+        let written = plain.written.take();
         if self.distribute {
             let start = Instant::now();
-            let distributed = self.distributed(indices, &factors, plain.0.cost);
+            let distributed = self.distributed(indices, &factors, plain.plan.cost);
             self.out.distribute_time += start.elapsed();
-            self.known = None;
             if let Some(total) = distributed? {
+                self.known = None;
                 return Ok(total);
             }
         }
         let rewritten = self.materialize(indices, factors, plain)?;
-        self.known = known;
+        self.known = written;
         Ok(rewritten)
     }
 
@@ -601,7 +601,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 Err(_) => break,
             }
         }
-        let cost: f64 = planned.iter().map(|(_, _, _, p)| p.0.cost).sum();
+        let cost: f64 = planned.iter().map(|(_, _, _, p)| p.plan.cost).sum();
         if !(planned.len() == terms.len() && cost < plain) {
             return Ok(None);
         }
@@ -638,8 +638,11 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         groups: &[Group],
         kept: &[String],
         term: &[Expr],
-        (own, names): &(Plan, Vec<String>),
+        own: &Planned<E::Stats>,
     ) -> Result<Option<(Vec<String>, Vec<Expr>)>> {
+        let Planned {
+            plan: own, names, ..
+        } = own;
         // The indices the term's own plan leaves summed, sorted.
         let eliminated: Vec<&String> = own.steps.iter().map(|s| &names[s.var]).collect();
         let mut own_left: Vec<String> = kept
@@ -682,14 +685,14 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 let Ok(plan) = self.plan_sum(&reduced, &rest) else {
                     continue;
                 };
-                if plan.0.cost > own.cost {
+                if plan.plan.cost > own.cost {
                     continue;
                 }
                 let (still, mut remaining) = self.materialize_parts(&reduced, rest, plan)?;
                 // What the steps leave summed is one more step; a product
                 // left over goes to the group's pass as it is.
                 if !still.is_empty() {
-                    remaining = vec![self.step(sum(still, remaining))?];
+                    remaining = vec![self.step(sum(still, remaining), None)?];
                 }
                 remaining.push(shared);
                 return Ok(Some((left, remaining)));
@@ -700,8 +703,10 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
 
     /// The cheapest plan the search finds for `SUM(indices) Π factors`
     /// (no steps when there is nothing to eliminate), with the sum's
-    /// variables. Errors when the estimator cannot represent the sum.
-    fn plan_sum(&mut self, indices: &[String], factors: &[Expr]) -> Result<(Plan, Vec<String>)> {
+    /// variables and the statistics the search made that
+    /// [`Optimizer::emit`] can take ([`Planned`]). Errors when the
+    /// estimator cannot represent the sum.
+    fn plan_sum(&mut self, indices: &[String], factors: &[Expr]) -> Result<Planned<E::Stats>> {
         let mut names: Vec<String> = Vec::new();
         for factor in factors {
             for v in factor.free_indices() {
@@ -731,7 +736,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 written: 0.0,
             });
         }
-        let annihilating = inputs.iter().all(|f| f.annihilates);
+        let annihilates: Vec<bool> = inputs.iter().map(|f| f.annihilates).collect();
         let mut space = Space {
             estimator: self.estimator,
             names: &names,
@@ -780,13 +785,35 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 _ => space.greedy(&inputs, &eliminable)?,
             }
         };
-        // Kept as written over factors that all annihilate, the sum is
-        // what the search estimated first (the estimate of its text would
-        // join the same statistics in the same order).
-        if plan.steps.is_empty() && annihilating {
-            self.known = space.written.take();
-        }
-        Ok((plan, names))
+        // Over factors that all annihilate, a step's text (and the sum's,
+        // when kept as written) joins the statistics the search joined, in
+        // the same order: its estimate would make them again.
+        let written = if plan.steps.is_empty() && annihilates.iter().all(|&a| a) {
+            space.written.take()
+        } else {
+            None
+        };
+        let steps = plan
+            .steps
+            .iter()
+            .map(|step| {
+                let inputs = step
+                    .chosen
+                    .iter()
+                    .try_fold(0u128, |taken, origin| match origin {
+                        Origin::Input(k) if annihilates[*k] => Some(taken | 1 << k),
+                        _ => None,
+                    })?;
+                let (stats, _, _) = space.steps.get(&(inputs, 1 << step.var))?;
+                Some(E::Stats::clone(stats))
+            })
+            .collect();
+        Ok(Planned {
+            plan,
+            names,
+            written,
+            steps,
+        })
     }
 
     /// Emits the steps of `plan` as queries and returns what remains of
@@ -795,7 +822,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         &mut self,
         indices: &[String],
         factors: Vec<Expr>,
-        plan: (Plan, Vec<String>),
+        plan: Planned<E::Stats>,
     ) -> Result<Expr> {
         let (left, remaining) = self.materialize_parts(indices, factors, plan)?;
         Ok(sum(left, remaining))
@@ -807,7 +834,12 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         &mut self,
         indices: &[String],
         factors: Vec<Expr>,
-        (plan, names): (Plan, Vec<String>),
+        Planned {
+            plan,
+            names,
+            steps: mut known,
+            ..
+        }: Planned<E::Stats>,
     ) -> Result<(Vec<String>, Vec<Expr>)> {
         self.out.cost += plan.cost;
         let mut exprs: Vec<Option<Expr>> = factors.into_iter().map(Some).collect();
@@ -850,7 +882,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 .ok_or_else(|| {
                     Error::Internal("an elimination step reads a factor twice".to_string())
                 })?;
-            made[k] = Some(self.step(sum(vars, taken))?);
+            made[k] = Some(self.step(sum(vars, taken), known[k].take())?);
         }
         let mut remaining: Vec<Expr> = Vec::new();
         for origin in &plan.remaining {
@@ -873,7 +905,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
     /// canonical text with every step they read called by the name it has
     /// once the `cse` phase merged equal steps and numbered the rest, so
     /// that its text and output order are those of the merged program.
-    fn step(&mut self, body: Expr) -> Result<Expr> {
+    fn step(&mut self, body: Expr, known: Option<E::Stats>) -> Result<Expr> {
         let (key, indices) = if self.merged.is_empty() {
             canonical(&body)
         } else {
@@ -909,7 +941,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                     position: self.out.program.queries.len(),
                     merged,
                 };
-                self.emit(name.clone(), indices.clone(), body, None)?;
+                self.emit(name.clone(), indices.clone(), body, known)?;
                 self.first.insert(key, first);
             }
         }
@@ -918,6 +950,21 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             indices: indices.into_iter().map(IndexTerm::Var).collect(),
         })
     }
+}
+
+/// A sum's plan ([`Optimizer::plan_sum`]) with the statistics its search
+/// made of what the plan emits, where they are what the estimate of the
+/// emitted text would make.
+struct Planned<S> {
+    plan: Plan,
+    /// The sum's variables, which the plan's steps number.
+    names: Vec<String>,
+    /// The statistics of the sum as written, when the plan takes no step
+    /// and every factor annihilates.
+    written: Option<S>,
+    /// Per step of the plan, its result's statistics when it sums one
+    /// variable out of inputs that all annihilate.
+    steps: Vec<Option<S>>,
 }
 
 /// The first of the steps with one canonical text.
