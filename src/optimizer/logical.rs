@@ -272,7 +272,10 @@ pub fn eliminate<E: SparsityEstimator>(
     optimizer.max_step_entries = options.max_step_entries as f64;
     for query in &program.queries {
         let expr = optimizer.rewrite(&query.expr)?;
-        let known = optimizer.known.take();
+        // A top-level sum ends in `Optimizer::eliminate`, which leaves
+        // `known` for its result; anything else may hold an inner sum's.
+        let top_sum = matches!(query.expr, Expr::Agg { op: AggOp::Sum, .. });
+        let known = optimizer.known.take().filter(|_| top_sum);
         optimizer.emit(query.name.clone(), query.indices.clone(), expr, known)?;
     }
     Ok(optimizer.out)
@@ -415,7 +418,7 @@ struct Optimizer<'a, E: SparsityEstimator> {
     /// steps, where it is not its own.
     merged: HashMap<String, String>,
     fresh: usize,
-    /// The estimated statistics of what the last [`Optimizer::rewrite`]
+    /// The estimated statistics of what the last [`Optimizer::eliminate`]
     /// returned, when its search made them already: a sum kept as
     /// written over factors that all annihilate (the `trivial` sums of the
     /// subgraph queries), whose estimate [`Optimizer::emit`] then need not
@@ -488,19 +491,8 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         Ok(())
     }
 
-    /// Optimizes the sums over products in `expr`, innermost first, and
-    /// records what it knows of the result's statistics
-    /// ([`Optimizer::known`]).
+    /// Optimizes the sums over products in `expr`, innermost first.
     fn rewrite(&mut self, expr: &Expr) -> Result<Expr> {
-        let rewritten = self.rewrite_parts(expr);
-        if !matches!(expr, Expr::Agg { op: AggOp::Sum, .. }) {
-            self.known = None;
-        }
-        rewritten
-    }
-
-    /// [`Optimizer::rewrite`] without the bookkeeping of what it knows.
-    fn rewrite_parts(&mut self, expr: &Expr) -> Result<Expr> {
         Ok(match expr {
             Expr::Agg {
                 op: AggOp::Sum,

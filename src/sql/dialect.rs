@@ -99,10 +99,7 @@ impl Dialect for EinsqlDialect {
         }
         let first = parser.peek_token_ref();
         let expr = match &first.token {
-            Token::Number(digits, long) => Expr::Value(ValueWithSpan {
-                value: Value::Number(digits.clone(), *long),
-                span: first.span,
-            }),
+            Token::Number(..) => operand_at(parser, 0)?.0,
             Token::Word(word)
                 if word.quote_style.is_none() && word.keyword == Keyword::NoKeyword =>
             {
