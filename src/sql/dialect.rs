@@ -86,11 +86,15 @@ impl Dialect for EinsqlDialect {
 
     /// At the start of a `WHERE` clause, the run of plain comparisons
     /// joined by `AND` it starts with ([`conjunction`]). Otherwise a
-    /// number, or an unquoted word that is no keyword followed by a
-    /// token that makes it a plain name (`.`, a comparison, `,`, `)`,
-    /// `;`, `AND`, `OR` or the end): no data type, function call, lambda
-    /// or string introducer can start there. `sqlparser` reads the rest
-    /// of a qualified name (`.dst`) after this, as it would have.
+    /// number, or a name (unquoted words joined by `.`, the first no
+    /// keyword) followed by a token that ends a plain operand (a
+    /// comparison, `,`, `)`, `;`, `AND`, `OR` or the end): no data type,
+    /// function call, lambda or string introducer can start there. What
+    /// follows the whole name decides (`t.b [1] NULL` is a typed string
+    /// of the array type `t.b[1]` to `sqlparser`), but only the first
+    /// word is read here: `sqlparser` reads the rest of the name (`.dst`)
+    /// after it, as it would have (after `INTERVAL t`, `.b` is a field of
+    /// the interval).
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
         if is_keyword(&parser.get_current_token().token, Keyword::WHERE)
             && let Some(condition) = conjunction(parser)
@@ -98,14 +102,14 @@ impl Dialect for EinsqlDialect {
             return Some(Ok(condition));
         }
         let first = parser.peek_token_ref();
-        let expr = match &first.token {
-            Token::Number(..) => operand_at(parser, 0)?.0,
+        let (expr, length) = match &first.token {
+            Token::Number(..) => operand_at(parser, 0)?,
             Token::Word(word)
                 if word.quote_style.is_none() && word.keyword == Keyword::NoKeyword =>
             {
-                let plain = match &parser.peek_nth_token_ref(1).token {
-                    Token::Period
-                    | Token::Eq
+                let (_, length) = operand_at(parser, 0)?;
+                let plain = match &parser.peek_nth_token_ref(length).token {
+                    Token::Eq
                     | Token::Neq
                     | Token::Lt
                     | Token::Gt
@@ -115,20 +119,18 @@ impl Dialect for EinsqlDialect {
                     | Token::RParen
                     | Token::SemiColon
                     | Token::EOF => true,
-                    Token::Word(next) => {
-                        next.quote_style.is_none()
-                            && matches!(next.keyword, Keyword::AND | Keyword::OR)
-                    }
-                    _ => false,
+                    next => is_keyword(next, Keyword::AND) || is_keyword(next, Keyword::OR),
                 };
-                if !plain {
+                if !plain || typed_lambda_at(parser, length) {
                     return None;
                 }
-                Expr::Identifier(word.to_ident(first.span))
+                (Expr::Identifier(word.to_ident(first.span)), 1)
             }
             _ => return None,
         };
-        parser.advance_token();
+        for _ in 0..length {
+            parser.advance_token();
+        }
         Some(Ok(expr))
     }
 }
@@ -161,7 +163,7 @@ fn conjunction(parser: &mut Parser) -> Option<Expr> {
             || [Keyword::OR, Keyword::GROUP, Keyword::ORDER, Keyword::LIMIT]
                 .into_iter()
                 .any(|keyword| is_keyword(next, keyword));
-        if !more && !ends {
+        if !more && !ends || typed_lambda_at(parser, and + length) {
             break;
         }
         for _ in 0..and + length {
@@ -180,6 +182,14 @@ fn conjunction(parser: &mut Parser) -> Option<Expr> {
         }
     }
     condition
+}
+
+/// Whether a word and `->` start `at` tokens ahead: after a word
+/// operand, `sqlparser` reads that as a lambda's typed parameter (`a AND
+/// -> 1` is `a` of type `AND`), so the operand is not plain.
+fn typed_lambda_at(parser: &Parser, at: usize) -> bool {
+    matches!(parser.peek_nth_token_ref(at).token, Token::Word(_))
+        && parser.peek_nth_token_ref(at + 1).token == Token::Arrow
 }
 
 /// The comparison of two plain operands ([`operand_at`]) starting `at`
@@ -298,6 +308,22 @@ mod tests {
             "SELECT 1 FROM t WHERE a = 1 AND b = 2 GROUP BY a ORDER BY b LIMIT 3;",
             "SELECT (SELECT 1 FROM u WHERE u.a = t.a AND u.b != 2) FROM t WHERE t.a <= 3",
             "DELETE FROM t WHERE a = 1 AND b IS NULL",
+        ] {
+            same(text).unwrap();
+            assert!(!read(text).contains("Err"), "{text}");
+        }
+    }
+
+    /// Names that only look plain: a typed string of an array type, and
+    /// lambdas whose parameter's type is a word (`AND`, `GROUP`).
+    #[test]
+    fn names_that_start_a_type_are_left_to_sqlparser() {
+        for text in [
+            "SELECT t.b [1] NULL FROM t WHERE t.b [1] NULL",
+            "SELECT a AND -> 1, f(a OR -> 1)",
+            "SELECT 1 FROM t WHERE a = b AND -> 1",
+            "SELECT 1 FROM t WHERE a = b GROUP -> 1",
+            "SELECT 1 FROM t WHERE a AND -> 1",
         ] {
             same(text).unwrap();
             assert!(!read(text).contains("Err"), "{text}");
