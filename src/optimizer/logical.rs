@@ -248,7 +248,7 @@ pub fn normalize(program: &Program) -> Program {
             .map(|query| Query {
                 name: query.name.clone(),
                 indices: query.indices.clone(),
-                expr: merge_key_joins(lift(unique_names(&query.expr, &query.indices))),
+                expr: merge_key_joins(lift(unique_names(query.expr.clone(), &query.indices))),
             })
             .collect(),
     }
@@ -1606,7 +1606,7 @@ fn sum(indices: Vec<String>, factors: Vec<Expr>) -> Expr {
 
 /// `expr` with every aggregate's bound indices renamed where another part
 /// of the query already uses the name (`free` are the query's indices).
-fn unique_names(expr: &Expr, free: &[String]) -> Expr {
+fn unique_names(expr: Expr, free: &[String]) -> Expr {
     fn all_names(expr: &Expr, out: &mut HashSet<String>) {
         match expr {
             Expr::Agg { indices, body, .. } => {
@@ -1617,13 +1617,13 @@ fn unique_names(expr: &Expr, free: &[String]) -> Expr {
             other => out.extend(other.free_indices()),
         }
     }
-    fn walk(expr: &Expr, claimed: &mut HashSet<String>, taken: &mut HashSet<String>) -> Expr {
+    fn walk(expr: Expr, claimed: &mut HashSet<String>, taken: &mut HashSet<String>) -> Expr {
         match expr {
             Expr::Agg { op, indices, body } => {
-                let mut body = body.as_ref().clone();
-                let mut bound = Vec::new();
+                let mut body = *body;
+                let mut bound = Vec::with_capacity(indices.len());
                 for index in indices {
-                    let name = if claimed.contains(index) {
+                    let name = if claimed.contains(&index) {
                         let mut n = 2;
                         while taken.contains(&format!("{index}_{n}")) {
                             n += 1;
@@ -1632,27 +1632,27 @@ fn unique_names(expr: &Expr, free: &[String]) -> Expr {
                         body = rename(&body, &|v| (v == index).then(|| fresh.clone()));
                         fresh
                     } else {
-                        index.clone()
+                        index
                     };
                     claimed.insert(name.clone());
                     taken.insert(name.clone());
                     bound.push(name);
                 }
                 Expr::Agg {
-                    op: *op,
+                    op,
                     indices: bound,
-                    body: Box::new(walk(&body, claimed, taken)),
+                    body: Box::new(walk(body, claimed, taken)),
                 }
             }
             Expr::Map { op, args } => Expr::Map {
-                op: *op,
-                args: args.iter().map(|a| walk(a, claimed, taken)).collect(),
+                op,
+                args: args.into_iter().map(|a| walk(a, claimed, taken)).collect(),
             },
-            other => other.clone(),
+            other => other,
         }
     }
     let mut taken = HashSet::new();
-    all_names(expr, &mut taken);
+    all_names(&expr, &mut taken);
     let mut claimed: HashSet<String> = free.iter().cloned().collect();
     claimed.extend(expr.free_indices());
     walk(expr, &mut claimed, &mut taken)

@@ -57,8 +57,6 @@ use crate::storage::{Coo, DimensionSpec, MULTIPLICITY, Tensor, ValueData};
 pub struct Reduction {
     /// The name the reduced tensor goes by in the plan (`#s1`, ...).
     pub name: String,
-    /// The reduced input as written first, with its variables.
-    pub source: String,
     /// The filters it was reduced by, as written first.
     pub filters: Vec<String>,
     /// The variables of the reduced tensor, in its dimension order.
@@ -74,6 +72,13 @@ pub struct Reduction {
     /// The filters' columns, in the order of `filters` (described, not
     /// held: a reduction keeps no filter tensor alive).
     pub filter_columns: Vec<FilterColumn>,
+}
+
+impl Reduction {
+    /// The reduced input as written first, with its variables.
+    pub fn source(&self) -> String {
+        Expr::Input(self.target.clone()).to_string()
+    }
 }
 
 /// The column of a filter table that selects coordinates of a variable.
@@ -589,7 +594,6 @@ impl Reducer {
                     let name = format!("#s{}", self.reductions.len() + 1);
                     self.reductions.push(Reduction {
                         name: name.clone(),
-                        source: Expr::Input(input.clone()).to_string(),
                         filters: by_term
                             .iter()
                             .flat_map(|fs| fs.iter())

@@ -255,7 +255,7 @@ pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
                 "  \"{}\"[{}] = {} restricted by {}  ({} of {} entries)",
                 r.name,
                 r.indices.join(","),
-                r.source,
+                r.source(),
                 r.filters.join(", "),
                 grouped(r.kept as f64),
                 grouped(r.of as f64)
