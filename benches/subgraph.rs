@@ -25,7 +25,11 @@
 //!   optimizer phase) and `plan` (from
 //!   [`Database::execute_profiled`]: the optimizer's plan with estimated and
 //!   actual entries per step; `EXPLAIN`'s plan for a query that did not
-//!   finish).
+//!   finish). With `--paced` it runs a query when its name arrives on
+//!   standard input, one name per line, and answers each with its line:
+//!   the driver times the other engine on the same query between two
+//!   names, so that both engines' timings of a query fall in the same
+//!   window of a shared machine.
 //!
 //! Bad input (a missing folder, a malformed graph or truth file, a query
 //! without SQL form) is reported per file with its line, never a panic; a
@@ -40,7 +44,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[path = "workload/subgraph.rs"]
 mod subgraph;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -95,7 +99,9 @@ run: time the queries of an emitted folder on einsql
   --timeout SECONDS     per-query timeout (default 30)
   --memory-limit SIZE   SET memory_limit = 'SIZE' (default: einsql's)
   --setting NAME=VALUE  an extra SET NAME = VALUE (repeatable)
-  --only NAME           only the query NAME (repeatable)";
+  --only NAME           only the query NAME (repeatable)
+  --paced               run a query when its name arrives on standard input
+                        (one per line), in that order, until input ends";
 
 /// The command line of `emit`.
 #[derive(Debug, Default)]
@@ -136,6 +142,8 @@ struct RunArgs {
     memory_limit: Option<String>,
     settings: Vec<(String, String)>,
     only: Vec<String>,
+    /// Queries are named one at a time on standard input.
+    paced: bool,
 }
 
 /// A parsed command line.
@@ -199,6 +207,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Failure
                 memory_limit: None,
                 settings: Vec::new(),
                 only: Vec::new(),
+                paced: false,
             };
             while let Some(arg) = options.next_arg() {
                 match arg.as_str() {
@@ -225,6 +234,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Failure
                             .push((name.trim().to_string(), value.trim().to_string()));
                     }
                     "--only" => run.only.push(options.value(&arg)?),
+                    "--paced" => run.paced = true,
                     flag => return options.unknown(flag),
                 }
             }
@@ -779,13 +789,31 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     let interrupt = db.interrupt();
     let watchdog = Watchdog::new(interrupt.clone());
     let stdout = std::io::stdout();
-    for query in &queries {
+    let answer = |query: &QueryLine| -> Result<(), Failure> {
         let outcome = measure(&db, &interrupt, &watchdog, query, args.timeout);
         let line = to_json(&outcome)?;
         let mut out = stdout.lock();
         writeln!(out, "{line}")
             .and_then(|()| out.flush())
-            .map_err(|e| Failure(format!("cannot write to standard output: {e}")))?;
+            .map_err(|e| Failure(format!("cannot write to standard output: {e}")))
+    };
+    if !args.paced {
+        return queries.iter().try_for_each(answer);
+    }
+    let by_name: HashMap<&str, &QueryLine> = queries.iter().map(|q| (q.name.as_str(), q)).collect();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|e| Failure(format!("cannot read standard input: {e}")))?;
+        let name = line.trim();
+        if name.is_empty() {
+            continue;
+        }
+        let Some(query) = by_name.get(name) else {
+            return fail(format!(
+                "--paced: no query '{name}' among those selected from {}",
+                args.input.join("queries.jsonl").display()
+            ));
+        };
+        answer(query)?;
     }
     Ok(())
 }

@@ -97,10 +97,10 @@ def plot(rows, out):
     bars = speedups.bar([i + width / 2 for i in x], geomeans, width, label="geometric mean", color="#98df8a")
     speedups.bar_label(bars, labels=[f"{v:g}x" for v in geomeans], fontsize=8)
     speedups.set_xticks(x, labels)
-    speedups.set_ylim(0, max(geomeans + medians) * 1.2)
+    speedups.set_ylim(0, max(geomeans + medians) * 1.35)
     speedups.set_ylabel("DuckDB time / einsql time")
     speedups.set_title("einsql's speedup over DuckDB\n(on the queries both finished)", fontsize=10)
-    speedups.legend(loc="upper right", fontsize=8)
+    speedups.legend(loc="upper left", fontsize=8)
 
     figure.suptitle(
         f"Subgraph counting, {run['query_set']} sets: einsql against DuckDB, run of {run['date']}",

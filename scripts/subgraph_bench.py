@@ -14,7 +14,10 @@ from a virtual environment. For each dataset (a name under
    CSVs once, in memory) run every query warm: one untimed run, then one
    timed run, each stopped at the timeout (einsql through its interrupt flag,
    DuckDB through `con.interrupt()`). Both engines get the same thread count,
-   memory limit and timeout.
+   memory limit and timeout. The default variant and DuckDB take turns query
+   by query (`run --paced`): einsql's two runs of a query, then DuckDB's, so
+   that the two timings of a query fall in the same window of a shared
+   machine; the other variants run after them.
 3. Every count is checked against `truth/` and, where there is no trusted
    truth, against the other engine.
 
@@ -158,9 +161,8 @@ def one_label(dataset, repo, out):
     return str(target)
 
 
-def run_einsql(binary, folder, variant, threads, args, total):
-    """One `run` process: a dict query name -> outcome, or None when the
-    variant's settings are not supported by this build."""
+def einsql_command(binary, folder, variant, threads, args):
+    """The `run` command line of one einsql variant."""
     command = [
         binary,
         "run",
@@ -175,8 +177,23 @@ def run_einsql(binary, folder, variant, threads, args, total):
     ]
     for setting in VARIANTS[variant]:
         command += ["--setting", setting]
+    return command
+
+
+def failure_reason(stderr):
+    """Why a `run` process stopped, from its standard error."""
+    failure = [l for l in stderr.splitlines() if l.startswith("subgraph: ")]
+    return failure[-1] if failure else stderr.strip()
+
+
+def run_einsql(binary, folder, variant, threads, args, total):
+    """One `run` process: a dict query name -> outcome, or None when the
+    variant's settings are not supported by this build."""
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        einsql_command(binary, folder, variant, threads, args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     outcomes = {}
     for line in process.stdout:
@@ -185,13 +202,53 @@ def run_einsql(binary, folder, variant, threads, args, total):
         progress(f"einsql/{variant}", threads, len(outcomes), total, outcome)
     stderr = process.stderr.read()
     if process.wait() != 0:
-        failure = [l for l in stderr.splitlines() if l.startswith("subgraph: ")]
-        reason = failure[-1] if failure else stderr.strip()
+        reason = failure_reason(stderr)
         if not outcomes and "SET " in reason:
             log(f"  einsql/{variant}: skipped, this build lacks its setting ({reason})")
             return None
         sys.exit(f"einsql/{variant} failed: {reason}")
     return outcomes
+
+
+def run_paced(binary, folder, threads, args, con, queries):
+    """The default variant and DuckDB, taking turns query by query: one
+    `run --paced` process is sent each query's name and answers with its
+    outcome, then DuckDB runs the same query. Two dicts query name ->
+    outcome (einsql's, DuckDB's)."""
+    process = subprocess.Popen(
+        einsql_command(binary, folder, DEFAULT_VARIANT, threads, args) + ["--paced"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    con.execute(f"SET threads = {threads}")
+
+    def stopped():
+        process.kill()
+        process.wait()
+        sys.exit(f"einsql/{DEFAULT_VARIANT} failed: {failure_reason(process.stderr.read())}")
+
+    einsql, duck = {}, {}
+    for query in queries:
+        name = query["name"]
+        try:
+            process.stdin.write(name + "\n")
+            process.stdin.flush()
+        except BrokenPipeError:
+            stopped()
+        line = process.stdout.readline()
+        if not line:
+            stopped()
+        einsql[name] = json.loads(line)
+        progress(f"einsql/{DEFAULT_VARIANT}", threads, len(einsql), len(queries), einsql[name])
+        duck[name] = duckdb_outcome(con, query, args)
+        progress(DUCKDB, threads, len(duck), len(queries), duck[name])
+    process.stdin.close()
+    stderr = process.stderr.read()
+    if process.wait() != 0:
+        sys.exit(f"einsql/{DEFAULT_VARIANT} failed: {failure_reason(stderr)}")
+    return einsql, duck
 
 
 def progress(engine, threads, done, total, outcome):
@@ -244,24 +301,18 @@ def duckdb_once(con, sql, timeout):
     return row[0], time.perf_counter() - started
 
 
-def run_duckdb(con, queries, threads, args):
-    con.execute(f"SET threads = {threads}")
-    outcomes = {}
-    for query in queries:
-        outcome = {"name": query["name"], "count": None, "optimize_seconds": None}
-        try:
-            duckdb_once(con, query["sql"], args.timeout)
-            count, seconds = duckdb_once(con, query["sql"], args.timeout)
-            outcome.update(status="ok", count=count, seconds=seconds, message=None)
-        except TimeoutError:
-            outcome.update(
-                status="timeout", seconds=args.timeout, message=f"exceeded {args.timeout} s"
-            )
-        except duckdb.Error as error:
-            outcome.update(status="error", seconds=0.0, message=str(error).splitlines()[0])
-        outcomes[query["name"]] = outcome
-        progress(DUCKDB, threads, len(outcomes), len(queries), outcome)
-    return outcomes
+def duckdb_outcome(con, query, args):
+    """One query on DuckDB: an untimed run, then the timed run."""
+    outcome = {"name": query["name"], "count": None, "optimize_seconds": None}
+    try:
+        duckdb_once(con, query["sql"], args.timeout)
+        count, seconds = duckdb_once(con, query["sql"], args.timeout)
+        outcome.update(status="ok", count=count, seconds=seconds, message=None)
+    except TimeoutError:
+        outcome.update(status="timeout", seconds=args.timeout, message=f"exceeded {args.timeout} s")
+    except duckdb.Error as error:
+        outcome.update(status="error", seconds=0.0, message=str(error).splitlines()[0])
+    return outcome
 
 
 def read_duckdb_results(path):
@@ -423,7 +474,7 @@ def summary(dataset, info, rows_by_threads, plans, args, meta):
         + (
             f"; DuckDB's figures are those of an earlier run ({args.duckdb_results.name})."
             if args.duckdb_results
-            else "."
+            else f"; einsql/{DEFAULT_VARIANT} and DuckDB take turns query by query."
         ),
         "",
     ]
@@ -674,8 +725,15 @@ def main():
         plans = {}
         for threads in threads_list:
             results = {}
+            if con is not None:
+                results[DEFAULT_VARIANT], results[DUCKDB] = run_paced(
+                    binary, folder, threads, args, con, queries
+                )
             for variant in list(variants):
-                outcomes = run_einsql(binary, folder, variant, threads, args, len(queries))
+                if variant in results:
+                    outcomes = results[variant]
+                else:
+                    outcomes = run_einsql(binary, folder, variant, threads, args, len(queries))
                 if outcomes is None:
                     variants.remove(variant)
                 else:
@@ -687,8 +745,6 @@ def main():
                 results[DUCKDB] = reused_duckdb(
                     earlier, args.duckdb_results, name, queries, threads
                 )
-            else:
-                results[DUCKDB] = run_duckdb(con, queries, threads, args)
             rows = rows_for(name, queries, threads, results)
             rows_by_threads.append((threads, rows))
             all_rows += rows
