@@ -138,6 +138,7 @@ fn results_do_not_depend_on_the_thread_count() {
                         driven: None,
                         listed: false,
                         paired: false,
+                        work: None,
                     },
                 )]
                 .into_iter()

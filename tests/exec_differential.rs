@@ -702,7 +702,6 @@ fn choices(
                 ])),
                 factorize: rng.below(2) == 0,
                 // Drawn only for a matrix product, where it matters.
-                // Drawn only for a matrix product, where it matters.
                 dense: match query.contraction() {
                     Some(_) => *rng.pick(&[None, Some(DenseKernel::Arrays)]),
                     None => None,
@@ -723,6 +722,10 @@ fn choices(
                 listed: rng.below(2) == 0,
                 // Drawn only where the query can run over joined pairs.
                 paired: query.as_paired().is_some() && rng.below(2) == 0,
+                // The loops' estimated work, from none to far more than
+                // any input holds: the outermost loop runs as one chunk
+                // or as many.
+                work: *rng.pick(&[None, Some(0.0), Some(1e3), Some(1e6), Some(1e9)]),
             },
         );
     }

@@ -42,6 +42,7 @@ use arrow::buffer::BooleanBuffer;
 use crate::error::{Error, Result};
 use crate::ir::{Annotation, ScalarOp, Value};
 use crate::storage::fibertree::{Fiber, FiberTree, LeafValues};
+use crate::storage::tensor::ValueType;
 
 use super::accumulate::{Accumulator, AccumulatorPool, Entries, Slot};
 use super::control::{CHECK_EVERY, Control, Held, RowBudget, rows_of};
@@ -407,6 +408,19 @@ pub(crate) struct Kernel<'a> {
 }
 
 impl<'a> Kernel<'a> {
+    /// The loops' estimated work that the outermost loop is split by
+    /// ([`PhysicalQuery::work`]), on `threads` threads: only where more
+    /// than one runs and the sums are exact (not floating point), whose
+    /// value does not depend on how the loop is split. A floating-point
+    /// sum is split the same way at every thread count, so its rounding
+    /// does not depend on it; on one thread the chunks would only add
+    /// their workers and merges.
+    pub(crate) fn split_work(&self, threads: usize) -> Option<f64> {
+        (threads > 1 && self.query.ty != ValueType::Float64)
+            .then_some(self.query.work)
+            .flatten()
+    }
+
     /// Resolves `query` over its opened inputs.
     pub(crate) fn new(query: &'a PhysicalQuery, inputs: Vec<InputRt<'a>>) -> Result<Kernel<'a>> {
         let depth_of = |v: usize| query.loops.iter().position(|l| l.var == v);

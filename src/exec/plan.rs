@@ -116,6 +116,12 @@ pub struct PhysicalQuery {
     /// Set when each value of the result goes through an element-wise
     /// map before it is stored (see [`Finish`]).
     pub finish: Option<Finish>,
+    /// The loops' estimated work, in the assignments they visit, when the
+    /// physical optimizer costed them (an upper bound with the chain
+    /// estimator). The executor splits the outermost loop into chunks by
+    /// it: a candidate's weight, the length of one fiber under it, says
+    /// little about a deep nest below it.
+    pub work: Option<f64>,
 }
 
 /// An element-wise map a query applies to each value of its result

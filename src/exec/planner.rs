@@ -95,6 +95,8 @@ pub struct QueryChoices {
     /// of its tables when it can be ([`PhysicalQuery::as_paired`]) and
     /// runs neither as a dense product nor sparse-driven.
     pub paired: bool,
+    /// The estimated work of the loops ([`PhysicalQuery::work`]).
+    pub work: Option<f64>,
 }
 
 /// Decides the loop order, drivers and formats of each physical query as
@@ -421,6 +423,7 @@ impl Planner<'_> {
             driven: None,
             paired: None,
             finish: None,
+            work: None,
         };
         let bound = loop_vars(&query);
         if let Some(&unbound) = query.output.iter().find(|v| !bound.contains(v)) {
@@ -430,6 +433,7 @@ impl Planner<'_> {
             )));
         }
         let choices = self.chooser.choose(self.queries.len(), &query, &bound)?;
+        query.work = choices.work.filter(|w| w.is_finite() && *w >= 0.0);
         let order = match &choices.loop_order {
             Some(names) => chosen_order(&query, &bound, names)?,
             None => default_order(&query, &bound),

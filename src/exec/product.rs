@@ -466,12 +466,14 @@ impl Product {
             vec![shared.worker(&root.pos, None, Vec::new())?.run(scale)?]
         } else {
             let mut root = root;
+            let work = kernel.split_work(options.threads);
             let (top, sequential) = sequential_top(kernel, &mut root);
             let chunks = match sequential {
-                Some((lo, hi)) => sequential_chunks(kernel, lo, hi),
+                Some((lo, hi)) => sequential_chunks(kernel, lo, hi, work),
                 None => split(
                     &top_weights(kernel, &root.pos, &root.present, &top),
                     top.len(),
+                    work,
                 ),
             };
             count.set(chunks.len());
@@ -1782,12 +1784,18 @@ fn outer_fiber<'a>(
 
 /// The chunks of a [`sequential_top`] loop over positions `lo..hi`: the
 /// split of [`top_weights`]' weights (1 plus the length of the next fiber
-/// under each position). Over a compressed next level, the running sums
+/// under each position), by the loops' estimated `work` where
+/// [`Kernel::split_work`] gives one. Over a compressed next level, the running sums
 /// of the weights are its position bounds, and the split searches them
 /// ([`split_sums`]) instead of listing a weight per position.
-fn sequential_chunks(kernel: &Kernel<'_>, lo: usize, hi: usize) -> Vec<(usize, usize)> {
+fn sequential_chunks(
+    kernel: &Kernel<'_>,
+    lo: usize,
+    hi: usize,
+    work: Option<f64>,
+) -> Vec<(usize, usize)> {
     let Some(part) = kernel.parts.first().and_then(|parts| parts.first()) else {
-        return split(&[], hi - lo);
+        return split(&[], hi - lo, work);
     };
     let input = &kernel.inputs[part.input];
     let bounds = input
@@ -1799,19 +1807,23 @@ fn sequential_chunks(kernel: &Kernel<'_>, lo: usize, hi: usize) -> Vec<(usize, u
         .and_then(|pos| pos.get(lo..=hi));
     if let Some(bounds) = bounds {
         let first = bounds.first().copied().unwrap_or(0);
-        return split_sums(hi - lo, |i| {
-            let below = bounds
-                .get(i)
-                .copied()
-                .unwrap_or(first)
-                .saturating_sub(first);
-            (i + below) as u64
-        });
+        return split_sums(
+            hi - lo,
+            |i| {
+                let below = bounds
+                    .get(i)
+                    .copied()
+                    .unwrap_or(first)
+                    .saturating_sub(first);
+                (i + below) as u64
+            },
+            work,
+        );
     }
     let weights: Vec<u64> = (lo..hi)
         .map(|p| 1 + input.fiber(part.level + 1, p).map_or(0, |f| f.len() as u64))
         .collect();
-    split(&weights, hi - lo)
+    split(&weights, hi - lo, work)
 }
 
 /// The probes of an innermost loop when every probed input is read at a

@@ -35,7 +35,12 @@ const CHUNKS: usize = 256;
 /// The least work (estimated inner iterations) a chunk is given: enough
 /// that a chunk's worker and merge cost little next to it on small inputs
 /// (a few thousand steps; the split still ignores the thread count).
-const MIN_CHUNK_WORK: u64 = 4096;
+const MIN_CHUNK_WORK: f64 = 4096.0;
+
+/// How many times the loops' estimated work ([`PhysicalQuery::work`]) is
+/// taken to exceed what they visit when it decides the chunks: the chain
+/// bound is an upper bound.
+const WORK_OVERESTIMATE: f64 = 16.0;
 
 /// The results of the plan so far, by name.
 type Results = HashMap<String, Stored>;
@@ -530,7 +535,7 @@ fn run_split<R: Send>(
     let top = root.candidates(0);
     let weights = top_weights(kernel, &root.pos, &root.present, &top);
     drop(root);
-    let chunks = split(&weights, top.len());
+    let chunks = split(&weights, top.len(), kernel.split_work(options.threads));
     count.set(chunks.len());
     let pool = AccumulatorPool::new(kernel.accumulator, kernel.suffix_sizes.clone());
     run_kernel_chunks(kernel, &chunks, control, options, |from, to| {
@@ -652,15 +657,28 @@ pub(crate) fn top_weights(
         .collect()
 }
 
+/// The least weight of a chunk, of `total` over all candidates: the
+/// weight of [`MIN_CHUNK_WORK`] where a unit of weight stands for one
+/// inner iteration, less where `work` (the loops' estimated work, see
+/// [`PhysicalQuery::work`]) says that a unit stands for more. At least 1.
+fn least_chunk_weight(total: u64, work: Option<f64>) -> u64 {
+    let total = total as f64;
+    let per_unit = work.map_or(1.0, |work| {
+        (work / WORK_OVERESTIMATE / total.max(1.0)).max(1.0)
+    });
+    (MIN_CHUNK_WORK / per_unit).ceil().max(1.0) as u64
+}
+
 /// Splits `n` candidates into at most [`CHUNKS`] ranges of about equal
-/// weight.
-pub(crate) fn split(weights: &[u64], n: usize) -> Vec<(usize, usize)> {
+/// weight, none below [`least_chunk_weight`] of the loops' estimated
+/// `work`.
+pub(crate) fn split(weights: &[u64], n: usize, work: Option<f64>) -> Vec<(usize, usize)> {
     let total: u64 = if weights.len() == n {
         weights.iter().sum()
     } else {
         n as u64
     };
-    let target = (total / CHUNKS as u64).max(MIN_CHUNK_WORK);
+    let target = (total / CHUNKS as u64).max(least_chunk_weight(total, work));
     let mut chunks = Vec::new();
     let (mut from, mut work) = (0, 0u64);
     for i in 0..n {
@@ -681,8 +699,13 @@ pub(crate) fn split(weights: &[u64], n: usize) -> Vec<(usize, usize)> {
 /// sum of the weights of candidates `0..i` (non-decreasing, 0 at 0). The
 /// same chunks, each end found by a binary search instead of a pass over
 /// every weight.
-pub(crate) fn split_sums(n: usize, before: impl Fn(usize) -> u64) -> Vec<(usize, usize)> {
-    let target = (before(n) / CHUNKS as u64).max(MIN_CHUNK_WORK);
+pub(crate) fn split_sums(
+    n: usize,
+    before: impl Fn(usize) -> u64,
+    work: Option<f64>,
+) -> Vec<(usize, usize)> {
+    let total = before(n);
+    let target = (total / CHUNKS as u64).max(least_chunk_weight(total, work));
     let mut chunks = Vec::new();
     let mut from = 0;
     while from < n {
@@ -1075,13 +1098,52 @@ mod tests {
     proptest! {
         /// The binary-searched split is the split of the weights.
         #[test]
-        fn split_sums_is_split(weights in prop::collection::vec(1u64..20_000, 0..600)) {
+        fn split_sums_is_split(
+            weights in prop::collection::vec(1u64..20_000, 0..600),
+            work in prop::option::of(0.0f64..1e9),
+        ) {
             let mut sums = vec![0u64];
             for w in &weights {
                 sums.push(sums.last().copied().unwrap_or(0) + w);
             }
-            let searched = split_sums(weights.len(), |i| sums[i]);
-            prop_assert_eq!(searched, split(&weights, weights.len()));
+            let searched = split_sums(weights.len(), |i| sums[i], work);
+            prop_assert_eq!(searched, split(&weights, weights.len(), work));
         }
+
+        /// The chunks cover the candidates in order, at most [`CHUNKS`]
+        /// of them and the last maybe smaller; more estimated work never
+        /// makes fewer.
+        #[test]
+        fn more_work_never_splits_coarser(
+            weights in prop::collection::vec(1u64..200, 1..600),
+            work in 0.0f64..1e8,
+        ) {
+            let n = weights.len();
+            let coarse = split(&weights, n, Some(work));
+            let fine = split(&weights, n, Some(work * 16.0));
+            for chunks in [&coarse, &fine] {
+                prop_assert_eq!(chunks.first().map(|c| c.0), Some(0));
+                prop_assert_eq!(chunks.last().map(|c| c.1), Some(n));
+                prop_assert!(chunks.windows(2).all(|w| w[0].1 == w[1].0 && w[0].0 < w[0].1));
+                prop_assert!(chunks.len() <= CHUNKS + 1);
+            }
+            prop_assert!(fine.len() >= coarse.len());
+            prop_assert_eq!(split(&weights, n, None), split(&weights, n, Some(0.0)));
+        }
+    }
+
+    /// A nest whose estimate says each unit of weight stands for many
+    /// iterations is split although its weights are below
+    /// [`MIN_CHUNK_WORK`]; without an estimate it runs as one chunk.
+    #[test]
+    fn estimated_work_splits_a_light_outer_loop() {
+        let weights = vec![6u64; 500];
+        assert_eq!(split(&weights, 500, None), vec![(0, 500)]);
+        assert_eq!(split(&weights, 500, Some(1_000.0)), vec![(0, 500)]);
+        // 1,000 estimated iterations per unit of weight, 62.5 after the
+        // overestimate: chunks of 66, about 46 of them.
+        let chunks = split(&weights, 500, Some(3_000_000.0));
+        assert!((40..=50).contains(&chunks.len()), "{chunks:?}");
+        assert_eq!(chunks.last().map(|c| c.1), Some(500));
     }
 }

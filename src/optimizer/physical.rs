@@ -335,6 +335,7 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             driven: driven.map(|(driver, _, _)| driver),
             listed: driven.is_some_and(|(_, _, listed)| listed),
             paired,
+            work: Some(cost),
         })
     }
 }
