@@ -1785,9 +1785,10 @@ fn outer_fiber<'a>(
 /// The chunks of a [`sequential_top`] loop over positions `lo..hi`: the
 /// split of [`top_weights`]' weights (1 plus the length of the next fiber
 /// under each position), by the loops' estimated `work` where
-/// [`Kernel::split_work`] gives one. Over a compressed next level, the running sums
-/// of the weights are its position bounds, and the split searches them
-/// ([`split_sums`]) instead of listing a weight per position.
+/// [`Kernel::split_work`] gives one. Over a compressed next level, the
+/// running sums of the weights are its position bounds, and the split
+/// searches them ([`split_sums`]) instead of listing a weight per
+/// position.
 fn sequential_chunks(
     kernel: &Kernel<'_>,
     lo: usize,

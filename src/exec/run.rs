@@ -34,7 +34,9 @@ const CHUNKS: usize = 256;
 
 /// The least work (estimated inner iterations) a chunk is given: enough
 /// that a chunk's worker and merge cost little next to it on small inputs
-/// (a few thousand steps; the split still ignores the thread count).
+/// (a few thousand steps). An outer candidate's weight counts one
+/// iteration per unit unless the loops' estimated work says more
+/// ([`least_chunk_weight`]).
 const MIN_CHUNK_WORK: f64 = 4096.0;
 
 /// How many times the loops' estimated work ([`PhysicalQuery::work`]) is
