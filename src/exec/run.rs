@@ -36,7 +36,7 @@ const CHUNKS: usize = 256;
 /// that a chunk's worker and merge cost little next to it on small inputs
 /// (a few thousand steps). An outer candidate's weight counts one
 /// iteration per unit unless the loops' estimated work says more
-/// ([`least_chunk_weight`]).
+/// ([`chunk_target`]).
 const MIN_CHUNK_WORK: f64 = 4096.0;
 
 /// How many times the loops' estimated work ([`PhysicalQuery::work`]) is
@@ -659,36 +659,38 @@ pub(crate) fn top_weights(
         .collect()
 }
 
-/// The least weight of a chunk, of `total` over all candidates: the
-/// weight of [`MIN_CHUNK_WORK`] where a unit of weight stands for one
-/// inner iteration, less where `work` (the loops' estimated work, see
-/// [`PhysicalQuery::work`]) says that a unit stands for more. At least 1.
-fn least_chunk_weight(total: u64, work: Option<f64>) -> u64 {
-    let total = total as f64;
+/// The weight a chunk gathers, of `total` over all candidates: a
+/// [`CHUNKS`]-th of it, and at least the weight of [`MIN_CHUNK_WORK`]
+/// where a unit of weight stands for one inner iteration, less where
+/// `work` (the loops' estimated work, see [`PhysicalQuery::work`]) says
+/// that a unit stands for more. At least 1.
+fn chunk_target(total: u64, work: Option<f64>) -> u64 {
+    let units = total as f64;
     let per_unit = work.map_or(1.0, |work| {
-        (work / WORK_OVERESTIMATE / total.max(1.0)).max(1.0)
+        (work / WORK_OVERESTIMATE / units.max(1.0)).max(1.0)
     });
-    (MIN_CHUNK_WORK / per_unit).ceil().max(1.0) as u64
+    let least = (MIN_CHUNK_WORK / per_unit).ceil().max(1.0) as u64;
+    (total / CHUNKS as u64).max(least)
 }
 
 /// Splits `n` candidates into at most [`CHUNKS`] ranges of about equal
-/// weight, none below [`least_chunk_weight`] of the loops' estimated
-/// `work`.
+/// weight, each gathering [`chunk_target`] of the loops' estimated
+/// `work` (the last maybe less).
 pub(crate) fn split(weights: &[u64], n: usize, work: Option<f64>) -> Vec<(usize, usize)> {
     let total: u64 = if weights.len() == n {
         weights.iter().sum()
     } else {
         n as u64
     };
-    let target = (total / CHUNKS as u64).max(least_chunk_weight(total, work));
+    let target = chunk_target(total, work);
     let mut chunks = Vec::new();
-    let (mut from, mut work) = (0, 0u64);
+    let (mut from, mut gathered) = (0, 0u64);
     for i in 0..n {
-        work += weights.get(i).copied().unwrap_or(1);
-        if work >= target {
+        gathered += weights.get(i).copied().unwrap_or(1);
+        if gathered >= target {
             chunks.push((from, i + 1));
             from = i + 1;
-            work = 0;
+            gathered = 0;
         }
     }
     if from < n || chunks.is_empty() {
@@ -706,8 +708,7 @@ pub(crate) fn split_sums(
     before: impl Fn(usize) -> u64,
     work: Option<f64>,
 ) -> Vec<(usize, usize)> {
-    let total = before(n);
-    let target = (total / CHUNKS as u64).max(least_chunk_weight(total, work));
+    let target = chunk_target(before(n), work);
     let mut chunks = Vec::new();
     let mut from = 0;
     while from < n {
