@@ -259,6 +259,83 @@ fn a_running_query_is_cancelled() {
     }
 }
 
+/// A `rows`×`cols` integer matrix of the given `(row, column)` entries,
+/// all 1.
+fn pattern(rows: usize, cols: usize, entries: impl Iterator<Item = (usize, usize)>) -> Tensor {
+    let (r, c): (Vec<i64>, Vec<i64>) = entries.map(|(r, c)| (r as i64, c as i64)).unzip();
+    let ones = vec![1; r.len()];
+    Tensor::from_coo(Coo {
+        dims: vec![
+            DimensionSpec::new("r", Some(rows as u64)),
+            DimensionSpec::new("c", Some(cols as u64)),
+        ],
+        coords: vec![r, c],
+        values: vec![("v".into(), ValueData::Int64(ones))],
+        column_order: None,
+    })
+    .expect("a pattern matrix")
+}
+
+/// A loop nest whose inner loop finds nothing to intersect under any of
+/// its outer assignments (its fibers hold disjoint coordinates: every
+/// probe misses, no product is ever formed) still polls the sink and
+/// stops. The outermost loop has one candidate, so the run is one chunk
+/// and only the loops inside it poll: the subgraph benchmark's 30-second
+/// timeouts once went unheeded for minutes in such a loop.
+#[test]
+fn a_loop_whose_intersections_all_miss_is_cancelled() {
+    let (n, m) = (20_000, 50);
+    let mut catalog = Catalog::in_memory();
+    let tables = [
+        ("A", pattern(1, n, (0..n).map(|j| (0, j)))),
+        ("B", pattern(1, 2 * m, (0..m).map(|k| (0, k)))),
+        (
+            "C",
+            pattern(
+                n,
+                2 * m,
+                (0..n).flat_map(|j| (m..2 * m).map(move |k| (j, k))),
+            ),
+        ),
+        ("D", pattern(2 * m, 2 * m, (0..2 * m).map(|k| (k, k)))),
+    ];
+    for (name, tensor) in tables {
+        catalog.put(name, Arc::new(tensor), false).expect("stored");
+    }
+    let statement = "t = SUM(i,j,k,l) A[i,j] * B[i,k] * C[j,k] * D[k,l];";
+    let program = einsql::einsum::compile(statement, &catalog).expect("binds");
+    let choices = PlanChoices {
+        eliminate: false,
+        queries: [(
+            0,
+            QueryChoices {
+                loop_order: Some(["i", "j", "k", "l"].map(String::from).to_vec()),
+                ..QueryChoices::default()
+            },
+        )]
+        .into_iter()
+        .collect(),
+    };
+    let plan = plan_with(&program, &choices).expect("plans");
+    let uncancelled = run(&plan, &options(1), &NoProgress).expect("runs");
+    let total = uncancelled[0].1.annotation_columns()[0].clone();
+    let total = total
+        .as_any()
+        .downcast_ref::<arrow::array::Int64Array>()
+        .expect("integers")
+        .values()
+        .to_vec();
+    assert_eq!(total, [0], "no assignment matches");
+    for threads in [1, 2] {
+        let sink = StopAfter {
+            polls: AtomicUsize::new(0),
+            after: 20,
+        };
+        let error = run(&plan, &options(threads), &sink).unwrap_err();
+        assert!(matches!(error, Error::Cancelled), "{error}");
+    }
+}
+
 /// SpMV's rows sum without zero tests and redo a row exactly only when its
 /// sum is not finite or is zero: rows with NaN or infinite values next to
 /// zeros, sums that cancel to 0 or overflow, -0 values, products that

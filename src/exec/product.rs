@@ -1571,7 +1571,7 @@ where
                 }
             }
             w.pos[part.input] = parent;
-            return result;
+            return result.and_then(|()| w.count_steps(coords.len()));
         }
     }
     let mut scratch = std::mem::take(&mut w.scratch[depth]);
@@ -1604,10 +1604,11 @@ where
     scratch.positions.resize(parts.len(), 0);
     let top = match w.top.take().filter(|_| depth == 0) {
         None => {
-            return intersect(kernel, depth, scratch, |c, positions| {
+            let scanned = intersect(kernel, depth, scratch, |c, positions| {
                 w.coords[var] = c;
                 f(w, positions)
-            });
+            })?;
+            return w.count_steps(scanned);
         }
         Some(Top::Positions(lo, hi)) => {
             let result = visit_positions(w, scratch, lo, hi, f);
@@ -2490,17 +2491,20 @@ impl<'a> Join<'a> {
 
 /// Iterates the intersection of the fibers read at loop `depth` under
 /// `scratch.parents`, calling `f(coordinate, positions)` with every input's child
-/// position (in the order of the loop's parts).
+/// position (in the order of the loop's parts). Returns the work done
+/// here, for the caller's cancellation count: the driver's coordinates
+/// it went through (each probed in the other fibers, most of them maybe
+/// in vain), and at least 1.
 #[inline]
 fn intersect<'a>(
     kernel: &Kernel<'a>,
     depth: usize,
     scratch: &mut Scratch<'a>,
     mut f: impl FnMut(i64, &[usize]) -> Result<()>,
-) -> Result<()> {
+) -> Result<usize> {
     let parts = &kernel.parts[depth];
     let Some(join) = Join::new(kernel, depth, scratch) else {
-        return Ok(());
+        return Ok(1);
     };
     let (probes, positions) = (&mut scratch.probes, &mut scratch.positions);
     let driver = join.driver;
@@ -2533,19 +2537,22 @@ fn intersect<'a>(
         }
         f(c, positions)
     };
+    let mut scanned = 1;
     match sorted {
         Some((coords, base)) => {
             for (i, &c) in coords.iter().enumerate() {
                 emit(c, base + i, positions)?;
             }
+            scanned = scanned.max(coords.len());
         }
         None => {
             for (c, child) in fiber.cursor() {
                 emit(c, child, positions)?;
+                scanned += 1;
             }
         }
     }
-    Ok(())
+    Ok(scanned)
 }
 
 #[cfg(test)]
