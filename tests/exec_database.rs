@@ -36,16 +36,26 @@ fn matrix(rng: &mut Rng, n: usize, per_row: usize) -> Tensor {
             }
         }
     }
+    sized_matrix((n, n), rows, cols, ValueData::Float64(vals))
+}
+
+/// A `shape.0`×`shape.1` matrix of the entries at `rows` and `cols`.
+fn sized_matrix(
+    shape: (usize, usize),
+    rows: Vec<i64>,
+    cols: Vec<i64>,
+    values: ValueData,
+) -> Tensor {
     Tensor::from_coo(Coo {
         dims: vec![
-            DimensionSpec::new("r", Some(n as u64)),
-            DimensionSpec::new("c", Some(n as u64)),
+            DimensionSpec::new("r", Some(shape.0 as u64)),
+            DimensionSpec::new("c", Some(shape.1 as u64)),
         ],
         coords: vec![rows, cols],
-        values: vec![("v".into(), ValueData::Float64(vals))],
+        values: vec![("v".into(), values)],
         column_order: None,
     })
-    .expect("a random matrix")
+    .expect("a matrix")
 }
 
 fn catalog() -> Catalog {
@@ -264,16 +274,7 @@ fn a_running_query_is_cancelled() {
 fn pattern(rows: usize, cols: usize, entries: impl Iterator<Item = (usize, usize)>) -> Tensor {
     let (r, c): (Vec<i64>, Vec<i64>) = entries.map(|(r, c)| (r as i64, c as i64)).unzip();
     let ones = vec![1; r.len()];
-    Tensor::from_coo(Coo {
-        dims: vec![
-            DimensionSpec::new("r", Some(rows as u64)),
-            DimensionSpec::new("c", Some(cols as u64)),
-        ],
-        coords: vec![r, c],
-        values: vec![("v".into(), ValueData::Int64(ones))],
-        column_order: None,
-    })
-    .expect("a pattern matrix")
+    sized_matrix((rows, cols), r, c, ValueData::Int64(ones))
 }
 
 /// A loop nest whose inner loop finds nothing to intersect under any of
