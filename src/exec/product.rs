@@ -2537,22 +2537,23 @@ fn intersect<'a>(
         }
         f(c, positions)
     };
-    let mut scanned = 1;
-    match sorted {
+    let scanned = match sorted {
         Some((coords, base)) => {
             for (i, &c) in coords.iter().enumerate() {
                 emit(c, base + i, positions)?;
             }
-            scanned = scanned.max(coords.len());
+            coords.len()
         }
         None => {
+            let mut scanned = 0;
             for (c, child) in fiber.cursor() {
                 emit(c, child, positions)?;
                 scanned += 1;
             }
+            scanned
         }
-    }
-    Ok(scanned)
+    };
+    Ok(scanned.max(1))
 }
 
 #[cfg(test)]
