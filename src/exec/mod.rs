@@ -64,6 +64,7 @@ pub use control::{MemoryBudget, StepGuards, format_bytes};
 pub use kernel::entry_bytes;
 pub use plan::PhysicalPlan;
 pub use planner::{PlanChoices, QueryChoices, plan, plan_with};
+pub use run::WORK_OVERESTIMATE;
 
 /// How a program runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -40,9 +40,12 @@ const CHUNKS: usize = 256;
 const MIN_CHUNK_WORK: f64 = 4096.0;
 
 /// How many times the loops' estimated work ([`PhysicalQuery::work`]) is
-/// taken to exceed what they visit when it decides the chunks: the chain
-/// bound is an upper bound.
-const WORK_OVERESTIMATE: f64 = 16.0;
+/// taken to exceed what they visit: the chain bound is an upper bound, and
+/// it multiplies the largest degrees where the loops meet typical ones.
+/// The executor divides by it when it decides the chunks, and the
+/// `trivial` phase when it weighs a loop nest against the search that
+/// would replace it ([`crate::optimizer::logical::kept_as_written`]).
+pub const WORK_OVERESTIMATE: f64 = 16.0;
 
 /// The results of the plan so far, by name.
 type Results = HashMap<String, Stored>;

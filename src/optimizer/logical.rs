@@ -55,14 +55,16 @@
 //!    - **Trivial sums** (the `trivial` phase, within this one). Neither
 //!      search runs on a sum whose loop nest as written is estimated to
 //!      cost less than the greedy search's first round, two estimates per
-//!      variable to eliminate ([`trivial_cost`]): the estimate is an upper
-//!      bound, so no plan could save more than the search would spend
-//!      (with an estimator whose estimates are not bounds,
-//!      [`SparsityEstimator::bounds`], every sum is searched).
+//!      variable to eliminate ([`trivial_cost`]), once the estimate, an
+//!      upper bound that takes the largest degree at every loop, is
+//!      divided by what it is taken to overstate a nest's visits by
+//!      ([`kept_as_written`]); with an estimator whose estimates are not
+//!      bounds ([`SparsityEstimator::bounds`]) every sum is searched.
 //!      The sum stays one loop nest (the subgraph queries whose inputs the
 //!      semijoin reduction left at a few hundred entries). Likewise the
 //!      greedy search stops once what is left of its plan costs less than
-//!      its next round would.
+//!      its next round would (the bound as it is: where the greedy
+//!      search stops sets the exact search's budget).
 //! 4. **Distributivity** (Galley 5.1, example 3). A product with factors
 //!    that are sums or differences is also planned distributed into a
 //!    signed sum of products (`S * (P + C) * θ` as `S*P*θ + S*C*θ`, each
@@ -104,6 +106,7 @@ use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Program, Query, ScalarOp, Va
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator, estimate_with_fill};
 use super::{OptimizerOptions, Phase};
+use crate::exec::WORK_OVERESTIMATE;
 
 /// Sums with at most this many variables to eliminate are searched
 /// exactly (2^n states); larger ones greedily.
@@ -138,6 +141,22 @@ pub const EXACT_FLOOR: usize = 4;
 /// loop nest's assignments) per variable, at [`COST_PER_ESTIMATE`] each.
 pub fn trivial_cost(eliminable: usize) -> f64 {
     2.0 * eliminable as f64 * COST_PER_ESTIMATE
+}
+
+/// Whether the `trivial` phase keeps a loop nest of estimated cost `cost`
+/// over `eliminable` variables as it is rather than search for a better
+/// plan (the elimination steps of a sum, or the loop order of a query):
+/// when the loops would run in less time than the search's first round
+/// takes ([`trivial_cost`]). The nest's cost is a chain bound, which takes
+/// the largest degree at every loop, so it is taken to overstate what the
+/// loops visit by [`WORK_OVERESTIMATE`], as the executor takes it when it
+/// splits them. On yeast's 4-vertex lite queries, whose semijoin-reduced
+/// inputs hold tens to hundreds of entries, the nests that the bound put
+/// at 5,000 to 60,000 units ran in 10 to 60 µs, in about half the time of
+/// the search and the steps it chose (`docs/benchmarks.md`, "Loop nests
+/// kept as written on small inputs").
+pub fn kept_as_written(cost: f64, eliminable: usize) -> bool {
+    cost / WORK_OVERESTIMATE < trivial_cost(eliminable)
 }
 
 /// A step estimated to write this many entries or more is never taken
@@ -201,7 +220,7 @@ pub struct LogicalPlan<S> {
     pub cost: f64,
     /// How long the distributivity phase took within [`eliminate`].
     pub distribute_time: Duration,
-    /// The sums the trivial phase kept as written ([`trivial_cost`]).
+    /// The sums the trivial phase kept as written ([`kept_as_written`]).
     pub trivial: usize,
     /// The canonical text of every step, by position in `intermediates`:
     /// steps with equal texts are equal up to renaming their variables.
@@ -405,7 +424,7 @@ struct Optimizer<'a, E: SparsityEstimator> {
     /// Whether products of sums are also planned distributed.
     distribute: bool,
     /// Whether sums cheaper to run as written than to search are kept as
-    /// written ([`trivial_cost`]).
+    /// written ([`kept_as_written`]).
     trivial: bool,
     /// The memory a step may need ([`step_bytes`]).
     memory_limit: f64,
@@ -759,7 +778,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
         };
         let plan = if factors.len() < 2 || eliminable.is_empty() {
             as_written(&mut space, inputs)?
-        } else if self.trivial && space.finish(&inputs)? < trivial_cost(eliminable.len()) {
+        } else if self.trivial && kept_as_written(space.finish(&inputs)?, eliminable.len()) {
             self.out.trivial += 1;
             as_written(&mut space, inputs)?
         } else {

@@ -194,7 +194,7 @@ pub struct Optimized {
     /// without the `eliminate` phase).
     pub cost: f64,
     /// The sums the `trivial` phase kept as written, estimated cheaper to
-    /// run than to search ([`logical::trivial_cost`]).
+    /// run than to search ([`logical::kept_as_written`]).
     pub trivial: usize,
     /// The inputs the semijoin reduction replaced, in order.
     pub reductions: Vec<Reduction>,

@@ -32,10 +32,10 @@
 //!   inputs' re-index choices multiply the keys of one level past
 //!   [`LEVEL_STATES`], the cheapest of them go on. With
 //!   [`Phase::Trivial`](super::Phase::Trivial) on, the greedy order is
-//!   found first and kept when it costs less than
-//!   [`trivial_cost`](super::logical::trivial_cost) of the loop
-//!   variables: the exact search would take longer than the loops run
-//!   (only with an estimator whose estimates are upper bounds).
+//!   found first and kept when the loops would run in less time than the
+//!   exact search would take
+//!   ([`kept_as_written`](super::logical::kept_as_written) of the loop
+//!   variables; only with an estimator whose estimates are upper bounds).
 //! - **Loop trees.** With [`Phase::Factorize`](super::Phase::Factorize)
 //!   on, a `SUM` of a product has its loop nest made a tree
 //!   ([`PhysicalQuery::factorize`]): loops that share no input with each
@@ -118,7 +118,7 @@ use crate::storage::statistics::DimSet;
 
 use super::estimate::{AliasSource, Aliases, Leaf, SparsityEstimator};
 use super::lattice::bits;
-use super::logical::trivial_cost;
+use super::logical::kept_as_written;
 use super::{OptimizerOptions, Phase};
 
 /// Queries with at most this many loop variables get the exact search.
@@ -260,7 +260,7 @@ impl<E: SparsityEstimator> Choose for PhysicalOptimizer<'_, E> {
             search.greedy()
         } else if self.trivial {
             let greedy = search.greedy();
-            if greedy.1 < trivial_cost(bound.len()) {
+            if kept_as_written(greedy.1, bound.len()) {
                 greedy
             } else {
                 search.exact().unwrap_or(greedy)
