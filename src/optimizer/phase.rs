@@ -44,7 +44,8 @@ pub enum Phase {
     /// that is cheaper; runs within `eliminate`, which it needs.
     Distribute,
     /// Searches skipped where the plan they start from is estimated to
-    /// run in less time than they would take: a sum whose loop nest as
+    /// run in less time than they would take
+    /// ([`super::logical::kept_as_written`]): a sum whose loop nest as
     /// written costs less than the elimination search's first round is
     /// kept as written ([`super::logical::eliminate`]), and a loop nest
     /// whose greedy order costs less than the exact order search keeps it
