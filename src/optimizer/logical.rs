@@ -144,10 +144,11 @@ pub fn trivial_cost(eliminable: usize) -> f64 {
 }
 
 /// Whether the `trivial` phase keeps a loop nest of estimated cost `cost`
-/// over `eliminable` variables as it is rather than search for a better
-/// plan (the elimination steps of a sum, or the loop order of a query):
-/// when the loops would run in less time than the search's first round
-/// takes ([`trivial_cost`]). The nest's cost is a chain bound, which takes
+/// as it is rather than search for a better plan over its `variables`
+/// (the elimination steps of a sum, over the variables to eliminate, or
+/// the loop order of a query, over its loop variables): when the loops
+/// would run in less time than the search's first round takes
+/// ([`trivial_cost`]). The nest's cost is a chain bound, which takes
 /// the largest degree at every loop, so it is taken to overstate what the
 /// loops visit by [`WORK_OVERESTIMATE`], as the executor takes it when it
 /// splits them. On yeast's 4-vertex lite queries, whose semijoin-reduced
@@ -155,8 +156,8 @@ pub fn trivial_cost(eliminable: usize) -> f64 {
 /// put at 4,900 to 64,000 units ran as written in 0.47 to 0.72 of the
 /// statement's time with the search and the steps it chose
 /// (`docs/benchmarks.md`, "Loop nests kept as written on small inputs").
-pub fn kept_as_written(cost: f64, eliminable: usize) -> bool {
-    cost / WORK_OVERESTIMATE < trivial_cost(eliminable)
+pub fn kept_as_written(cost: f64, variables: usize) -> bool {
+    cost / WORK_OVERESTIMATE < trivial_cost(variables)
 }
 
 /// A step estimated to write this many entries or more is never taken
