@@ -11,9 +11,11 @@ from a virtual environment. For each dataset (a name under
    `labels(vertex, label)`), plus the trusted counts of `truth/`.
 2. For each thread count: each einsql variant (`cargo bench --bench subgraph
    -- run`, one process that loads the data graph once) and DuckDB (loads the
-   CSVs once, in memory) run every query warm: one untimed run, then one
-   timed run, each stopped at the timeout (einsql through its interrupt flag,
-   DuckDB through `con.interrupt()`). Both engines get the same thread count,
+   CSVs once, in memory) run every query warm: untimed runs until the
+   warm-up time has passed (`--warm-up`, 5 ms by default, at least one
+   run), then one timed run, each stopped at the timeout (einsql through
+   its interrupt flag, DuckDB through `con.interrupt()`). The first
+   warm-up run's time is kept too (`first_seconds`). Both engines get the same thread count,
    memory limit and timeout. The default variant and DuckDB take turns query
    by query (`run --paced`): einsql's two runs of a query, then DuckDB's, so
    that the two timings of a query fall in the same window of a shared
@@ -67,6 +69,7 @@ CSV_FIELDS = [
     "threads",
     "engine",
     "seconds",
+    "first_seconds",
     "parse_seconds",
     "optimize_seconds",
     "count",
@@ -172,6 +175,8 @@ def einsql_command(binary, folder, variant, threads, args):
         str(threads),
         "--timeout",
         str(args.timeout),
+        "--warm-up",
+        str(args.warm_up),
         "--memory-limit",
         args.memory_limit,
     ]
@@ -302,10 +307,14 @@ def duckdb_once(con, sql, timeout):
 
 
 def duckdb_outcome(con, query, args):
-    """One query on DuckDB: an untimed run, then the timed run."""
+    """One query on DuckDB: untimed runs until `args.warm_up` seconds have
+    passed (at least one), then the timed run."""
     outcome = {"name": query["name"], "count": None, "optimize_seconds": None}
     try:
-        duckdb_once(con, query["sql"], args.timeout)
+        started = time.perf_counter()
+        _, outcome["first_seconds"] = duckdb_once(con, query["sql"], args.timeout)
+        while time.perf_counter() - started < args.warm_up:
+            duckdb_once(con, query["sql"], args.timeout)
         count, seconds = duckdb_once(con, query["sql"], args.timeout)
         outcome.update(status="ok", count=count, seconds=seconds, message=None)
     except TimeoutError:
@@ -327,6 +336,9 @@ def read_duckdb_results(path):
                     "count": int(row["count"]) if row["count"] else None,
                     "status": row["status"],
                     "seconds": float(row["seconds"]),
+                    "first_seconds": float(row["first_seconds"])
+                    if row.get("first_seconds")
+                    else None,
                     "optimize_seconds": None,
                     "message": row["message"] or None,
                 }
@@ -379,6 +391,9 @@ def rows_for(dataset, queries, threads, results):
                     "threads": threads,
                     "engine": engine if engine == DUCKDB else f"einsql/{engine}",
                     "seconds": f"{outcome['seconds']:.6f}",
+                    "first_seconds": ""
+                    if outcome.get("first_seconds") is None
+                    else f"{outcome['first_seconds']:.6f}",
                     "parse_seconds": ""
                     if outcome.get("parse_seconds") is None
                     else f"{outcome['parse_seconds']:.6f}",
@@ -432,6 +447,27 @@ def speedups(rows, engine):
     return out
 
 
+def first_runs(rows, engine):
+    """The first warm-up runs of `engine` and DuckDB on the queries both
+    finished: (engine's seconds, DuckDB's seconds, speedups), or None when
+    a row lacks the time (results of an earlier version)."""
+    if not all(r.get("first_seconds") for r in rows if r["status"] == "ok"):
+        return None
+    duck = {r["query"]: r for r in rows if r["engine"] == DUCKDB and r["status"] == "ok"}
+    pairs = [
+        (float(r["first_seconds"]), float(duck[r["query"]]["first_seconds"]))
+        for r in rows
+        if r["engine"] == engine and r["status"] == "ok" and r["query"] in duck
+    ]
+    if not pairs:
+        return None
+    return (
+        [mine for mine, _ in pairs],
+        [theirs for _, theirs in pairs],
+        [theirs / mine for mine, theirs in pairs],
+    )
+
+
 def plan_excerpt(plan, lines=14, width=140):
     """The logical plan (one line per step, with its estimated entries) and
     the entries each step produced; without those sections, the physical
@@ -470,7 +506,8 @@ def summary(dataset, info, rows_by_threads, plans, args, meta):
         "",
         f"{meta['date']}, einsql {meta['commit']}, DuckDB {duckdb.__version__}, "
         f"{meta['machine']}; timeout {args.timeout:g} s per query, memory limit "
-        f"{args.memory_limit} for both, warm (one untimed run before the timed one)"
+        f"{args.memory_limit} for both, warm (untimed runs for at least "
+        f"{args.warm_up * 1000:g} ms, at least one, before the timed one)"
         + (
             f"; DuckDB's figures are those of an earlier run ({args.duckdb_results.name})."
             if args.duckdb_results
@@ -539,6 +576,20 @@ def summary(dataset, info, rows_by_threads, plans, args, meta):
             ),
             "",
         ]
+        first = first_runs(rows, default)
+        if first:
+            mine, theirs, ratios = first
+            lines += [
+                f"First runs (each query's first warm-up run: after the other engine's "
+                f"turn, and on einsql before its caches hold the query's indexes and "
+                f"semijoin reductions), on the {len(ratios)} queries both finished: "
+                f"{default} median "
+                f"{fmt_seconds(statistics.median(mine))}, DuckDB median "
+                f"{fmt_seconds(statistics.median(theirs))}, speedup median "
+                f"{fmt_ratio(statistics.median(ratios))}, geo-mean {fmt_ratio(geomean(ratios))}, "
+                f"smallest {fmt_ratio(min(ratios))}.",
+                "",
+            ]
         slowest = sorted(
             (r for r in rows if r["engine"] == default),
             key=lambda r: (-float(r["seconds"]), r["query"]),
@@ -657,6 +708,13 @@ def main():
     parser.add_argument("--limit", type=int, help="the first N queries per dataset")
     parser.add_argument("--sample", type=int, help="N queries spread over the set")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per query")
+    parser.add_argument(
+        "--warm-up",
+        type=float,
+        default=0.005,
+        help="untimed runs of a query, on both engines, until this many seconds "
+        "have passed (at least one run)",
+    )
     parser.add_argument("--threads", default="1,all", help="e.g. 1,all or 1,2")
     parser.add_argument("--memory-limit", default="4GB")
     parser.add_argument("--max-temp-size", default="8GB", help="DuckDB spill limit")
@@ -680,6 +738,8 @@ def main():
     )
     parser.add_argument("--out", type=Path, help="default: REPO/bench-results/subgraph")
     args = parser.parse_args()
+    if not args.warm_up >= 0:
+        sys.exit(f"--warm-up: {args.warm_up} is not a number of seconds, 0 or more")
 
     repo = args.repo.resolve()
     out = (args.out or repo / "bench-results" / "subgraph").resolve()
