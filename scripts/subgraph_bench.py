@@ -15,11 +15,11 @@ from a virtual environment. For each dataset (a name under
    warm-up time has passed (`--warm-up`, 5 ms by default, at least one
    run), then one timed run, each stopped at the timeout (einsql through
    its interrupt flag, DuckDB through `con.interrupt()`). The first
-   warm-up run's time is kept too (`first_seconds`). Both engines get the same thread count,
-   memory limit and timeout. The default variant and DuckDB take turns query
-   by query (`run --paced`): einsql's two runs of a query, then DuckDB's, so
-   that the two timings of a query fall in the same window of a shared
-   machine; the other variants run after them.
+   warm-up run's time is kept too (`first_seconds`). Both engines get the
+   same thread count, memory limit and timeout. The default variant and
+   DuckDB take turns query by query (`run --paced`): einsql's runs of a
+   query, then DuckDB's, so that the two timings of a query fall in the
+   same window of a shared machine; the other variants run after them.
 3. Every count is checked against `truth/` and, where there is no trusted
    truth, against the other engine.
 
