@@ -111,10 +111,12 @@ run: time the queries of an emitted folder on einsql
 /// The default warm-up: untimed runs of a query until this much time has
 /// passed. On this project's virtual machines a core that waited (as the
 /// harness waits for the other engine's turn) runs slower for about a
-/// millisecond of work after it wakes (`docs/benchmarks.md`, "Lite sets,
-/// 1 and 2 threads, after loop nests kept as written"); one run of a
-/// statement of a few hundred microseconds does not cover that, and the
-/// timed run would measure the wake-up rather than the engine.
+/// millisecond of work after it wakes; one run of a statement of a few
+/// hundred microseconds does not cover that, and the timed run would
+/// measure the wake-up rather than the engine. 5 ms of runs brought
+/// hprd's lite median statement, paced, from 464 to 251 µs, near the 260
+/// µs of running back to back (`docs/benchmarks.md`, "Lite sets, 1 and 2
+/// threads, a warm-up of 5 ms").
 const WARM_UP: Duration = Duration::from_millis(5);
 
 /// The command line of `emit`.
