@@ -110,13 +110,12 @@ fn report(
         let options = OptimizerOptions {
             estimator,
             search,
-            memory_limit: OptimizerOptions::default().memory_limit,
-            max_step_entries: OptimizerOptions::default().max_step_entries,
             disabled: if semijoin {
                 PhaseSet::EMPTY
             } else {
                 PhaseSet::EMPTY.with(Phase::Semijoin)
             },
+            ..OptimizerOptions::default()
         };
         let mut times = Vec::new();
         let mut cold_times = Vec::new();

@@ -103,6 +103,17 @@ pub enum Error {
     )]
     StepOutgrown(String),
 
+    /// A query whose sum the optimizer kept as one loop nest, on the
+    /// strength of a bound it takes to be loose, visited more assignments
+    /// than its guard allows: the session plans the statement again with
+    /// the sum searched ([`crate::exec::StepGuards::insert_visits`]), so
+    /// a user sees it only from the executor's API.
+    #[error(
+        "Estimate exceeded: the loop nest of query {0} of the plan visited more assignments \
+         than its guard allows"
+    )]
+    NestOutgrown(String),
+
     /// A broken invariant of the engine, not of the input: a bug in einsql.
     #[error("Internal error: {0} (this is a bug in einsql; please report it)")]
     Internal(String),

@@ -2,7 +2,9 @@
 //! and unknown ones are rejected with a "did you mean", every phase that
 //! runs is timed, disabling phases skips them (and those that need them)
 //! without changing the answer, the common sub-expression phase merges
-//! equal steps, and the check the optimizer runs after each phase in debug
+//! equal steps, a sum kept as written for its small bound runs under a
+//! guard that plans it again, searched, once its loops pass it, and the
+//! check the optimizer runs after each phase in debug
 //! builds finds a program that no longer binds. That random programs give
 //! the reference's answer with any phase disabled is tested with the
 //! random-program generator, in `tests/exec_differential.rs`.
@@ -12,30 +14,40 @@ use std::time::Duration;
 
 use einsql::exec::{ExecOptions, StepGuards, run, run_first};
 use einsql::ir::{Annotation, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef};
-use einsql::optimizer::logical::{kept_as_written, trivial_cost};
+use einsql::optimizer::logical::{SMALL_NEST, kept_as_written, trivial_cost};
 use einsql::optimizer::{Optimized, OptimizerOptions, Phase, PhaseSet, Search, check, optimize};
 use einsql::progress::NoProgress;
 use einsql::storage::{Coo, DimensionSpec, Tensor};
-use einsql::{Error, reference};
+use einsql::{Database, Error, reference};
 
-/// A graph of 200 vertices, each with edges to the next three (mod 200),
+/// A graph of 2,000 vertices, each with edges to the next three (mod 2,000),
 /// read as a bag.
 fn edges() -> TensorRef {
-    ring(200)
+    ring(2000)
 }
 
 /// A graph of `n` vertices, each with edges to the next three (mod `n`),
 /// read as a bag.
 fn ring(n: i64) -> TensorRef {
+    TensorRef {
+        name: "e".to_string(),
+        tensor: Arc::new(circulant(n, &[1, 2, 3])),
+    }
+}
+
+/// A graph of `n` vertices, each vertex `v` with edges to `v + step` (mod
+/// `n`) for every step of `steps`: every degree is the same, so the chain
+/// bound of a loop nest over it is tight.
+fn circulant(n: i64, steps: &[i64]) -> Tensor {
     let (mut src, mut dst) = (Vec::new(), Vec::new());
     for v in 0..n {
-        for step in 1..=3 {
+        for step in steps {
             src.push(v);
-            dst.push((v + step) % n);
+            dst.push((v + step).rem_euclid(n));
         }
     }
     let size = u64::try_from(n).expect("a vertex count");
-    let tensor = Tensor::from_coo(Coo {
+    Tensor::from_coo(Coo {
         dims: vec![
             DimensionSpec::new("src", Some(size)),
             DimensionSpec::new("dst", Some(size)),
@@ -44,10 +56,24 @@ fn ring(n: i64) -> TensorRef {
         values: Vec::new(),
         column_order: None,
     })
-    .expect("the edges load");
-    TensorRef {
-        name: "e".to_string(),
-        tensor: Arc::new(tensor),
+    .expect("the edges load")
+}
+
+/// The closed walks of four edges of `e`, counted.
+fn cycles(e: &TensorRef) -> Program {
+    let factors = vec![
+        edge(e, "a", "b"),
+        edge(e, "b", "c"),
+        edge(e, "c", "d"),
+        edge(e, "d", "a"),
+    ];
+    let summed = ["a", "b", "c", "d"].map(str::to_string).to_vec();
+    Program {
+        queries: vec![Query {
+            name: "cycles".to_string(),
+            indices: Vec::new(),
+            expr: Expr::sum(summed, Expr::map(ScalarOp::Mul, factors)),
+        }],
     }
 }
 
@@ -346,15 +372,108 @@ fn a_sum_cheaper_to_run_than_to_search_is_kept_as_written() {
     assert!(kept_as_written(middle.cost, 6), "{}", middle.cost);
     assert_eq!(middle.trivial, 1);
     assert!(middle.steps.is_empty(), "{:?}", middle.steps);
-    // Over 200 vertices the search pays: it runs, and takes the steps.
+    // Over 300 vertices it passes that too, but not a million units
+    // (`SMALL_NEST`), and the edges hold 1% of the pairs: the sum is still
+    // kept as one loop nest, its loops guarded.
+    let bounded = optimized(&star_over(&ring(300)), PhaseSet::EMPTY);
+    assert!(!kept_as_written(bounded.cost, 6), "{}", bounded.cost);
+    assert!(bounded.cost < SMALL_NEST, "{}", bounded.cost);
+    assert_eq!(bounded.trivial, 1);
+    assert!(bounded.steps.is_empty(), "{:?}", bounded.steps);
+    assert_eq!(bounded.guarded, ["stars"]);
+    assert!(same(&answer(&bounded), &answer(&searched_over(&ring(300)))));
+    // Over 2,000 vertices the nest passes a million units and the search
+    // pays: it runs, and takes the steps.
     let large = optimized(&star(), PhaseSet::EMPTY);
     assert_eq!(large.trivial, 0);
     assert!(!large.steps.is_empty(), "{}", large.logical);
 }
 
+/// [`star_over`] `e`, planned with sums below `SMALL_NEST` searched.
+fn searched_over(e: &TensorRef) -> Optimized {
+    let options = OptimizerOptions {
+        small_nests: false,
+        ..OptimizerOptions::default()
+    };
+    optimize(&star_over(e), &options).expect("the program optimizes")
+}
+
+/// The steps of [`circulant`]'s graph for the guard's test: four each way.
+const NEIGHBOURS: [i64; 8] = [1, 2, 3, 4, -1, -2, -3, -4];
+
+/// A sum over sparse inputs kept as written for its bound below
+/// `SMALL_NEST` alone runs under a guard on its loop visits; where the
+/// bound is tight (every degree the same) the loops pass it, the plan stops with `NestOutgrown`, and planned
+/// again with such sums searched the program takes steps and gives the
+/// same answer. Through SQL, the session plans again by itself and
+/// `EXPLAIN ANALYZE` says so.
+#[test]
+fn a_small_nest_that_visits_past_its_guard_is_planned_again_searched() {
+    let e = TensorRef {
+        name: "e".to_string(),
+        tensor: Arc::new(circulant(1000, &NEIGHBOURS)),
+    };
+    let program = cycles(&e);
+    // 1,000 · 8³ = 512,000 assignments: below `SMALL_NEST`, past 16 times
+    // the search's first round; the edges hold 0.8% of the pairs.
+    let kept = optimized(&program, PhaseSet::EMPTY);
+    assert!(kept.steps.is_empty(), "{}", kept.logical);
+    assert!(!kept_as_written(kept.cost, 4), "{}", kept.cost);
+    assert_eq!(kept.guarded, ["cycles"]);
+    let options = ExecOptions {
+        threads: 2,
+        memory_limit: 1 << 30,
+    };
+    match run_first(&kept.plan, &options, &NoProgress, None, &kept.step_guards()) {
+        Err(Error::NestOutgrown(name)) => assert_eq!(name, "cycles"),
+        other => panic!("expected the loops to outgrow their guard, got {other:?}"),
+    }
+    let again = optimize(
+        &program,
+        &OptimizerOptions {
+            small_nests: false,
+            ..OptimizerOptions::default()
+        },
+    )
+    .expect("the program optimizes");
+    assert!(!again.steps.is_empty(), "{}", again.logical);
+    assert!(again.guarded.is_empty());
+    assert!(same(&answer(&kept), &answer(&again)));
+
+    let db = Database::open_in_memory();
+    db.create_table_from_tensor("e", circulant(1000, &NEIGHBOURS))
+        .expect("the table is created");
+    let sql = "SELECT COUNT(*) FROM e e0, e e1, e e2, e e3 WHERE e0.dst = e1.src \
+               AND e1.dst = e2.src AND e2.dst = e3.src AND e3.dst = e0.src";
+    let text = |sql: &str| -> Vec<String> {
+        let result = db.execute(sql).expect("the statement runs");
+        result
+            .batches
+            .iter()
+            .flat_map(|batch| {
+                let column = arrow::util::display::ArrayFormatter::try_new(
+                    batch.column(0).as_ref(),
+                    &Default::default(),
+                )
+                .expect("the column formats");
+                (0..batch.num_rows())
+                    .map(|row| column.value(row).to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    // From each vertex, 296 of the 8⁴ walks of four steps return.
+    assert_eq!(text(sql), ["296000"]);
+    let explained = text(&format!("EXPLAIN ANALYZE {sql}")).join("\n");
+    assert!(
+        explained.contains("Planned again: the loops of COUNT(*) visited more than"),
+        "{explained}"
+    );
+}
+
 #[test]
 fn equal_steps_are_computed_once() {
-    // The search takes a step per arm only with `trivial` off: on 200
+    // The search takes a step per arm only with `trivial` off: on 2,000
     // vertices, what is left after the first arm costs less to run than
     // the next round of the greedy search.
     let program = star();

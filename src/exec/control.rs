@@ -48,6 +48,10 @@ pub(crate) struct Control<'a> {
     /// ([`StepGuards`]; `u64::MAX`: no guard).
     guard_start: AtomicU64,
     guard_room: AtomicU64,
+    /// The loop visits the guarded step has counted, and the most it may
+    /// make ([`StepGuards::insert_visits`]; `u64::MAX`: no guard).
+    visits: AtomicU64,
+    visit_room: AtomicU64,
 }
 
 /// The most memory each guarded step of a plan may charge, by the step's
@@ -55,29 +59,52 @@ pub(crate) struct Control<'a> {
 /// stops with [`Error::StepOutgrown`] instead of running on (the session
 /// then plans the statement again without steps that large). Steps
 /// without a guard, and every output, run to the memory limit.
+///
+/// Likewise the most loop visits a query may make, by its name, where the
+/// optimizer kept a sum of it as one loop nest on the strength of a loose
+/// bound ([`crate::optimizer::Optimized::step_guards`]): past it, the
+/// query stops with [`Error::NestOutgrown`] and the session plans the
+/// statement again with the sum searched.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StepGuards(HashMap<String, u64>);
+pub struct StepGuards {
+    bytes: HashMap<String, u64>,
+    visits: HashMap<String, u64>,
+}
 
 impl StepGuards {
     /// Guards step `name`: it may charge at most `bytes`.
     pub fn insert(&mut self, name: String, bytes: u64) {
-        self.0.insert(name, bytes);
+        self.bytes.insert(name, bytes);
     }
 
-    /// The guard of step `name`, if it has one.
-    pub(crate) fn get(&self, name: &str) -> Option<StepGuard<'_>> {
-        self.0
-            .get_key_value(name)
-            .map(|(step, &bytes)| StepGuard { step, bytes })
+    /// Guards query `name`: its loops may visit at most `visits`
+    /// assignments (counted as the executor counts them between its
+    /// cancellation checks, so a query stops within a few thousand past
+    /// it per worker).
+    pub fn insert_visits(&mut self, name: String, visits: u64) {
+        self.visits.insert(name, visits);
+    }
+
+    /// The guards of step `name`, if it has any.
+    pub(crate) fn get<'g>(&'g self, name: &'g str) -> Option<StepGuard<'g>> {
+        let bytes = self.bytes.get(name).copied();
+        let visits = self.visits.get(name).copied();
+        (bytes.is_some() || visits.is_some()).then(|| StepGuard {
+            step: name,
+            bytes: bytes.unwrap_or(u64::MAX),
+            visits: visits.unwrap_or(u64::MAX),
+        })
     }
 }
 
-/// The guard of one step ([`StepGuards::get`]): the step's name and the
-/// most memory it may charge.
+/// The guards of one step ([`StepGuards::get`]): the step's name, the
+/// most memory it may charge and the most loop visits it may make
+/// (`u64::MAX`: no guard).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StepGuard<'g> {
     pub step: &'g str,
     pub bytes: u64,
+    pub visits: u64,
 }
 
 impl<'a> Control<'a> {
@@ -91,6 +118,8 @@ impl<'a> Control<'a> {
             guarded: Mutex::new(String::new()),
             guard_start: AtomicU64::new(0),
             guard_room: AtomicU64::new(u64::MAX),
+            visits: AtomicU64::new(0),
+            visit_room: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -110,6 +139,25 @@ impl<'a> Control<'a> {
             guard.map_or(u64::MAX, |guard| guard.bytes),
             Ordering::Relaxed,
         );
+        self.visits.store(0, Ordering::Relaxed);
+        self.visit_room.store(
+            guard.map_or(u64::MAX, |guard| guard.visits),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Counts `visits` loop visits of the running step against its guard:
+    /// past it, [`Error::NestOutgrown`] names the step.
+    pub(crate) fn count_visits(&self, visits: u64) -> Result<()> {
+        let room = self.visit_room.load(Ordering::Relaxed);
+        if room == u64::MAX {
+            return Ok(());
+        }
+        if self.visits.fetch_add(visits, Ordering::Relaxed) + visits > room {
+            let step = self.guarded.lock().unwrap_or_else(PoisonError::into_inner);
+            return Err(Error::NestOutgrown(step.clone()));
+        }
+        Ok(())
     }
 
     /// [`Error::Cancelled`] if the user cancelled or another worker failed.

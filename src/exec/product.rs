@@ -1457,7 +1457,8 @@ impl<'s, 'a, T: Num> ProductWorker<'_, 's, 'a, T> {
     fn count_steps(&mut self, n: usize) -> Result<()> {
         self.steps += n;
         if self.steps >= CHECK_EVERY {
-            self.steps = 0;
+            let visits = std::mem::take(&mut self.steps);
+            self.shared.control.count_visits(visits as u64)?;
             self.shared.control.check()?;
         }
         Ok(())

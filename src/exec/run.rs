@@ -614,6 +614,7 @@ fn clone_error(error: &Error) -> Error {
         Error::Overflow(m) => Error::Overflow(m.clone()),
         Error::OutOfMemory(m) => Error::OutOfMemory(m.clone()),
         Error::StepOutgrown(m) => Error::StepOutgrown(m.clone()),
+        Error::NestOutgrown(m) => Error::NestOutgrown(m.clone()),
         Error::Invalid(m) => Error::Invalid(m.clone()),
         Error::NotSupported(m) => Error::NotSupported(m.clone()),
         Error::Type(m) => Error::Type(m.clone()),

@@ -58,8 +58,12 @@
 //!      variable to eliminate ([`trivial_cost`]), once the estimate, an
 //!      upper bound that takes the largest degree at every loop, is
 //!      divided by what it is taken to overstate a nest's visits by
-//!      ([`kept_as_written`]); with an estimator whose estimates are not
-//!      bounds ([`SparsityEstimator::bounds`]) every sum is searched.
+//!      ([`kept_as_written`]), or, over sparse stored inputs, is below a
+//!      million units whatever its variables ([`SMALL_NEST`]; then its
+//!      loops run under a guard on what they visit, [`NEST_VISITS`], and
+//!      past it the statement is planned again with the sum searched);
+//!      with an estimator whose estimates are not bounds
+//!      ([`SparsityEstimator::bounds`]) every sum is searched.
 //!      The sum stays one loop nest (the subgraph queries whose inputs the
 //!      semijoin reduction left at a few hundred entries). Likewise the
 //!      greedy search stops once what is left of its plan costs less than
@@ -143,6 +147,47 @@ pub fn trivial_cost(eliminable: usize) -> f64 {
     2.0 * eliminable as f64 * COST_PER_ESTIMATE
 }
 
+/// The estimated cost below which the `trivial` phase keeps a sum over
+/// sparse stored inputs ([`all_sparse`]) as written whatever its
+/// variables, its query's loops guarded ([`NEST_VISITS`]). Where the
+/// semijoin reduction leaves a subgraph query's inputs at tens to
+/// hundreds of entries whose degrees vary, the chain bound, which takes
+/// the largest degree at every loop, overstates the loops' visits far
+/// more than [`WORK_OVERESTIMATE`], and the nest as written runs in less
+/// time than the search and the steps it chooses. Where every degree is
+/// the same the bound is tight, and such a nest can take several times as
+/// long as the steps: the guard stops it, and the statement is planned
+/// again with the sum searched (`docs/benchmarks.md`, "Sums over sparse
+/// inputs under a million assignments kept as written, guarded").
+pub const SMALL_NEST: f64 = 1_000_000.0;
+
+/// The share of its coordinates a stored factor may hold and still count
+/// as sparse for [`SMALL_NEST`] ([`all_sparse`]).
+pub const SPARSE_FILL: f64 = 0.01;
+
+/// Whether every factor of a sum is a stored input that holds at most
+/// [`SPARSE_FILL`] of the coordinates its dimensions span: the inputs of
+/// graph patterns, whose degrees vary, and not dense matrices or complete
+/// graphs, over which the chain bound is tight and a loop nest under
+/// [`SMALL_NEST`] would run to its guard before the sum is searched.
+fn all_sparse(factors: &[Expr]) -> bool {
+    factors.iter().all(|factor| match factor {
+        Expr::Input(input) => {
+            let tensor = &input.tensor.tensor;
+            let span: f64 = tensor.dims().iter().map(|d| d.size as f64).product();
+            (tensor.nnz() as f64) <= SPARSE_FILL * span
+        }
+        _ => false,
+    })
+}
+
+/// The most loop visits a query may make when the `trivial` phase kept a
+/// sum of it as written for [`SMALL_NEST`] alone: past it the executor
+/// stops the query ([`crate::exec::StepGuards::insert_visits`]) and the
+/// session plans the statement again with such sums searched
+/// ([`super::OptimizerOptions::small_nests`]).
+pub const NEST_VISITS: u64 = 1 << 16;
+
 /// Whether the `trivial` phase keeps a loop nest of estimated cost `cost`
 /// as it is rather than search for a better plan over its `variables`
 /// (the elimination steps of a sum, over the variables to eliminate, or
@@ -223,6 +268,10 @@ pub struct LogicalPlan<S> {
     pub distribute_time: Duration,
     /// The sums the trivial phase kept as written ([`kept_as_written`]).
     pub trivial: usize,
+    /// The queries holding a sum kept as written because its bound is
+    /// below [`SMALL_NEST`] alone: their loops run under a guard on what
+    /// they visit ([`NEST_VISITS`]).
+    pub guarded: Vec<String>,
     /// The canonical text of every step, by position in `intermediates`:
     /// steps with equal texts are equal up to renaming their variables.
     keys: Vec<String>,
@@ -240,6 +289,7 @@ impl<S> LogicalPlan<S> {
             cost: 0.0,
             distribute_time: Duration::ZERO,
             trivial: 0,
+            guarded: Vec::new(),
             keys: Vec::new(),
         }
     }
@@ -288,6 +338,7 @@ pub fn eliminate<E: SparsityEstimator>(
 ) -> Result<LogicalPlan<E::Stats>> {
     let mut optimizer = Optimizer::new(estimator, options.search, options.runs(Phase::Distribute));
     optimizer.trivial = options.runs(Phase::Trivial) && estimator.bounds();
+    optimizer.small_nests = optimizer.trivial && options.small_nests;
     optimizer.memory_limit = options.memory_limit as f64;
     optimizer.max_step_entries = options.max_step_entries as f64;
     for query in &program.queries {
@@ -296,6 +347,9 @@ pub fn eliminate<E: SparsityEstimator>(
         // `known` for its result; anything else may hold an inner sum's.
         let top_sum = matches!(query.expr, Expr::Agg { op: AggOp::Sum, .. });
         let known = optimizer.known.take().filter(|_| top_sum);
+        if std::mem::take(&mut optimizer.small_nest_kept) {
+            optimizer.out.guarded.push(query.name.clone());
+        }
         optimizer.emit(query.name.clone(), query.indices.clone(), expr, known)?;
     }
     Ok(optimizer.out)
@@ -427,6 +481,12 @@ struct Optimizer<'a, E: SparsityEstimator> {
     /// Whether sums cheaper to run as written than to search are kept as
     /// written ([`kept_as_written`]).
     trivial: bool,
+    /// Whether, with `trivial`, sums whose bound is below [`SMALL_NEST`]
+    /// are kept as written too.
+    small_nests: bool,
+    /// Whether the query being rewritten holds a sum kept as written for
+    /// [`SMALL_NEST`] alone.
+    small_nest_kept: bool,
     /// The memory a step may need ([`step_bytes`]).
     memory_limit: f64,
     /// A step estimated to write this many entries or more is not taken.
@@ -453,6 +513,8 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             search,
             distribute,
             trivial: false,
+            small_nests: false,
+            small_nest_kept: false,
             memory_limit: f64::INFINITY,
             max_step_entries: MAX_STEP_ENTRIES as f64,
             out: LogicalPlan::new(),
@@ -781,6 +843,10 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             as_written(&mut space, inputs)?
         } else if self.trivial && kept_as_written(space.finish(&inputs)?, eliminable.len()) {
             self.out.trivial += 1;
+            as_written(&mut space, inputs)?
+        } else if self.small_nests && all_sparse(factors) && space.finish(&inputs)? < SMALL_NEST {
+            self.out.trivial += 1;
+            self.small_nest_kept = true;
             as_written(&mut space, inputs)?
         } else {
             match self.search {

@@ -154,6 +154,12 @@ pub struct OptimizerOptions {
     /// statement planned again because a step outgrew its estimate
     /// ([`Optimized::step_guards`]) lowers it to that step's estimate.
     pub max_step_entries: u64,
+    /// Whether the `trivial` phase also keeps sums over sparse inputs
+    /// whose bound is below [`logical::SMALL_NEST`] as written, their
+    /// loops guarded
+    /// ([`Optimized::step_guards`]). A statement planned again because
+    /// such a loop nest outgrew its guard turns it off.
+    pub small_nests: bool,
 }
 
 impl OptimizerOptions {
@@ -172,6 +178,7 @@ impl Default for OptimizerOptions {
             disabled: PhaseSet::EMPTY,
             memory_limit: default_memory_limit(),
             max_step_entries: logical::MAX_STEP_ENTRIES,
+            small_nests: true,
         }
     }
 }
@@ -196,6 +203,9 @@ pub struct Optimized {
     /// The sums the `trivial` phase kept as written, estimated cheaper to
     /// run than to search ([`logical::kept_as_written`]).
     pub trivial: usize,
+    /// The queries whose loops run under a guard on what they visit: a
+    /// sum of each was kept as written for [`logical::SMALL_NEST`] alone.
+    pub guarded: Vec<String>,
     /// The inputs the semijoin reduction replaced, in order.
     pub reductions: Vec<Reduction>,
     /// The filters the reductions made redundant, left out of their
@@ -237,6 +247,12 @@ impl Optimized {
     /// guard: the plan took it because it cannot do without it (a sum of
     /// a distributed product, which is computed on its own), so planning
     /// again would take it again.
+    ///
+    /// Each query holding a sum kept as written for
+    /// [`logical::SMALL_NEST`] alone ([`Optimized::guarded`]) may visit
+    /// [`logical::NEST_VISITS`] assignments; past them it stops, and the
+    /// caller plans the statement again with
+    /// [`OptimizerOptions::small_nests`] off.
     pub fn step_guards(&self) -> StepGuards {
         let mut guards = StepGuards::default();
         let cap = self.options.max_step_entries as f64;
@@ -245,6 +261,9 @@ impl Optimized {
                 let bytes = REPLAN_FACTOR * logical::step_bytes(estimate, query.output.len());
                 guards.insert(query.name.clone(), (bytes as u64).max(REPLAN_FLOOR));
             }
+        }
+        for name in &self.guarded {
+            guards.insert_visits(name.clone(), logical::NEST_VISITS);
         }
         guards
     }
@@ -348,6 +367,7 @@ fn as_written(
         plan,
         cost: f64::NAN,
         trivial: 0,
+        guarded: Vec::new(),
         reductions: Vec::new(),
         absorbed: Vec::new(),
         rewritten: Vec::new(),
@@ -587,6 +607,7 @@ fn with<E: SparsityEstimator>(
         plan,
         cost: logical.cost,
         trivial: logical.trivial,
+        guarded: logical.guarded,
         reductions: reducer.reductions,
         absorbed: reducer.absorbed,
         rewritten,

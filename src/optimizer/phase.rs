@@ -46,7 +46,9 @@ pub enum Phase {
     /// Searches skipped where the plan they start from is estimated to
     /// run in less time than they would take
     /// ([`super::logical::kept_as_written`]): a sum whose loop nest as
-    /// written costs less than the elimination search's first round is
+    /// written costs less than the elimination search's first round, or
+    /// over sparse inputs less than a million units
+    /// ([`super::logical::SMALL_NEST`], its loops guarded), is
     /// kept as written ([`super::logical::eliminate`]), and a loop nest
     /// whose greedy order costs less than the exact order search keeps it
     /// ([`super::physical`]); runs within `eliminate` and `physical`, and

@@ -17,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::profile::{Profile, ProfileLog, ProgramRun};
+use super::profile::{Profile, ProfileLog, ProgramRun, ReplanCause};
 use super::result::QueryResult;
 use super::{Session, count, entries};
 use crate::bound::{BoundStatement, Relation};
@@ -273,8 +273,17 @@ pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
         1 => "; 1 sum kept as written, cheaper to run than to search".to_string(),
         n => format!("; {n} sums kept as written, cheaper to run than to search"),
     };
+    let guarded = if optimized.guarded.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the loops of {} stop past {} visits and plan again",
+            optimized.guarded.join(", "),
+            crate::optimizer::logical::NEST_VISITS
+        )
+    };
     lines.push(format!(
-        "Logical plan (optimizer = {}, estimator = {}{trivial}):",
+        "Logical plan (optimizer = {}, estimator = {}{trivial}{guarded}):",
         options.search.name(),
         options.estimator.name()
     ));
@@ -292,11 +301,20 @@ pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
 pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
     let mut lines = Vec::new();
     for replan in &run.replans {
-        let mut line = format!(
-            "Planned again: step {} ({}) outgrew its estimate; no step estimated as large is taken",
-            replan.step,
-            estimated(replan.estimate)
-        );
+        let mut line = match replan.cause {
+            ReplanCause::Step { estimate } => format!(
+                "Planned again: step {} ({}) outgrew its estimate; no step estimated as large is \
+                 taken",
+                replan.step,
+                estimated(estimate)
+            ),
+            ReplanCause::Nest => format!(
+                "Planned again: the loops of {} visited more than {} assignments as written; its \
+                 sums are searched",
+                replan.step,
+                crate::optimizer::logical::NEST_VISITS
+            ),
+        };
         if times {
             line.push_str(&format!(" (the plan given up ran {})", millis(replan.time)));
         }

@@ -24,7 +24,7 @@ pub mod statement;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-pub use profile::{Profile, ProfileLog, ProgramRun, Replan};
+pub use profile::{Profile, ProfileLog, ProgramRun, Replan, ReplanCause};
 pub use result::QueryResult;
 pub use settings::Settings;
 pub use statement::{ExplainFormat, Statement, parse_script};

@@ -37,16 +37,32 @@ impl ProgramRun {
 }
 
 /// A plan given up because one of its elimination steps charged far more
-/// memory than its estimate needs (or met the memory limit).
+/// memory than its estimate needs (or met the memory limit), or because
+/// a loop nest kept as written visited more than its guard allows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Replan {
-    /// The step's name (`#e3`).
+    /// The step's name (`#e3`), or the guarded query's.
     pub step: String,
-    /// Its estimated entries: the next plan takes no step estimated at
-    /// as many or more.
-    pub estimate: f64,
+    /// Why the plan was given up.
+    pub cause: ReplanCause,
     /// How long the plan ran before the step stopped it.
     pub time: Duration,
+}
+
+/// What stopped a plan ([`Replan`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ReplanCause {
+    /// The step outgrew its estimated entries: the next plan takes no
+    /// step estimated at as many or more.
+    Step {
+        /// The step's estimated entries.
+        estimate: f64,
+    },
+    /// The query's loops, a sum of it kept as written for its small bound
+    /// ([`crate::optimizer::logical::SMALL_NEST`]), visited more than
+    /// [`crate::optimizer::logical::NEST_VISITS`] assignments: the next
+    /// plan searches such sums.
+    Nest,
 }
 
 /// Collects the [`ProgramRun`]s of one statement and the time spent

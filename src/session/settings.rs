@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use super::profile::{ProfileLog, ProgramRun, Replan};
+use super::profile::{ProfileLog, ProgramRun, Replan, ReplanCause};
 use crate::bound::Literal;
 use crate::error::{Error, Result};
 use crate::exec::{ExecOptions, FirstRows, StepGuards, default_memory_limit, default_threads};
@@ -139,6 +139,7 @@ impl Settings {
             disabled: PhaseSet::from_bits(self.disabled.load(Ordering::Relaxed)),
             memory_limit: self.memory_limit(),
             max_step_entries: crate::optimizer::logical::MAX_STEP_ENTRIES,
+            small_nests: true,
         }
     }
 
@@ -177,7 +178,10 @@ impl Settings {
     /// An elimination step that outgrows its estimate (its guard,
     /// [`crate::optimizer::Optimized::step_guards`]) stops the plan, and
     /// the program is planned again with no step estimated as large as
-    /// it, up to [`MAX_REPLANS`] times; the last plan runs unguarded.
+    /// it; a loop nest kept as written that visits more than its guard
+    /// allows stops it too, and the program is planned again with such
+    /// sums searched. Up to [`MAX_REPLANS`] times; the last plan runs
+    /// unguarded.
     pub fn evaluate_first(
         &self,
         program: &Program,
@@ -224,10 +228,19 @@ impl Settings {
                     })?;
                     replans.push(Replan {
                         step,
-                        estimate,
+                        cause: ReplanCause::Step { estimate },
                         time: start.elapsed(),
                     });
                     options.max_step_entries = estimate as u64;
+                    continue;
+                }
+                Err(Error::NestOutgrown(query)) => {
+                    replans.push(Replan {
+                        step: query,
+                        cause: ReplanCause::Nest,
+                        time: start.elapsed(),
+                    });
+                    options.small_nests = false;
                     continue;
                 }
                 ran => ran?,
