@@ -4,8 +4,8 @@
 //! without changing the answer, the common sub-expression phase merges
 //! equal steps, a sum kept as written for its small bound runs under a
 //! guard that plans it again, searched, once its loops pass it, and the
-//! check the optimizer runs after each phase in debug
-//! builds finds a program that no longer binds. That random programs give
+//! check the optimizer runs after each phase in debug builds finds a
+//! program that no longer binds. That random programs give
 //! the reference's answer with any phase disabled is tested with the
 //! random-program generator, in `tests/exec_differential.rs`.
 
@@ -403,9 +403,9 @@ const NEIGHBOURS: [i64; 8] = [1, 2, 3, 4, -1, -2, -3, -4];
 
 /// A sum over sparse inputs kept as written for its bound below
 /// `SMALL_NEST` alone runs under a guard on its loop visits; where the
-/// bound is tight (every degree the same) the loops pass it, the plan stops with `NestOutgrown`, and planned
-/// again with such sums searched the program takes steps and gives the
-/// same answer. Through SQL, the session plans again by itself and
+/// bound is tight (every degree the same) the loops pass it, the plan
+/// stops with `NestOutgrown`, and planned again with such sums searched
+/// the program takes steps and gives the same answer. Through SQL, the session plans again by itself and
 /// `EXPLAIN ANALYZE` says so.
 #[test]
 fn a_small_nest_that_visits_past_its_guard_is_planned_again_searched() {

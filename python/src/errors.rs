@@ -82,7 +82,8 @@ pub fn to_py(py: Python<'_>, error: einsql::Error) -> PyErr {
         E::Cancelled => CancelledError::new_err(message),
         E::Overflow(_) => IntegerOverflowError::new_err(message),
         E::OutOfMemory(_) | E::StepOutgrown(_) => OutOfMemoryError::new_err(message),
-        E::Internal(_) => InternalError::new_err(message),
+        // The session plans again past a nest's guard: one never reaches a caller.
+        E::Internal(_) | E::NestOutgrown(_) => InternalError::new_err(message),
         E::Catalog { .. } => CatalogError::new_err(message),
         E::Arrow(_) => ArrowError::new_err(message),
         E::Parquet(_) => ParquetError::new_err(message),
