@@ -294,13 +294,7 @@ impl ChainStats {
         }
         let slots: Vec<u64> = vars.iter().map(|v| self.named(|n| n == v)).collect();
         let paths = self.lattice().all_paths(PROJECTION_TABLE_VARIABLES)?;
-        // Each subset's target is a smaller subset's (without its lowest
-        // member) with one more variable's slots.
-        let mut targets = vec![0u64; 1 << vars.len()];
-        for set in 1..targets.len() {
-            targets[set] = targets[set & (set - 1)] | slots[set.trailing_zeros() as usize];
-        }
-        Some(targets.iter().map(|&t| paths.log2(t).exp2()).collect())
+        Some(paths.subset_bounds(&slots))
     }
 
     /// The same statistics without the `hidden` slots: constraints that

@@ -501,6 +501,31 @@ impl AllPaths {
             .copied()
             .unwrap_or(f64::INFINITY)
     }
+
+    /// `2^`[`AllPaths::log2`] of the union of `slots[k]` over the members
+    /// `k` of every subset of `0..slots.len()`, indexed by the subset's
+    /// bits: each subset's position in the table is a smaller subset's
+    /// (without its lowest member) with one more slot's, so no target is
+    /// compressed twice.
+    pub fn subset_bounds(&self, slots: &[u64]) -> Vec<f64> {
+        // A slot with a variable that no edge adds is reached by no path.
+        let positions: Vec<Option<usize>> = slots
+            .iter()
+            .map(|&s| (s & !self.vars == 0).then(|| compress(s, self.vars)))
+            .collect();
+        let mut at = vec![Some(0usize); 1 << slots.len()];
+        for set in 1..at.len() {
+            at[set] = at[set & (set - 1)]
+                .zip(positions[set.trailing_zeros() as usize])
+                .map(|(rest, one)| rest | one);
+        }
+        at.iter()
+            .map(|p| {
+                p.and_then(|p| self.log2.get(p))
+                    .map_or(f64::INFINITY, |log2| log2.exp2())
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -597,6 +622,17 @@ mod tests {
             for target in 0..64u64 {
                 let expected = brute_force(&cs, target);
                 prop_assert!((all.log2(target) - expected).abs() < 1e-6, "{target}: {} vs {expected}", all.log2(target));
+            }
+            // The table over unions of slots (one, several, no variable,
+            // and one past the six) is the bound of each union.
+            let slots = [4u64, 3, 0, 48, 1 << 7];
+            let table = all.subset_bounds(&slots);
+            prop_assert_eq!(table.len(), 32);
+            for (set, &bound) in table.iter().enumerate() {
+                let target = (0..slots.len())
+                    .filter(|k| set >> k & 1 == 1)
+                    .fold(0, |acc, k| acc | slots[k]);
+                prop_assert_eq!(bound, all.log2(target).exp2(), "{:05b}", set);
             }
             // Past its variable limit it declines.
             let width = lattice.edges.iter().fold(0u64, |a, e| a | e.x | e.y).count_ones();

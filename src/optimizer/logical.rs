@@ -839,12 +839,19 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
                 cost: 0.0,
             })
         };
-        let plan = if factors.len() < 2 || eliminable.is_empty() {
+        let searched = factors.len() >= 2 && !eliminable.is_empty();
+        // The loop nest's cost as written, which the `trivial` phase weighs.
+        let nest = if searched && self.trivial {
+            space.finish(&inputs)?
+        } else {
+            f64::INFINITY
+        };
+        let plan = if !searched {
             as_written(&mut space, inputs)?
-        } else if self.trivial && kept_as_written(space.finish(&inputs)?, eliminable.len()) {
+        } else if kept_as_written(nest, eliminable.len()) {
             self.out.trivial += 1;
             as_written(&mut space, inputs)?
-        } else if self.small_nests && all_sparse(factors) && space.finish(&inputs)? < SMALL_NEST {
+        } else if self.small_nests && all_sparse(factors) && nest < SMALL_NEST {
             self.out.trivial += 1;
             self.small_nest_kept = true;
             as_written(&mut space, inputs)?

@@ -305,13 +305,13 @@ pub fn run_lines(run: &ProgramRun, times: bool) -> Vec<String> {
             ReplanCause::Step { estimate } => format!(
                 "Planned again: step {} ({}) outgrew its estimate; no step estimated as large is \
                  taken",
-                replan.step,
+                replan.query,
                 estimated(estimate)
             ),
             ReplanCause::Nest => format!(
                 "Planned again: the loops of {} visited more than {} assignments as written; its \
                  sums are searched",
-                replan.step,
+                replan.query,
                 crate::optimizer::logical::NEST_VISITS
             ),
         };

@@ -41,8 +41,9 @@ impl ProgramRun {
 /// a loop nest kept as written visited more than its guard allows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Replan {
-    /// The step's name (`#e3`), or the guarded query's.
-    pub step: String,
+    /// The query that stopped the plan: a step (`#e3`), or a query whose
+    /// loops were guarded.
+    pub query: String,
     /// Why the plan was given up.
     pub cause: ReplanCause,
     /// How long the plan ran before the step stopped it.

@@ -227,7 +227,7 @@ impl Settings {
                         Error::Internal(format!("step {step} stopped without a guard"))
                     })?;
                     replans.push(Replan {
-                        step,
+                        query: step,
                         cause: ReplanCause::Step { estimate },
                         time: start.elapsed(),
                     });
@@ -236,7 +236,7 @@ impl Settings {
                 }
                 Err(Error::NestOutgrown(query)) => {
                     replans.push(Replan {
-                        step: query,
+                        query,
                         cause: ReplanCause::Nest,
                         time: start.elapsed(),
                     });
