@@ -12,9 +12,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use einsql::exec::WORK_OVERESTIMATE;
 use einsql::exec::{ExecOptions, StepGuards, run, run_first};
 use einsql::ir::{Annotation, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef};
-use einsql::optimizer::logical::{SMALL_NEST, kept_as_written, trivial_cost};
+use einsql::optimizer::logical::{
+    COST_PER_ESTIMATE, EXACT_BUDGET, EXACT_FLOOR, SMALL_NEST, exact_budget, kept_as_written,
+    trivial_cost,
+};
 use einsql::optimizer::{Optimized, OptimizerOptions, Phase, PhaseSet, Search, check, optimize};
 use einsql::progress::NoProgress;
 use einsql::storage::{Coo, DimensionSpec, Tensor};
@@ -390,6 +394,28 @@ fn a_sum_cheaper_to_run_than_to_search_is_kept_as_written() {
 }
 
 /// [`star_over`] `e`, planned with sums below `SMALL_NEST` searched.
+#[test]
+fn the_exact_search_weighs_the_greedy_plan_as_the_trivial_phase_does() {
+    // One estimate per COST_PER_ESTIMATE units of the greedy plan, beyond
+    // the greedy search's own, up to the budget.
+    let cost = 40.0 * COST_PER_ESTIMATE;
+    assert_eq!(exact_budget(10, cost, false), 50);
+    // The trivial phase takes the bound to overstate the plan's work as it
+    // does a nest's, and keeps a plan too cheap for one estimate as found.
+    assert_eq!(
+        exact_budget(10, cost, true),
+        10 + (40.0 / WORK_OVERESTIMATE) as usize
+    );
+    assert_eq!(exact_budget(10, 100.0, true), 10);
+    assert_eq!(exact_budget(10, 100.0, false), 10 + EXACT_FLOOR);
+    // Never past the budget, however costly the plan.
+    for trivial in [false, true] {
+        assert_eq!(exact_budget(10, 1e12, trivial), EXACT_BUDGET);
+        assert_eq!(exact_budget(10, f64::INFINITY, trivial), EXACT_BUDGET);
+        assert_eq!(exact_budget(usize::MAX, 1.0, trivial), EXACT_BUDGET);
+    }
+}
+
 fn searched_over(e: &TensorRef) -> Optimized {
     let options = OptimizerOptions {
         small_nests: false,

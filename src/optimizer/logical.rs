@@ -67,8 +67,9 @@
 //!      The sum stays one loop nest (the subgraph queries whose inputs the
 //!      semijoin reduction left at a few hundred entries). Likewise the
 //!      greedy search stops once what is left of its plan costs less than
-//!      its next round would (the bound as it is: where the greedy
-//!      search stops sets the exact search's budget).
+//!      its next round would, the bound as it is; the exact search's
+//!      budget then weighs the greedy plan's bound divided by what it
+//!      overstates, as the nest's was ([`exact_budget`]).
 //! 4. **Distributivity** (Galley 5.1, example 3). A product with factors
 //!    that are sums or differences is also planned distributed into a
 //!    signed sum of products (`S * (P + C) * θ` as `S*P*θ + S*C*θ`, each
@@ -123,8 +124,9 @@ pub const EXACT_BUDGET: usize = 200;
 /// The plan cost (entries written plus assignments visited) that the
 /// executor gets through in about the time of one estimate. The exact
 /// search stops after `greedy cost / COST_PER_ESTIMATE` estimates beyond
-/// the greedy search: searching longer than the greedy plan would run
-/// cannot pay off. One chain-bound estimate takes about 4 µs; on the
+/// the greedy search (the cost divided by [`WORK_OVERESTIMATE`] first with
+/// the `trivial` phase, [`exact_budget`]): searching longer than the
+/// greedy plan would run cannot pay off. One chain-bound estimate takes about 4 µs; on the
 /// subgraph sets up to 16 vertices the executor took a median of 7 ns per
 /// unit of the estimated cost (1 thread; the estimates are upper bounds,
 /// so most plans run faster than their cost says).
@@ -145,6 +147,25 @@ pub const EXACT_FLOOR: usize = 4;
 /// loop nest's assignments) per variable, at [`COST_PER_ESTIMATE`] each.
 pub fn trivial_cost(eliminable: usize) -> f64 {
     2.0 * eliminable as f64 * COST_PER_ESTIMATE
+}
+
+/// How many estimates the exact search of a sum may have made, counting
+/// the `spent` ones of the greedy search before it, when the greedy plan
+/// costs `greedy_cost`: one per [`COST_PER_ESTIMATE`] units of that cost,
+/// at most [`EXACT_BUDGET`]. With the `trivial` phase (`trivial`) the cost
+/// is weighed as [`kept_as_written`] weighs a nest's, divided by
+/// [`WORK_OVERESTIMATE`], and a greedy plan that stops early on small
+/// inputs is kept as found; without it the search may always make
+/// [`EXACT_FLOOR`] more. An infinite cost allows the whole budget.
+pub fn exact_budget(spent: usize, greedy_cost: f64, trivial: bool) -> usize {
+    let (floor, overstated) = if trivial {
+        (0, WORK_OVERESTIMATE)
+    } else {
+        (EXACT_FLOOR, 1.0)
+    };
+    // A saturating cast.
+    let worth = ((greedy_cost / overstated / COST_PER_ESTIMATE) as usize).max(floor);
+    EXACT_BUDGET.min(spent.saturating_add(worth))
 }
 
 /// The estimated cost below which the `trivial` phase keeps a sum over
@@ -859,12 +880,7 @@ impl<'a, E: SparsityEstimator> Optimizer<'a, E> {
             match self.search {
                 Search::Exact if eliminable.len() <= EXACT_LIMIT => {
                     let greedy = space.greedy(&inputs, &eliminable)?;
-                    // A saturating cast: an infinite cost allows everything.
-                    // The floor looks past greedy plans that stop early on
-                    // small inputs; the trivial phase keeps those as found.
-                    let floor = if self.trivial { 0 } else { EXACT_FLOOR };
-                    let worth = ((greedy.cost / COST_PER_ESTIMATE) as usize).max(floor);
-                    let budget = EXACT_BUDGET.min(space.estimates.saturating_add(worth));
+                    let budget = exact_budget(space.estimates, greedy.cost, self.trivial);
                     space.exact(&inputs, &eliminable, greedy, budget)?
                 }
                 _ => space.greedy(&inputs, &eliminable)?,

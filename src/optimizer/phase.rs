@@ -51,8 +51,9 @@ pub enum Phase {
     /// ([`super::logical::SMALL_NEST`], its loops guarded), is
     /// kept as written ([`super::logical::eliminate`]), and a loop nest
     /// whose greedy order costs less than the exact order search keeps it
-    /// ([`super::physical`]); runs within `eliminate` and `physical`, and
-    /// its time is theirs.
+    /// ([`super::physical`]); the exact elimination search's budget weighs
+    /// the greedy plan the same way ([`super::logical::exact_budget`]).
+    /// Runs within `eliminate` and `physical`, and its time is theirs.
     Trivial,
     /// Steps equal up to renaming their variables computed once
     /// ([`super::logical::cse`]).
