@@ -12,8 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use einsql::exec::WORK_OVERESTIMATE;
-use einsql::exec::{ExecOptions, StepGuards, run, run_first};
+use einsql::exec::{ExecOptions, StepGuards, WORK_OVERESTIMATE, run, run_first};
 use einsql::ir::{Annotation, Expr, IndexTerm, Input, Program, Query, ScalarOp, TensorRef};
 use einsql::optimizer::logical::{
     COST_PER_ESTIMATE, EXACT_BUDGET, EXACT_FLOOR, SMALL_NEST, exact_budget, kept_as_written,

@@ -126,10 +126,10 @@ pub const EXACT_BUDGET: usize = 200;
 /// search stops after `greedy cost / COST_PER_ESTIMATE` estimates beyond
 /// the greedy search (the cost divided by [`WORK_OVERESTIMATE`] first with
 /// the `trivial` phase, [`exact_budget`]): searching longer than the
-/// greedy plan would run cannot pay off. One chain-bound estimate takes about 4 µs; on the
-/// subgraph sets up to 16 vertices the executor took a median of 7 ns per
-/// unit of the estimated cost (1 thread; the estimates are upper bounds,
-/// so most plans run faster than their cost says).
+/// greedy plan would run cannot pay off. One chain-bound estimate takes
+/// about 4 µs; on the subgraph sets up to 16 vertices the executor took a
+/// median of 7 ns per unit of the estimated cost (1 thread; the estimates
+/// are upper bounds, so most plans run faster than their cost says).
 pub const COST_PER_ESTIMATE: f64 = 500.0;
 
 /// Estimates the exact search may always make beyond the greedy search,

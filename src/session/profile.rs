@@ -46,7 +46,7 @@ pub struct Replan {
     pub query: String,
     /// Why the plan was given up.
     pub cause: ReplanCause,
-    /// How long the plan ran before the step stopped it.
+    /// How long the plan ran before the query stopped it.
     pub time: Duration,
 }
 
