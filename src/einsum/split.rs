@@ -97,40 +97,60 @@ pub fn is_blank(text: &str) -> bool {
 }
 
 /// Scans `text`, calling `on_end` with the byte offset just after every
-/// statement-ending `;`, and returns the state at the end.
+/// statement-ending `;`, and returns the state at the end. Every character
+/// the scanner looks for is ASCII, and no byte of a longer UTF-8 character
+/// is, so it reads bytes, skipping in each state to the next byte that can
+/// end it.
 pub fn scan(text: &str, mut on_end: impl FnMut(usize)) -> State {
+    let bytes = text.as_bytes();
     let mut state = State::Code;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let next = chars.peek().map(|&(_, n)| n);
-        state = match (state, c) {
-            (State::Code, '\'') => State::String,
-            (State::Code, '"') => State::Identifier,
-            (State::Code, '-') if next == Some('-') => {
-                chars.next();
+    let mut i = 0;
+    while let Some(offset) = bytes[i..].iter().position(|&b| ends(state, b)) {
+        i += offset;
+        let next = bytes.get(i + 1).copied();
+        // How many bytes the state change takes.
+        let mut width = 1;
+        state = match (state, bytes[i]) {
+            (State::Code, b'\'') => State::String,
+            (State::Code, b'"') => State::Identifier,
+            (State::Code, b'-') if next == Some(b'-') => {
+                width = 2;
                 State::LineComment
             }
-            (State::Code, '/') if next == Some('*') => {
-                chars.next();
+            (State::Code, b'/') if next == Some(b'*') => {
+                width = 2;
                 State::BlockComment
             }
-            (State::Code, ';') => {
+            (State::Code, b';') => {
                 on_end(i + 1);
                 State::Code
             }
             // A doubled quote inside a literal closes and reopens it, which
             // leaves the scanner inside the literal as it should.
-            (State::String, '\'') | (State::Identifier, '"') | (State::LineComment, '\n') => {
+            (State::String, b'\'') | (State::Identifier, b'"') | (State::LineComment, b'\n') => {
                 State::Code
             }
-            (State::BlockComment, '*') if next == Some('/') => {
-                chars.next();
+            (State::BlockComment, b'*') if next == Some(b'/') => {
+                width = 2;
                 State::Code
             }
             (state, _) => state,
         };
+        i += width;
     }
     state
+}
+
+/// Whether byte `b` may end `state` (or, in code, start another state or
+/// end a statement).
+fn ends(state: State, b: u8) -> bool {
+    match state {
+        State::Code => matches!(b, b'\'' | b'"' | b'-' | b'/' | b';'),
+        State::String => b == b'\'',
+        State::Identifier => b == b'"',
+        State::LineComment => b == b'\n',
+        State::BlockComment => b == b'*',
+    }
 }
 
 /// The 1-based line and column (in characters) of byte `offset` of `text`.
@@ -245,7 +265,60 @@ fn is_einsum(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// The statement ends and final state of `text`, read one character at
+    /// a time: what [`scan`] must find by skipping.
+    fn scanned_by_characters(text: &str) -> (Vec<usize>, State) {
+        let mut ends = Vec::new();
+        let mut state = State::Code;
+        let mut chars = text.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            let next = chars.peek().map(|&(_, n)| n);
+            let pair = match (state, c) {
+                (State::Code, '-') => next == Some('-'),
+                (State::Code, '/') | (State::BlockComment, '*') => {
+                    next == Some(if c == '/' { '*' } else { '/' })
+                }
+                _ => false,
+            };
+            state = match (state, c) {
+                (State::Code, '\'') => State::String,
+                (State::Code, '"') => State::Identifier,
+                (State::Code, '-') if pair => State::LineComment,
+                (State::Code, '/') if pair => State::BlockComment,
+                (State::Code, ';') => {
+                    ends.push(i + 1);
+                    State::Code
+                }
+                (State::String, '\'') | (State::Identifier, '"') | (State::LineComment, '\n') => {
+                    State::Code
+                }
+                (State::BlockComment, '*') if pair => State::Code,
+                (state, _) => state,
+            };
+            if pair {
+                chars.next();
+            }
+        }
+        (ends, state)
+    }
+
+    proptest! {
+        /// Skipping to the bytes that matter finds what reading every
+        /// character finds, in text made of the characters that matter,
+        /// others, and non-ASCII ones.
+        #[test]
+        fn scanning_by_bytes_reads_as_by_characters(
+            text in "[-;'\"/*\n aé∑☃]{0,40}"
+        ) {
+            let mut ends = Vec::new();
+            let state = scan(&text, |end| ends.push(end));
+            prop_assert_eq!((ends, state), scanned_by_characters(&text));
+        }
+    }
 
     #[test]
     fn splits_at_top_level_semicolons_only() {
@@ -263,6 +336,24 @@ mod tests {
                 ("INSERT INTO a VALUES ('x;y')", false),
                 ("-- c;\nC[i] = a[i] * 2", true),
                 ("/* ; */ t = SUM(i) C[i]", true),
+            ]
+        );
+    }
+
+    #[test]
+    fn non_ascii_text_splits_at_its_semicolons() {
+        let text = "INSERT INTO \"größe\" VALUES ('é;ß'); SELECT 'ü' -- ;☃\n; /* ∑; */ C[i] = a[i]";
+        let pieces = split_statements(text);
+        let shown: Vec<&str> = pieces
+            .iter()
+            .map(|p| text[p.range.clone()].trim())
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                "INSERT INTO \"größe\" VALUES ('é;ß')",
+                "SELECT 'ü' -- ;☃",
+                "/* ∑; */ C[i] = a[i]",
             ]
         );
     }
