@@ -179,7 +179,7 @@ fn table_names(optimized: &Optimized) -> HashSet<String> {
     }
     for reduction in &optimized.reductions {
         names.insert(reduction.target.tensor.name.to_lowercase());
-        for filter in &reduction.filter_columns {
+        for filter in reduction.filter_columns() {
             names.insert(filter.table.to_lowercase());
         }
     }
@@ -191,6 +191,7 @@ fn table_names(optimized: &Optimized) -> HashSet<String> {
 fn semi_join(reduction: &Reduction, dialect: Dialect) -> Result<String> {
     let target = &reduction.target;
     let tensor = &target.tensor.tensor;
+    let filters = reduction.filter_columns();
     let mut conditions = Vec::new();
     for (term, dim) in target.indices.iter().zip(tensor.dims()) {
         let column = dialect.ident(&dim.name);
@@ -199,11 +200,7 @@ fn semi_join(reduction: &Reduction, dialect: Dialect) -> Result<String> {
                 conditions.push(format!("{column} = {}", constant(dim, *c, dialect)?))
             }
             IndexTerm::Var(var) => {
-                for filter in reduction
-                    .filter_columns
-                    .iter()
-                    .filter(|f| f.variable == *var)
-                {
+                for filter in filters.iter().filter(|f| f.variable == *var) {
                     let mut sub = format!(
                         "SELECT {} FROM {}",
                         dialect.ident(&filter.column),

@@ -53,6 +53,13 @@ impl Display for Expr {
     }
 }
 
+impl Display for Input {
+    /// As the input reads in an expression: `A.v[i,j]`, `E[i,j]`.
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write_input(f, self)
+    }
+}
+
 /// Binding strength of an expression's outermost operator.
 fn precedence(expr: &Expr) -> u8 {
     match expr {

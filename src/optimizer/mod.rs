@@ -110,7 +110,7 @@ pub use uniform::{UniformEstimator, UniformStats};
 use crate::error::Result;
 use crate::exec::planner::{InOrder, PlanChoices, plan_by};
 use crate::exec::{PhysicalPlan, StepGuards, default_memory_limit};
-use crate::ir::{Program, Query};
+use crate::ir::{Expr, Program, Query};
 use logical::LogicalPlan;
 use physical::PhysicalOptimizer;
 use reduce::Reducer;
@@ -210,7 +210,7 @@ pub struct Optimized {
     pub reductions: Vec<Reduction>,
     /// The filters the reductions made redundant, left out of their
     /// products (see [`reduce::Reducer::reduce`]).
-    pub absorbed: Vec<String>,
+    pub absorbed: Vec<Expr>,
     /// The queries the `saturate` phase rewrote, as they were and as they
     /// run (normalized), in order.
     pub rewritten: Vec<Rewritten>,

@@ -57,8 +57,10 @@ use crate::storage::{Coo, DimensionSpec, MULTIPLICITY, Tensor, ValueData};
 pub struct Reduction {
     /// The name the reduced tensor goes by in the plan (`#s1`, ...).
     pub name: String,
-    /// The filters it was reduced by, as written first.
-    pub filters: Vec<String>,
+    /// The filters it was reduced by, as written first (held as the plan
+    /// holds its inputs: while a reduction lives, its filters' tensors do,
+    /// and so does its entry in the target's cache).
+    pub filters: Vec<Input>,
     /// The variables of the reduced tensor, in its dimension order.
     pub indices: Vec<String>,
     /// The entries kept.
@@ -69,15 +71,32 @@ pub struct Reduction {
     /// The reduced input itself, as in the program before the reduction
     /// (what [`crate::emit`] restricts with a semi-join).
     pub target: Input,
-    /// The filters' columns, in the order of `filters` (described, not
-    /// held: a reduction keeps no filter tensor alive).
-    pub filter_columns: Vec<FilterColumn>,
 }
 
 impl Reduction {
     /// The reduced input as written first, with its variables.
     pub fn source(&self) -> String {
-        Expr::Input(self.target.clone()).to_string()
+        self.target.to_string()
+    }
+
+    /// The filters as written first, for `EXPLAIN`.
+    pub fn filters_written(&self) -> Vec<String> {
+        self.filters.iter().map(ToString::to_string).collect()
+    }
+
+    /// The filters' columns, in the order of `filters`: each filter has
+    /// one variable, the one it filters.
+    pub fn filter_columns(&self) -> Vec<FilterColumn> {
+        self.filters
+            .iter()
+            .filter_map(|f| {
+                let variable = f.indices.iter().find_map(|t| match t {
+                    IndexTerm::Var(v) => Some(v.as_str()),
+                    IndexTerm::Const(_) => None,
+                })?;
+                FilterColumn::of(f, variable)
+            })
+            .collect()
     }
 }
 
@@ -152,9 +171,8 @@ pub struct Reducer {
     made: HashMap<ReductionKey, Option<Made>>,
     /// What was made, in order.
     pub reductions: Vec<Reduction>,
-    /// The filters left out of their products (see [`Reducer::reduce`]),
-    /// as written.
-    pub absorbed: Vec<String>,
+    /// The filters left out of their products (see [`Reducer::reduce`]).
+    pub absorbed: Vec<Expr>,
 }
 
 /// The coordinates a filter stores at its variable: sorted, and as a
@@ -207,8 +225,6 @@ impl Support {
 struct Filter<'a> {
     /// Its position among the product's factors.
     position: usize,
-    /// The factor, for `EXPLAIN`.
-    factor: &'a Expr,
     input: &'a Input,
     key: FilterKey,
 }
@@ -236,11 +252,11 @@ struct CacheState {
     clock: u64,
 }
 
-/// A reduction of the tensor a cache belongs to: the target's annotation
-/// and constants, and per term the filters on it. A filter is keyed by its
-/// tensor's address, which the entry's weak reference keeps from being
-/// reused.
-type CacheKey = (Annotation, Vec<Option<i64>>, Vec<Vec<FilterKey>>);
+/// A reduction of the tensor a cache belongs to, keyed as within one
+/// program ([`ReductionKey`]: the target's shape, so its address too,
+/// the same for every entry). A filter is keyed by its tensor's address,
+/// which the entry's weak reference keeps from being reused.
+type CacheKey = ReductionKey;
 
 #[derive(Debug)]
 struct CacheEntry {
@@ -467,7 +483,7 @@ impl Reducer {
         // The one-variable stored factors, by variable. A target has two
         // or more variables, so it is never its own filter.
         let mut filters: HashMap<&str, Vec<Filter<'_>>> = HashMap::new();
-        for (position, (factor, s)) in factors.iter().zip(&stored).enumerate() {
+        for (position, s) in stored.iter().enumerate() {
             let Some(s) = s else {
                 continue;
             };
@@ -484,7 +500,6 @@ impl Reducer {
             {
                 filters.entry(v).or_default().push(Filter {
                     position,
-                    factor,
                     input: s.input,
                     key: (s.shape.clone(), term),
                 });
@@ -531,7 +546,7 @@ impl Reducer {
             if let Some(slot) = reduced.get_mut(position)
                 && let Some(factor) = slot.take()
             {
-                self.absorbed.push(factor.to_string());
+                self.absorbed.push(factor);
             }
         }
         Ok(reduced.into_iter().flatten().collect())
@@ -555,8 +570,7 @@ impl Reducer {
             None => {
                 let tensor = &input.tensor.tensor;
                 let cache = tensor.derived::<Cache>();
-                let cache_key = (target.shape.1, target.shape.2.clone(), key.1.clone());
-                let cached = match cache.get(&cache_key) {
+                let cached = match cache.get(&key) {
                     Some(cached) => cached,
                     None => {
                         let made = make(input, &self.supports_by_term(by_term)?)?;
@@ -577,7 +591,7 @@ impl Reducer {
                             .map(|f| Arc::downgrade(&f.input.tensor.tensor))
                             .collect();
                         let capacity = tensor.nnz().max(CACHE_MIN_ENTRIES);
-                        cache.insert(cache_key, filters, made.clone(), capacity);
+                        cache.insert(key.clone(), filters, made.clone(), capacity);
                         made
                     }
                 };
@@ -597,7 +611,7 @@ impl Reducer {
                         filters: by_term
                             .iter()
                             .flat_map(|fs| fs.iter())
-                            .map(|f| f.factor.to_string())
+                            .map(|f| f.input.clone())
                             .collect(),
                         indices: reduced
                             .dims
@@ -607,12 +621,6 @@ impl Reducer {
                         kept: reduced.kept,
                         of: reduced.of,
                         target: input.clone(),
-                        filter_columns: by_term
-                            .iter()
-                            .zip(vars.iter())
-                            .flat_map(|(fs, v)| fs.iter().map(move |f| (f, v)))
-                            .filter_map(|(f, v)| FilterColumn::of(f.input, (*v)?))
-                            .collect(),
                     });
                     Made {
                         tensor: TensorRef {
@@ -1010,7 +1018,7 @@ mod tests {
             for k in [0, 2, 3] {
                 let unit = entries_by_var(&factors[k]).iter().all(|(_, m)| *m == 1.0);
                 if bag && unit {
-                    left_out.push(factors[k].to_string());
+                    left_out.push(factors[k].clone());
                 } else {
                     prop_assert!(reduced.contains(&factors[k]), "{} missing", factors[k]);
                 }
@@ -1072,10 +1080,8 @@ mod tests {
         let mut reducer = Reducer::default();
         let reduced = reducer.reduce(factors).unwrap();
         // Every label counts once: the labels are left out.
-        assert_eq!(
-            reducer.absorbed,
-            ["labels[a,5]", "labels[b,5]", "labels[c,6]"]
-        );
+        let absorbed: Vec<String> = reducer.absorbed.iter().map(Expr::to_string).collect();
+        assert_eq!(absorbed, ["labels[a,5]", "labels[b,5]", "labels[c,6]"]);
         let names: Vec<String> = reduced
             .iter()
             .map(|f| match f {
@@ -1094,7 +1100,7 @@ mod tests {
             (2, 6)
         );
         assert_eq!(
-            reducer.reductions[0].filters,
+            reducer.reductions[0].filters_written(),
             ["labels[a,5]", "labels[b,5]"]
         );
     }
@@ -1176,7 +1182,8 @@ mod tests {
         assert!(third.reductions.is_empty());
         let cache = e.derived::<Cache>();
         assert_eq!(cache.state().entries.len(), 2);
-        drop(l);
+        // The labels gone, with the reductions that name them as filters.
+        drop((first, second, third, l));
         let keys: Vec<CacheKey> = cache.state().entries.keys().cloned().collect();
         let found = keys.iter().filter(|k| cache.get(k).is_some()).count();
         assert_eq!(found, 1);
@@ -1198,7 +1205,7 @@ mod tests {
             kept,
             of: 4,
         };
-        let key = |k: i64| (Annotation::Multiplicity, vec![Some(k)], Vec::new());
+        let key = |k: i64| ((0, Annotation::Multiplicity, vec![Some(k)]), Vec::new());
         let cache = Cache::default();
         cache.insert(key(1), Vec::new(), Some(reduced(3)), 8);
         cache.insert(key(2), Vec::new(), Some(reduced(3)), 8);

@@ -24,7 +24,7 @@ use crate::bound::{BoundStatement, Relation};
 use crate::emit::{self, Dialect};
 use crate::error::{Error, Result};
 use crate::exec::{Entrywise, FirstRows};
-use crate::ir::Program;
+use crate::ir::{Expr, Program};
 use crate::optimizer::{Optimized, OptimizerOptions};
 use crate::storage::{ColumnRef, Tensor};
 
@@ -256,7 +256,7 @@ pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
                 r.name,
                 r.indices.join(","),
                 r.source(),
-                r.filters.join(", "),
+                r.filters_written().join(", "),
                 grouped(r.kept as f64),
                 grouped(r.of as f64)
             ));
@@ -264,7 +264,12 @@ pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
         if !optimized.absorbed.is_empty() {
             lines.push(format!(
                 "  left out, implied by the reductions (each entry counts 1): {}",
-                optimized.absorbed.join(", ")
+                optimized
+                    .absorbed
+                    .iter()
+                    .map(Expr::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     }
