@@ -277,18 +277,17 @@ mod tests {
         let mut chars = text.char_indices().peekable();
         while let Some((i, c)) = chars.next() {
             let next = chars.peek().map(|&(_, n)| n);
-            let pair = match (state, c) {
-                (State::Code, '-') => next == Some('-'),
-                (State::Code, '/') | (State::BlockComment, '*') => {
-                    next == Some(if c == '/' { '*' } else { '/' })
-                }
-                _ => false,
-            };
             state = match (state, c) {
                 (State::Code, '\'') => State::String,
                 (State::Code, '"') => State::Identifier,
-                (State::Code, '-') if pair => State::LineComment,
-                (State::Code, '/') if pair => State::BlockComment,
+                (State::Code, '-') if next == Some('-') => {
+                    chars.next();
+                    State::LineComment
+                }
+                (State::Code, '/') if next == Some('*') => {
+                    chars.next();
+                    State::BlockComment
+                }
                 (State::Code, ';') => {
                     ends.push(i + 1);
                     State::Code
@@ -296,12 +295,12 @@ mod tests {
                 (State::String, '\'') | (State::Identifier, '"') | (State::LineComment, '\n') => {
                     State::Code
                 }
-                (State::BlockComment, '*') if pair => State::Code,
+                (State::BlockComment, '*') if next == Some('/') => {
+                    chars.next();
+                    State::Code
+                }
                 (state, _) => state,
             };
-            if pair {
-                chars.next();
-            }
         }
         (ends, state)
     }
