@@ -85,6 +85,11 @@ impl StepGuards {
         self.visits.insert(name, visits);
     }
 
+    /// The most memory step `name` may charge, if it is guarded so.
+    pub fn bytes(&self, name: &str) -> Option<u64> {
+        self.bytes.get(name).copied()
+    }
+
     /// The guards of step `name`, if it has any.
     pub(crate) fn get<'g>(&'g self, name: &'g str) -> Option<StepGuard<'g>> {
         let bytes = self.bytes.get(name).copied();

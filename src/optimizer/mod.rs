@@ -145,9 +145,11 @@ pub struct OptimizerOptions {
     /// false` is [`Phase::Semijoin`] disabled.
     pub disabled: PhaseSet,
     /// The memory a statement may take (`SET memory_limit`): an
-    /// elimination step whose estimated entries would need more is never
-    /// taken, as the loop nest that would read it computes the same
-    /// without writing it ([`logical::step_bytes`]).
+    /// elimination step whose estimated entries would need more, once an
+    /// upper bound is taken to overstate them, is never taken, as the
+    /// loop nest that would read it computes the same without writing it
+    /// ([`logical::step_fits`]); one taken that needs more stops at its
+    /// guard and the statement is planned again.
     pub memory_limit: u64,
     /// An elimination step estimated to write this many entries or more
     /// is never taken ([`logical::MAX_STEP_ENTRIES`] by default). A
@@ -248,6 +250,15 @@ impl Optimized {
     /// a distributed product, which is computed on its own), so planning
     /// again would take it again.
     ///
+    /// A step whose estimated entries need more than the memory limit,
+    /// taken because a bound is taken to overstate them
+    /// ([`logical::step_fits`]), may charge only what that assumption
+    /// allows: its estimate's memory divided by
+    /// [`crate::exec::WORK_OVERESTIMATE`], and at least [`REPLAN_FLOOR`].
+    /// Where the bound was close, the step stops early and the statement
+    /// is planned without it, rather than build a step that fills the
+    /// memory limit.
+    ///
     /// Each query holding a sum kept as written for
     /// [`logical::SMALL_NEST`] alone ([`Optimized::guarded`]) may visit
     /// [`logical::NEST_VISITS`] assignments; past them it stops, and the
@@ -258,7 +269,12 @@ impl Optimized {
         let cap = self.options.max_step_entries as f64;
         for query in &self.plan.queries {
             if let Some(estimate) = self.step_estimate(&query.name).filter(|&e| e < cap) {
-                let bytes = REPLAN_FACTOR * logical::step_bytes(estimate, query.output.len());
+                let needs = logical::step_bytes(estimate, query.output.len());
+                let bytes = if needs > self.options.memory_limit as f64 {
+                    needs / crate::exec::WORK_OVERESTIMATE
+                } else {
+                    REPLAN_FACTOR * needs
+                };
                 guards.insert(query.name.clone(), (bytes as u64).max(REPLAN_FLOOR));
             }
         }
