@@ -3,7 +3,9 @@
 //! runs is timed, disabling phases skips them (and those that need them)
 //! without changing the answer, the common sub-expression phase merges
 //! equal steps, a sum kept as written for its small bound runs under a
-//! guard that plans it again, searched, once its loops pass it, and the
+//! guard that plans it again, searched, once its loops pass it, a step
+//! whose bound passes the memory limit is taken under a guard that plans
+//! the statement again without it once it really does, and the
 //! check the optimizer runs after each phase in debug builds finds a
 //! program that no longer binds. That random programs give
 //! the reference's answer with any phase disabled is tested with the
