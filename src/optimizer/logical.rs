@@ -241,7 +241,7 @@ pub const MAX_STEP_ENTRIES: u64 = 100_000_000;
 /// entries by [`WORK_OVERESTIMATE`], as it overstates a loop nest's
 /// visits ([`kept_as_written`]): on one-label yeast, three-variable steps
 /// bounded at 77.6 million entries wrote 0.9 to 1.2 million, and taking
-/// them finished 16-vertex queries whose loop nests ran past 30 s
+/// them finished a 16-vertex query whose loop nest ran past 30 s
 /// (`docs/benchmarks.md`, "Steps bounded past the memory limit, taken
 /// under their guard"). A step whose real entries pass the limit stops
 /// at its guard and the statement is planned again without it
