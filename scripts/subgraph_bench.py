@@ -57,6 +57,7 @@ VARIANTS = {
     "uniform": ["estimator='uniform'"],
     "greedy": ["optimizer='greedy'"],
     "no-factorize": ["disabled_optimizers='factorize'"],
+    "no-symmetry": ["disabled_optimizers='symmetry'"],
 }
 DEFAULT_VARIANT = "chain-exact"
 DUCKDB = "duckdb"

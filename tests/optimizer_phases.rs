@@ -352,6 +352,7 @@ fn phase_names_round_trip() {
             "normalize",
             "saturate",
             "mask",
+            "symmetry",
             "semijoin",
             "eliminate",
             "distribute",

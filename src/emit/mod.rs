@@ -39,7 +39,7 @@ pub use select::{Assembly, Item, OrderKey, OrderSource, Rows, emit_select};
 
 use crate::error::{Error, Result};
 use crate::ir::{IndexTerm, Program};
-use crate::optimizer::{KeyConstant, Optimized, OptimizerOptions, Reduction};
+use crate::optimizer::{KeyConstant, Optimized, OptimizerOptions, Phase, Reduction};
 use crate::storage::ValueType;
 use relation::{Computed, DENSE_LIMIT, Domain, Writer};
 
@@ -74,8 +74,18 @@ pub fn emit_program(
     options: &OptimizerOptions,
     dialect: Dialect,
 ) -> Result<String> {
-    let optimized = crate::optimizer::optimize(program, options)?;
+    let optimized = crate::optimizer::optimize(program, &without_symmetry(options))?;
     emit_sql(&optimized, dialect)
+}
+
+/// `options` with the `symmetry` phase off: its orientations by degree
+/// are not written as SQL, so emitted plans read the symmetric inputs
+/// whole.
+pub(crate) fn without_symmetry(options: &OptimizerOptions) -> OptimizerOptions {
+    OptimizerOptions {
+        disabled: options.disabled.with(Phase::Symmetry),
+        ..*options
+    }
 }
 
 /// `WITH ctes SELECT ...` on separate lines (no `WITH` without CTEs).

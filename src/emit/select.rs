@@ -12,7 +12,7 @@
 use hashbrown::HashMap;
 
 use super::relation::{Block, Join, Scalar, Writer};
-use super::{Dialect, nonzero, plan_ctes, with};
+use super::{Dialect, nonzero, plan_ctes, with, without_symmetry};
 use crate::error::{Error, Result};
 use crate::ir::{Expr, IndexTerm, Program};
 use crate::optimizer::OptimizerOptions;
@@ -110,7 +110,7 @@ pub fn emit_select(
     options: &OptimizerOptions,
     dialect: Dialect,
 ) -> Result<String> {
-    let optimized = crate::optimizer::optimize(program, options)?;
+    let optimized = crate::optimizer::optimize(program, &without_symmetry(options))?;
     let (mut ctes, mut writer) = plan_ctes(&optimized, dialect)?;
     writer.domains.clear();
     for query in &program.queries {

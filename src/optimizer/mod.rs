@@ -10,6 +10,7 @@
 //! | `normalize` | unique bound names, flat products, sums lifted out of products ([`logical::normalize`]) |
 //! | `saturate` | algebraic rewrites by equality saturation (SPORES), kept where the later phases estimate them cheaper ([`saturate`]) |
 //! | `mask` | nested aggregates under maps computed only where an annihilating stored input around them is stored (SystemML's Outer, [`mask`]) |
+//! | `symmetry` | sums over interchangeable variables of a symmetric input counted once per set of values, in degree order, and multiplied by the number of orders ([`symmetry`]; it reads the data) |
 //! | `semijoin` | stored inputs of products shrunk by their one-variable factors ([`reduce`]; it reads the data) |
 //! | `eliminate` | elimination orders searched, sums over products rewritten into aggregation steps ([`logical::eliminate`]) |
 //! | `distribute` | products of sums planned distributed when cheaper (within `eliminate`, see [`logical`]) |
@@ -93,6 +94,7 @@ pub mod phase;
 pub mod physical;
 pub mod reduce;
 pub mod saturate;
+pub mod symmetry;
 pub mod uniform;
 
 use std::time::{Duration, Instant};
@@ -105,6 +107,7 @@ pub use logical::Search;
 pub use phase::{Phase, PhaseSet, PhaseTime};
 pub use reduce::{FilterColumn, KeyConstant, Reduction};
 pub use saturate::Rewritten;
+pub use symmetry::{Broken, Orientation};
 pub use uniform::{UniformEstimator, UniformStats};
 
 use crate::error::Result;
@@ -114,6 +117,7 @@ use crate::ir::{Expr, Program, Query};
 use logical::LogicalPlan;
 use physical::PhysicalOptimizer;
 use reduce::Reducer;
+use symmetry::Breaker;
 
 /// Which sparsity estimator the optimizer uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +217,11 @@ pub struct Optimized {
     /// The filters the reductions made redundant, left out of their
     /// products (see [`reduce::Reducer::reduce`]).
     pub absorbed: Vec<Expr>,
+    /// The orientations of symmetric inputs the `symmetry` phase made the
+    /// plan read, in order.
+    pub orientations: Vec<Orientation>,
+    /// The sums the `symmetry` phase rewrote, innermost first.
+    pub broken: Vec<Broken>,
     /// The queries the `saturate` phase rewrote, as they were and as they
     /// run (normalized), in order.
     pub rewritten: Vec<Rewritten>,
@@ -386,6 +395,8 @@ fn as_written(
         guarded: Vec::new(),
         reductions: Vec::new(),
         absorbed: Vec::new(),
+        orientations: Vec::new(),
+        broken: Vec::new(),
         rewritten: Vec::new(),
         time: start.elapsed(),
         reduce_time: Duration::ZERO,
@@ -495,6 +506,16 @@ fn with<E: SparsityEstimator>(
         phases.check(&[Phase::Mask], &program, &[])?;
     } else {
         phases.skipped(Phase::Mask);
+    }
+
+    let mut breaker = Breaker::default();
+    if options.runs(Phase::Symmetry) {
+        let begin = Instant::now();
+        breaker.break_program(&mut program)?;
+        phases.ran(Phase::Symmetry, begin.elapsed());
+        phases.check(&[Phase::Symmetry], &program, &[])?;
+    } else {
+        phases.skipped(Phase::Symmetry);
     }
 
     let mut reducer = Reducer::default();
@@ -626,6 +647,8 @@ fn with<E: SparsityEstimator>(
         guarded: logical.guarded,
         reductions: reducer.reductions,
         absorbed: reducer.absorbed,
+        orientations: breaker.orientations,
+        broken: breaker.broken,
         rewritten,
         time: start.elapsed(),
         reduce_time,

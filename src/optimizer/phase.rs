@@ -3,7 +3,7 @@
 //! and the time each took.
 //!
 //! A phase is named the way `SET disabled_optimizers` spells it
-//! (`normalize`, `saturate`, `mask`, `semijoin`, `eliminate`,
+//! (`normalize`, `saturate`, `mask`, `symmetry`, `semijoin`, `eliminate`,
 //! `distribute`, `trivial`, `cse`, `physical`, `factorize`, `dense`,
 //! `fuse`);
 //! [`Phase::from_str`] parses a name and rejects an unknown one with the
@@ -33,6 +33,10 @@ pub enum Phase {
     /// Nested aggregates under maps computed only where an annihilating
     /// stored input of the map around them is stored ([`super::mask`]).
     Mask,
+    /// Sums over interchangeable variables of a symmetric input counted
+    /// once per set of values and multiplied by the number of orders
+    /// ([`super::symmetry`]).
+    Symmetry,
     /// Stored inputs of products shrunk by their one-variable factors
     /// ([`super::reduce`]).
     Semijoin,
@@ -78,10 +82,11 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order the optimizer runs them.
-    pub const ALL: [Phase; 12] = [
+    pub const ALL: [Phase; 13] = [
         Phase::Normalize,
         Phase::Saturate,
         Phase::Mask,
+        Phase::Symmetry,
         Phase::Semijoin,
         Phase::Eliminate,
         Phase::Distribute,
@@ -100,6 +105,7 @@ impl Phase {
             Phase::Saturate => "saturate",
             Phase::Mask => "mask",
             Phase::Semijoin => "semijoin",
+            Phase::Symmetry => "symmetry",
             Phase::Eliminate => "eliminate",
             Phase::Distribute => "distribute",
             Phase::Trivial => "trivial",

@@ -248,6 +248,28 @@ pub fn optimized_lines(optimized: &Optimized) -> Vec<String> {
             lines.push(format!("    as {}", r.after));
         }
     }
+    if !optimized.broken.is_empty() {
+        lines.push("Symmetry broken (each set of values counted once, in increasing order of degree, then coordinate):".to_string());
+        for o in &optimized.orientations {
+            lines.push(format!(
+                "  \"{}\" = {} where {} ranks below {}  ({} of {} entries)",
+                o.name,
+                o.source,
+                o.lower,
+                o.higher,
+                grouped(o.kept as f64),
+                grouped(o.of as f64)
+            ));
+        }
+        for b in &optimized.broken {
+            let classes: Vec<String> = b.classes.iter().map(|c| c.join(" < ")).collect();
+            lines.push(format!(
+                "  interchangeable: {}; the sum multiplied by {}",
+                classes.join("; "),
+                b.factor
+            ));
+        }
+    }
     if !optimized.reductions.is_empty() || !optimized.absorbed.is_empty() {
         lines.push("Semijoin reductions:".to_string());
         for r in &optimized.reductions {

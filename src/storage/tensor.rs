@@ -239,7 +239,7 @@ impl ValueData {
     }
 
     /// The values at positions `rows`, in that order.
-    fn gather(&self, rows: &[usize]) -> ValueData {
+    pub(crate) fn gather(&self, rows: &[usize]) -> ValueData {
         fn pick<T: Copy>(v: &[T], rows: &[usize]) -> Vec<T> {
             rows.iter().map(|&r| v[r]).collect()
         }
