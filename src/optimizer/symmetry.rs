@@ -377,7 +377,8 @@ impl Breaker {
 
 /// The two dimensions through which `input` reads two distinct summed
 /// variables (`var` numbers them), every other term a constant, when the
-/// two dimensions hold the same coordinates (size and dictionary).
+/// two dimensions have the same size and both or neither have a
+/// dictionary (whether the dictionaries agree is [`orient`]'s to say).
 fn edge(input: &Input, var: &impl Fn(&str) -> Option<usize>) -> Option<(usize, usize)> {
     let mut dims = input
         .indices
@@ -392,13 +393,11 @@ fn edge(input: &Input, var: &impl Fn(&str) -> Option<usize>) -> Option<(usize, u
     if a == b || var(a).is_none() || var(b).is_none() {
         return None;
     }
+    // The dictionaries' strings are compared once per tensor, with its
+    // data ([`orient`]), not per statement.
     let all = input.tensor.tensor.dims();
-    let same = all[p].size == all[q].size
-        && match (&all[p].dictionary, &all[q].dictionary) {
-            (None, None) => true,
-            (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x.strings() == y.strings(),
-            _ => false,
-        };
+    let same =
+        all[p].size == all[q].size && all[p].dictionary.is_some() == all[q].dictionary.is_some();
     same.then_some((p, q))
 }
 
@@ -583,9 +582,10 @@ fn key<'a>(
 /// it reads (found once and kept with the tensor): its entries whose
 /// coordinate at `dims.0` ranks below the one at `dims.1`, by degree
 /// (entries with that coordinate at `dims.0`), then coordinate; `None`
-/// when the tensor is not symmetric there (swapping the two coordinates
-/// of every entry gives an entry with the same annotation) or stores an
-/// entry with the two coordinates equal.
+/// when the two dimensions' dictionaries differ, the tensor is not
+/// symmetric there (swapping the two coordinates of every entry gives an
+/// entry with the same annotation) or it stores an entry with the two
+/// coordinates equal.
 ///
 /// Errors: an orientation that cannot be stored ([`Tensor::from_coo`]).
 fn orientation(input: &Input, dims: (usize, usize)) -> Result<Option<Arc<Tensor>>> {
@@ -614,8 +614,13 @@ fn orient(
     (p, q): (usize, usize),
     annotation: Annotation,
 ) -> Result<Option<Tensor>> {
+    let keys = match (&tensor.dims()[p].dictionary, &tensor.dims()[q].dictionary) {
+        (None, None) => true,
+        (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x.strings() == y.strings(),
+        _ => false,
+    };
     let (cp, cq) = (tensor.coords(p), tensor.coords(q));
-    if cp.iter().zip(cq).any(|(a, b)| a == b) {
+    if !keys || cp.iter().zip(cq).any(|(a, b)| a == b) {
         return Ok(None);
     }
     let coo = tensor.to_coo();
