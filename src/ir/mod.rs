@@ -236,6 +236,38 @@ impl Expr {
         }
     }
 
+    /// Calls `f` on every `SUM` over a product within the expression
+    /// (an `Agg` whose body is a `Map` of `*`), innermost first: a sum's
+    /// factors are visited before the sum itself, and `f` may rewrite the
+    /// sum in place. The walk of the phases that rewrite such sums.
+    pub fn for_each_sum_of_products(
+        &mut self,
+        f: &mut impl FnMut(&mut Expr) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            Expr::Agg {
+                op: AggOp::Sum,
+                body,
+                ..
+            } if matches!(
+                body.as_ref(),
+                Expr::Map {
+                    op: ScalarOp::Mul,
+                    ..
+                }
+            ) =>
+            {
+                body.for_each_sum_of_products(f)?;
+                f(self)
+            }
+            Expr::Agg { body, .. } => body.for_each_sum_of_products(f),
+            Expr::Map { args, .. } => args
+                .iter_mut()
+                .try_for_each(|arg| arg.for_each_sum_of_products(f)),
+            Expr::Input(_) | Expr::Alias { .. } | Expr::Literal(_) | Expr::Index(_) => Ok(()),
+        }
+    }
+
     /// The stored-tensor inputs of the expression, in order of appearance.
     pub fn inputs(&self) -> Vec<&Input> {
         match self {

@@ -48,7 +48,7 @@ use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
 use crate::exec::planner::table_formats;
-use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Input, Program, ScalarOp, TensorRef};
+use crate::ir::{Annotation, Expr, IndexTerm, Input, Program, ScalarOp, TensorRef};
 use crate::storage::fibertree::{Fiber, FiberTree, IndexSpec, LeafValues, Level};
 use crate::storage::{Coo, DimensionSpec, MULTIPLICITY, Tensor, ValueData};
 
@@ -424,47 +424,33 @@ impl Reducer {
     ///
     /// Errors: see [`Reducer::reduce`].
     pub fn reduce_program(&mut self, program: &mut Program) -> Result<()> {
-        program
-            .queries
-            .iter_mut()
-            .try_for_each(|query| self.reduce_sums(&mut query.expr))
+        program.queries.iter_mut().try_for_each(|query| {
+            query
+                .expr
+                .for_each_sum_of_products(&mut |sum| self.reduce_sum(sum))
+        })
     }
 
-    /// Reduces the sums over products within `expr`, innermost first.
-    fn reduce_sums(&mut self, expr: &mut Expr) -> Result<()> {
-        match expr {
-            Expr::Agg {
-                op: AggOp::Sum,
-                body,
-                ..
-            } => {
-                let Expr::Map {
-                    op: ScalarOp::Mul,
-                    args,
-                } = body.as_mut()
-                else {
-                    return self.reduce_sums(body);
-                };
-                for arg in args.iter_mut() {
-                    self.reduce_sums(arg)?;
-                }
-                let reduced = self.reduce(std::mem::take(args))?;
-                // Absorbed filters go, the targets stay: never empty. The
-                // factors are not flattened again, so that the elimination
-                // phase sees the product's factors as they were.
-                **body = match <[Expr; 1]>::try_from(reduced) {
-                    Ok([factor]) => factor,
-                    Err(factors) => Expr::Map {
-                        op: ScalarOp::Mul,
-                        args: factors,
-                    },
-                };
-                Ok(())
-            }
-            Expr::Agg { body, .. } => self.reduce_sums(body),
-            Expr::Map { args, .. } => args.iter_mut().try_for_each(|a| self.reduce_sums(a)),
-            Expr::Input(_) | Expr::Alias { .. } | Expr::Literal(_) | Expr::Index(_) => Ok(()),
-        }
+    /// Reduces the factors of one `SUM` over a product.
+    fn reduce_sum(&mut self, sum: &mut Expr) -> Result<()> {
+        let Expr::Agg { body, .. } = sum else {
+            return Ok(());
+        };
+        let Expr::Map { args, .. } = body.as_mut() else {
+            return Ok(());
+        };
+        let reduced = self.reduce(std::mem::take(args))?;
+        // Absorbed filters go, the targets stay: never empty. The factors
+        // are not flattened again, so that the elimination phase sees the
+        // product's factors as they were.
+        **body = match <[Expr; 1]>::try_from(reduced) {
+            Ok([factor]) => factor,
+            Err(factors) => Expr::Map {
+                op: ScalarOp::Mul,
+                args: factors,
+            },
+        };
+        Ok(())
     }
 
     /// The factors of one product with every target input replaced by its

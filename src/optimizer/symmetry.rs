@@ -47,7 +47,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use hashbrown::HashMap;
 
 use crate::error::{Error, Result};
-use crate::ir::{AggOp, Annotation, Expr, IndexTerm, Input, Program, ScalarOp, TensorRef, Value};
+use crate::ir::{Annotation, Expr, IndexTerm, Input, Program, ScalarOp, TensorRef, Value};
 use crate::storage::{Coo, Tensor, ValueData};
 
 /// One orientation read by the plan, for `EXPLAIN`.
@@ -118,12 +118,11 @@ enum Factor<'a> {
 }
 
 /// What a factor reads, as [`key`] compares factors: a stored tensor (by
-/// address) and annotation, an earlier query's result, or a constant.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// address) and annotation, or an earlier query's result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Read<'a> {
     Input(usize, Annotation),
     Alias(&'a str),
-    Literal(String),
 }
 
 /// A term of a factor's key.
@@ -147,44 +146,31 @@ impl Breaker {
     /// Errors: a tensor whose orientation cannot be stored (see
     /// [`Tensor::from_coo`]).
     pub fn break_program(&mut self, program: &mut Program) -> Result<()> {
-        program
-            .queries
-            .iter_mut()
-            .try_for_each(|query| self.break_sums(&mut query.expr))
+        program.queries.iter_mut().try_for_each(|query| {
+            query
+                .expr
+                .for_each_sum_of_products(&mut |sum| self.break_sum(sum))
+        })
     }
 
-    /// Rewrites the sums over products within `expr`, innermost first.
-    fn break_sums(&mut self, expr: &mut Expr) -> Result<()> {
-        match expr {
-            Expr::Agg {
-                op: AggOp::Sum,
-                indices,
-                body,
-            } => {
-                let Expr::Map {
-                    op: ScalarOp::Mul,
-                    args,
-                } = body.as_mut()
-                else {
-                    return self.break_sums(body);
-                };
-                for arg in args.iter_mut() {
-                    self.break_sums(arg)?;
-                }
-                let Some(factor) = self.break_product(indices, args)? else {
-                    return Ok(());
-                };
-                let sum = std::mem::replace(expr, Expr::Literal(Value::Int(factor)));
-                *expr = Expr::Map {
-                    op: ScalarOp::Mul,
-                    args: vec![Expr::Literal(Value::Int(factor)), sum],
-                };
-                Ok(())
-            }
-            Expr::Agg { body, .. } => self.break_sums(body),
-            Expr::Map { args, .. } => args.iter_mut().try_for_each(|a| self.break_sums(a)),
-            Expr::Input(_) | Expr::Alias { .. } | Expr::Literal(_) | Expr::Index(_) => Ok(()),
-        }
+    /// Rewrites one `SUM` over a product whose variables fall into
+    /// classes: `k * SUM(...)` over the orientation's factors.
+    fn break_sum(&mut self, sum: &mut Expr) -> Result<()> {
+        let Expr::Agg { indices, body, .. } = sum else {
+            return Ok(());
+        };
+        let Expr::Map { args, .. } = body.as_mut() else {
+            return Ok(());
+        };
+        let Some(factor) = self.break_product(indices, args)? else {
+            return Ok(());
+        };
+        let counted = std::mem::replace(sum, Expr::Literal(Value::Int(factor)));
+        *sum = Expr::Map {
+            op: ScalarOp::Mul,
+            args: vec![Expr::Literal(Value::Int(factor)), counted],
+        };
+        Ok(())
     }
 
     /// Rewrites the factors `args` of a sum over `summed` when its
@@ -459,32 +445,16 @@ fn swaps_onto_itself(
     pair: (usize, usize),
     symmetric: &impl Fn(&Input, (usize, usize)) -> bool,
 ) -> bool {
-    // Only the factors that read a variable of the pair move.
-    let reads = |arg: &Expr| {
-        let terms = match arg {
-            Expr::Input(input) => &input.indices,
-            Expr::Alias { indices, .. } => indices,
-            _ => return false,
-        };
-        terms.iter().any(|t| match t {
-            IndexTerm::Var(name) => var(name).is_some_and(|v| v == pair.0 || v == pair.1),
-            IndexTerm::Const(_) => false,
-        })
-    };
-    let keys = |swap: Option<(usize, usize)>| -> Option<Vec<Key<'_>>> {
-        let mut keys = args
+    let keys = |swap: Option<(usize, usize)>| {
+        let mut keys: Vec<Key<'_>> = args
             .iter()
             .zip(factors)
-            .filter(|(arg, _)| reads(arg))
-            .map(|(arg, f)| key(arg, f, var, swap, symmetric))
-            .collect::<Option<Vec<Key<'_>>>>()?;
+            .filter_map(|(arg, f)| key(arg, f, var, pair, swap, symmetric))
+            .collect();
         keys.sort_unstable();
-        Some(keys)
+        keys
     };
-    match (keys(None), keys(Some(pair))) {
-        (Some(before), Some(after)) => before == after,
-        _ => false,
-    }
+    keys(None) == keys(Some(pair))
 }
 
 /// Per summed variable, a sum of hashes of its occurrences in `args`:
@@ -537,14 +507,31 @@ fn fingerprints(
 
 /// A factor's key with the variables of `swap` exchanged: what it reads
 /// and its terms; an edge on a symmetric input with its two variables in
-/// increasing order. `None` for a factor that cannot be compared.
+/// increasing order. `None` for a factor that reads neither variable of
+/// `pair` (a constant among them): swapping the pair leaves it in place.
 fn key<'a>(
     arg: &'a Expr,
     factor: &Factor<'_>,
     var: &impl Fn(&str) -> Option<usize>,
+    pair: (usize, usize),
     swap: Option<(usize, usize)>,
     symmetric: &impl Fn(&Input, (usize, usize)) -> bool,
 ) -> Option<Key<'a>> {
+    let (read, indices) = match arg {
+        Expr::Input(input) => {
+            let tensor = Arc::as_ptr(&input.tensor.tensor) as usize;
+            (Read::Input(tensor, input.annotation), &input.indices)
+        }
+        Expr::Alias { name, indices } => (Read::Alias(name), indices),
+        _ => return None,
+    };
+    let reads_pair = indices.iter().any(|t| match t {
+        IndexTerm::Var(name) => var(name).is_some_and(|v| v == pair.0 || v == pair.1),
+        IndexTerm::Const(_) => false,
+    });
+    if !reads_pair {
+        return None;
+    }
     let term = |t: &'a IndexTerm| -> Term<'a> {
         match t {
             IndexTerm::Const(c) => Term::Const(*c),
@@ -558,24 +545,14 @@ fn key<'a>(
             },
         }
     };
-    match arg {
-        Expr::Input(input) => {
-            let mut terms: Vec<Term<'a>> = input.indices.iter().map(term).collect();
-            if let Factor::Edge { dims, .. } = factor
-                && symmetric(input, *dims)
-                && terms[dims.0] > terms[dims.1]
-            {
-                terms.swap(dims.0, dims.1);
-            }
-            let tensor = Arc::as_ptr(&input.tensor.tensor) as usize;
-            Some((Read::Input(tensor, input.annotation), terms))
-        }
-        Expr::Alias { name, indices } => {
-            Some((Read::Alias(name), indices.iter().map(term).collect()))
-        }
-        Expr::Literal(value) => Some((Read::Literal(value.to_string()), Vec::new())),
-        _ => None,
+    let mut terms: Vec<Term<'a>> = indices.iter().map(term).collect();
+    if let (Factor::Edge { dims, .. }, Expr::Input(input)) = (factor, arg)
+        && symmetric(input, *dims)
+        && terms[dims.0] > terms[dims.1]
+    {
+        terms.swap(dims.0, dims.1);
     }
+    Some((read, terms))
 }
 
 /// The orientation of `input`'s tensor through `dims` for the annotation
