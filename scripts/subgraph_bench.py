@@ -27,10 +27,20 @@ Outputs, in the output folder (default `bench-results/subgraph/`):
 `results.csv` (one row per dataset, query, thread count and engine),
 `<dataset>.md` (a summary per thread count, stable formatting for the
 README) and `<dataset>.png` (speedup over DuckDB per query, log scale).
+
+Every outcome is also appended to `journal.jsonl` as soon as it is known.
+A run that was stopped (a whole full set takes many hours) continues with
+`--resume` and the same options and output folder: the queries the journal
+holds for the same dataset, thread count and engine are not run again, and
+the reports cover every query. The journal names the bench executable by
+its SHA-256, and a resumed run must use the same executable, so that every
+figure of the report comes from one build. Without `--resume` the journal
+starts empty.
 """
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import os
@@ -83,6 +93,78 @@ CSV_FIELDS = [
 
 def log(message):
     print(message, file=sys.stderr, flush=True)
+
+
+class Journal:
+    """`journal.jsonl` of the output folder: one line per outcome, written
+    when it is known, so that a stopped run can continue (`--resume`)."""
+
+    def __init__(self, path, binary, args):
+        self.path = path
+        self.binary = sha256(binary)
+        # What every outcome of one run must share besides the build.
+        self.settings = {
+            "timeout": args.timeout,
+            "warm_up": args.warm_up,
+            "memory_limit": args.memory_limit,
+            "one_label": args.one_label,
+        }
+        self.done = {}
+        self.resumed = 0
+        if not args.resume:
+            path.unlink(missing_ok=True)
+            return
+        if not path.exists():
+            sys.exit(f"--resume: {path} does not exist (no earlier run in this folder)")
+        complete = []
+        for number, line in enumerate(open(path), 1):
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                # A line cut short when the run was stopped.
+                log(f"--resume: {path}:{number} is not complete, ignored")
+                continue
+            complete.append(line.rstrip("\n") + "\n")
+            if entry["binary"] != self.binary:
+                sys.exit(
+                    f"--resume: {path}:{number} was written by another build of the "
+                    f"bench ({entry['binary'][:12]}, this one is {self.binary[:12]}); "
+                    "resume with the same build or start again without --resume"
+                )
+            if entry["settings"] != self.settings:
+                sys.exit(
+                    f"--resume: {path}:{number} was run with {entry['settings']}, "
+                    f"this run has {self.settings}"
+                )
+            key = (entry["dataset"], entry["threads"], entry["engine"])
+            self.done.setdefault(key, {})[entry["outcome"]["name"]] = entry["outcome"]
+        self.resumed = sum(len(outcomes) for outcomes in self.done.values())
+        # New lines go after the complete ones, not after a cut one.
+        path.write_text("".join(complete))
+
+    def earlier(self, dataset, threads, engine):
+        """The outcomes the journal holds, by query name."""
+        return dict(self.done.get((dataset, threads, engine), {}))
+
+    def write(self, dataset, threads, engine, outcome):
+        entry = {
+            "dataset": dataset,
+            "threads": threads,
+            "engine": engine,
+            "binary": self.binary,
+            "settings": self.settings,
+            "outcome": outcome,
+        }
+        with open(self.path, "a") as file:
+            file.write(json.dumps(entry) + "\n")
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- einsql
@@ -192,20 +274,25 @@ def failure_reason(stderr):
     return failure[-1] if failure else stderr.strip()
 
 
-def run_einsql(binary, folder, variant, threads, args, total):
-    """One `run` process: a dict query name -> outcome, or None when the
-    variant's settings are not supported by this build."""
-    process = subprocess.Popen(
-        einsql_command(binary, folder, variant, threads, args),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    outcomes = {}
+def run_einsql(binary, folder, variant, threads, args, queries, journal):
+    """One `run` process for the queries the journal does not hold: a dict
+    query name -> outcome, or None when the variant's settings are not
+    supported by this build."""
+    dataset = folder.name
+    outcomes = journal.earlier(dataset, threads, variant)
+    left = [q["name"] for q in queries if q["name"] not in outcomes]
+    if not left:
+        return outcomes
+    command = einsql_command(binary, folder, variant, threads, args)
+    if outcomes:
+        for name in left:
+            command += ["--only", name]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in process.stdout:
         outcome = json.loads(line)
         outcomes[outcome["name"]] = outcome
-        progress(f"einsql/{variant}", threads, len(outcomes), total, outcome)
+        journal.write(dataset, threads, variant, outcome)
+        progress(f"einsql/{variant}", threads, len(outcomes), len(queries), outcome)
     stderr = process.stderr.read()
     if process.wait() != 0:
         reason = failure_reason(stderr)
@@ -216,11 +303,15 @@ def run_einsql(binary, folder, variant, threads, args, total):
     return outcomes
 
 
-def run_paced(binary, folder, threads, args, con, queries):
+def run_paced(binary, folder, threads, args, con, queries, journal):
     """The default variant and DuckDB, taking turns query by query: one
     `run --paced` process is sent each query's name and answers with its
     outcome, then DuckDB runs the same query. Two dicts query name ->
-    outcome (einsql's, DuckDB's)."""
+    outcome (einsql's, DuckDB's); the queries whose two outcomes the
+    journal holds are not run again."""
+    dataset = folder.name
+    einsql = journal.earlier(dataset, threads, DEFAULT_VARIANT)
+    duck = journal.earlier(dataset, threads, DUCKDB)
     process = subprocess.Popen(
         einsql_command(binary, folder, DEFAULT_VARIANT, threads, args) + ["--paced"],
         stdin=subprocess.PIPE,
@@ -235,9 +326,10 @@ def run_paced(binary, folder, threads, args, con, queries):
         process.wait()
         sys.exit(f"einsql/{DEFAULT_VARIANT} failed: {failure_reason(process.stderr.read())}")
 
-    einsql, duck = {}, {}
     for query in queries:
         name = query["name"]
+        if name in einsql and name in duck:
+            continue
         try:
             process.stdin.write(name + "\n")
             process.stdin.flush()
@@ -247,8 +339,10 @@ def run_paced(binary, folder, threads, args, con, queries):
         if not line:
             stopped()
         einsql[name] = json.loads(line)
+        journal.write(dataset, threads, DEFAULT_VARIANT, einsql[name])
         progress(f"einsql/{DEFAULT_VARIANT}", threads, len(einsql), len(queries), einsql[name])
         duck[name] = duckdb_outcome(con, query, args)
+        journal.write(dataset, threads, DUCKDB, duck[name])
         progress(DUCKDB, threads, len(duck), len(queries), duck[name])
     process.stdin.close()
     stderr = process.stderr.read()
@@ -513,6 +607,12 @@ def summary(dataset, info, rows_by_threads, plans, args, meta):
             f"; DuckDB's figures are those of an earlier run ({args.duckdb_results.name})."
             if args.duckdb_results
             else f"; einsql/{DEFAULT_VARIANT} and DuckDB take turns query by query."
+        )
+        + (
+            f" Continued with --resume: {meta['resumed']} outcomes come from the "
+            "journal of an earlier invocation (the same build)."
+            if meta["resumed"]
+            else ""
         ),
         "",
     ]
@@ -738,6 +838,12 @@ def main():
         "counts are then checked between the engines only",
     )
     parser.add_argument("--out", type=Path, help="default: REPO/bench-results/subgraph")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a stopped run in the same output folder: the queries its "
+        "journal.jsonl holds are not run again (same options, same build)",
+    )
     args = parser.parse_args()
     if not args.warm_up >= 0:
         sys.exit(f"--warm-up: {args.warm_up} is not a number of seconds, 0 or more")
@@ -768,6 +874,8 @@ def main():
     # each other's.
     spill_root = repo / "target" / "subgraph-bench-tmp" / f"{out.name}-{os.getpid()}"
     out.mkdir(parents=True, exist_ok=True)
+    journal = Journal(out / "journal.jsonl", binary, args)
+    meta["resumed"] = journal.resumed
     all_rows = []
     for dataset in [d.strip() for d in args.datasets.split(",") if d.strip()]:
         if args.one_label:
@@ -788,13 +896,13 @@ def main():
             results = {}
             if con is not None:
                 results[DEFAULT_VARIANT], results[DUCKDB] = run_paced(
-                    binary, folder, threads, args, con, queries
+                    binary, folder, threads, args, con, queries, journal
                 )
             for variant in list(variants):
                 if variant in results:
                     outcomes = results[variant]
                 else:
-                    outcomes = run_einsql(binary, folder, variant, threads, args, len(queries))
+                    outcomes = run_einsql(binary, folder, variant, threads, args, queries, journal)
                 if outcomes is None:
                     variants.remove(variant)
                 else:
