@@ -172,6 +172,22 @@ fn inputs_that_are_not_symmetric_are_left_alone() {
     // The six orders of triangle 012: three read w[2,0] = 2.
     assert_eq!(rows(&db, weighted, Some("")), ["9.0"]);
     assert_eq!(rows(&db, weighted, None), ["9.0"]);
+    // Edges with a label: the same pair under two labels, each both ways,
+    // is symmetric; one pair whose label differs by direction is not.
+    let labelled = "t = SUM(i,j,k) el[i,j,0] * el[j,k,0] * el[i,k,0]";
+    db.execute_all(
+        "CREATE TABLE el (s BIGINT, d BIGINT, l BIGINT);
+         INSERT INTO el VALUES (0,1,0),(1,0,0),(0,1,1),(1,0,1),(1,2,0),(2,1,0),
+                               (0,2,0),(2,0,0),(2,3,1),(3,2,1);",
+    )
+    .expect("loads");
+    assert_eq!(factor(&db, labelled), 6);
+    assert_eq!(rows(&db, labelled, Some("")), ["6"]);
+    assert_eq!(rows(&db, labelled, None), ["6"]);
+    db.execute_all("INSERT INTO el VALUES (1,3,0),(3,1,1);")
+        .expect("inserts");
+    assert_eq!(factor(&db, labelled), 1);
+    assert_eq!(rows(&db, labelled, Some("")), rows(&db, labelled, None));
 }
 
 #[test]

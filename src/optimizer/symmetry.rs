@@ -41,6 +41,7 @@
 //! variables do not swap (labelled patterns, mostly) costs a pass over its
 //! factors.
 
+use std::cmp::Ordering;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -611,40 +612,45 @@ fn orient(
                 .1,
         ),
     };
-    let dims = coo.coords.len();
-    let at = |e: usize, d: usize, swapped: bool| -> i64 {
-        let d = match (swapped, d) {
-            (true, d) if d == p => q,
-            (true, d) if d == q => p,
-            _ => d,
-        };
-        coo.coords[d][e]
+    // The entries sorted by (p, q, the other dimensions) and by (q, p, the
+    // others): the tensor is symmetric when the two lists agree entry by
+    // entry, values included. The pair leads each key, so that the sort
+    // moves small tuples and reads the other dimensions only on ties.
+    let rest: Vec<&[i64]> = (0..coo.coords.len())
+        .filter(|&d| d != p && d != q)
+        .map(|d| coo.coords[d].as_slice())
+        .collect();
+    let tie = |x: usize, y: usize| {
+        rest.iter()
+            .map(|c| c[x].cmp(&c[y]))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
     };
-    let entries = coo.coords.first().map_or(0, Vec::len);
-    let order = |swapped: bool| {
-        let mut order: Vec<usize> = (0..entries).collect();
-        order.sort_unstable_by(|&x, &y| {
-            (0..dims)
-                .map(|d| at(x, d, swapped).cmp(&at(y, d, swapped)))
-                .find(|o| o.is_ne())
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        order
+    let sorted = |first: &[i64], second: &[i64]| {
+        let mut keys: Vec<(i64, i64, usize)> = first
+            .iter()
+            .zip(second)
+            .enumerate()
+            .map(|(e, (&a, &b))| (a, b, e))
+            .collect();
+        keys.sort_unstable_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)).then_with(|| tie(x.2, y.2)));
+        keys
     };
-    let (straight, swapped) = (order(false), order(true));
-    let symmetric = straight.iter().zip(&swapped).all(|(&x, &y)| {
-        (0..dims).all(|d| at(x, d, false) == at(y, d, true)) && read.is_none_or(|v| same(v, x, y))
+    let (straight, swapped) = (sorted(cp, cq), sorted(cq, cp));
+    let symmetric = straight.iter().zip(&swapped).all(|(x, y)| {
+        (x.0, x.1) == (y.0, y.1) && tie(x.2, y.2).is_eq() && read.is_none_or(|v| same(v, x.2, y.2))
     });
     if !symmetric {
         return Ok(None);
     }
+    // Degrees from the runs of the first coordinate.
     let mut degree: HashMap<i64, u64> = HashMap::new();
-    for &c in cp {
-        *degree.entry(c).or_default() += 1;
+    for run in straight.chunk_by(|x, y| x.0 == y.0) {
+        degree.insert(run[0].0, run.len() as u64);
     }
     let rank = |c: i64| (degree.get(&c).copied().unwrap_or(0), c);
-    let keep: Vec<usize> = (0..entries)
-        .filter(|&e| rank(coo.coords[p][e]) < rank(coo.coords[q][e]))
+    let keep: Vec<usize> = (0..cp.len())
+        .filter(|&e| rank(cp[e]) < rank(cq[e]))
         .collect();
     let Coo {
         dims: specs,
